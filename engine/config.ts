@@ -1,0 +1,141 @@
+// Configuration per CONTRACT.md: file lookup, schema defaults, typo detection, environment
+// overrides (they win over the file; an invalid value warns and falls back), deep-frozen result.
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { DURATION_PATTERN } from './duration.js';
+import { ConfigError } from './errors.js';
+import { createAjv, explain, loadSchema, type Problem } from './schema.js';
+import { readYaml } from './yaml-file.js';
+
+export type Duration = string;
+export interface AuthConfig {
+  type: 'basic' | 'bearer';
+  username?: string; password?: string; username_file?: string; password_file?: string;
+  token?: string; token_file?: string;
+}
+export interface EndpointConfig {
+  name: string; type: string; url: string; priority?: number;
+  health_check_url?: string; model_url?: string;
+  check_interval: Duration; check_timeout: Duration;
+  headers: Record<string, string>; auth?: AuthConfig;
+}
+export interface GatewayConfig {
+  server: {
+    host: string; port: number; shutdown_timeout: Duration;
+    request_limits: { max_body_size: number; max_header_size: number };
+    rate_limits: {
+      global_requests_per_minute: number; per_ip_requests_per_minute: number;
+      health_requests_per_minute: number; internal_requests_per_minute: number; burst_size: number;
+      per_endpoint: { default_requests_per_minute: number };
+      trust_proxy_headers: boolean; trusted_proxy_cidrs: string[];
+    };
+  };
+  proxy: {
+    load_balancer: string; connection_timeout: Duration; response_timeout: Duration;
+    max_retries: number; profiles_dir: string; enable_optional_prefixes: boolean;
+  };
+  discovery: {
+    static: { endpoints: EndpointConfig[] };
+    model_discovery: { enabled: boolean; interval: Duration; timeout: Duration; concurrent_workers: number; retry_attempts: number };
+  };
+  model_registry: {
+    routing_strategy: {
+      type: 'strict' | 'optimistic' | 'discovery';
+      options: { fallback_behavior: 'compatible_only' | 'all' | 'none'; discovery_refresh_on_miss: boolean; discovery_timeout: Duration };
+    };
+  };
+  model_aliases: Record<string, string[]>;
+  translators: { msgapi: { enabled: boolean; max_message_size: number } };
+  dashboard: { enabled: boolean; access_policy: { allowed_cidrs: string[]; allowed_hosts: string[] } };
+  logging: { level: 'debug' | 'info' | 'warn' | 'error'; format: 'json' };
+  pipelines: { dir: string };
+  plugins: string[];
+}
+
+// Relative paths inside the config (profiles_dir, pipelines.dir, plugins, *_file) resolve
+// against the working directory, as the default `config/profiles` implies.
+export interface LoadedConfig {
+  config: GatewayConfig;
+  /** The file it came from, or "(built-in default)". */
+  source: string;
+  problems: Problem[];
+}
+
+export const BUILTIN_DEFAULT = '(built-in default)';
+
+/** --config FILE, else $GW_CONFIG, else ./config/config.yaml if present, else the built-in default. */
+export function resolveConfigPath(cliPath: string | undefined, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): string | null {
+  if (cliPath) return resolve(cwd, cliPath);
+  if (env.GW_CONFIG) return resolve(cwd, env.GW_CONFIG);
+  const local = resolve(cwd, 'config/config.yaml');
+  return existsSync(local) ? local : null;
+}
+
+const schema = loadSchema('config');
+const checkStrict = createAjv().compile(schema);
+const fillDefaults = createAjv({ useDefaults: true, removeAdditional: true }).compile(schema);
+
+type Override = (cfg: GatewayConfig, raw: string) => string | undefined;
+const durationRe = new RegExp(DURATION_PATTERN);
+const ENV_OVERRIDES: Record<string, Override> = {
+  GW_SERVER_HOST: (c, v) => (v.trim() ? void (c.server.host = v.trim()) : 'must not be empty'),
+  GW_SERVER_PORT: (c, v) => (/^\d+$/.test(v) && +v <= 65535 ? void (c.server.port = +v) : 'must be a port number 0-65535'),
+  GW_LOGGING_LEVEL: (c, v) => {
+    const level = v.trim().toLowerCase();
+    return ['debug', 'info', 'warn', 'error'].includes(level) ? void (c.logging.level = level as GatewayConfig['logging']['level']) : 'must be one of debug, info, warn, error';
+  },
+  GW_DISCOVERY_MODEL_DISCOVERY_ENABLED: (c, v) => {
+    const b = { true: true, '1': true, yes: true, false: false, '0': false, no: false }[v.trim().toLowerCase()];
+    return b === undefined ? 'must be true or false' : void (c.discovery.model_discovery.enabled = b);
+  },
+  GW_DISCOVERY_MODEL_DISCOVERY_INTERVAL: (c, v) => (durationRe.test(v.trim()) ? void (c.discovery.model_discovery.interval = v.trim()) : 'must be a duration such as 5m'),
+};
+
+export function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
+/**
+ * Load and check a configuration without throwing for problems in it: `problems` lists every
+ * FAIL and WARN; `config` is present when nothing failed. `gw validate` prints these; serve refuses FAILs.
+ */
+export function checkConfig(file: string | null, env: NodeJS.ProcessEnv = process.env): { loaded?: LoadedConfig; problems: Problem[] } {
+  const source = file ?? BUILTIN_DEFAULT;
+  let raw: unknown;
+  try {
+    raw = file ? readYaml(file) : {};
+  } catch (err) {
+    if (err instanceof ConfigError) return { problems: [{ level: 'fail', field: err.field, message: err.problem, fix: err.fix }] };
+    throw err;
+  }
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+    return { problems: [{ level: 'fail', field: '(top level)', message: 'the file must hold a YAML mapping of keys', fix: 'start with keys such as server:, proxy:, discovery:' }] };
+  }
+  const problems = explain(checkStrict, structuredClone(raw));
+  if (problems.some((p) => p.level === 'fail')) return { problems };
+  const cfg = structuredClone(raw) as GatewayConfig;
+  fillDefaults(cfg);
+  for (const [name, apply] of Object.entries(ENV_OVERRIDES)) {
+    const value = env[name];
+    if (value === undefined) continue;
+    const why = apply(cfg, value);
+    if (why) problems.push({ level: 'warn', field: name, message: `environment value ${JSON.stringify(value)} ${why}; ignored, using the configured value` });
+  }
+  return { loaded: { config: deepFreeze(cfg), source, problems }, problems };
+}
+
+/** For serving: the config, or a ConfigError naming the file, the field and the fix. */
+export function loadConfig(file: string | null, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+  const { loaded, problems } = checkConfig(file, env);
+  if (!loaded) {
+    const fails = problems.filter((p) => p.level === 'fail');
+    const first = fails[0];
+    const more = fails.slice(1).map((p) => `\n  also ${p.field}: ${p.message}${p.fix ? ` — ${p.fix}` : ''}`).join('');
+    throw new ConfigError(file ?? BUILTIN_DEFAULT, first.field, first.message + more, first.fix);
+  }
+  return loaded;
+}

@@ -1,0 +1,225 @@
+// Endpoints: the configured backends, their connection pools and health state. Credentials
+// are read once at load and kept out of everything that is printed.
+import { EventEmitter } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { Pool } from 'undici';
+import type { EndpointConfig, GatewayConfig } from './config.js';
+import { parseDuration } from './duration.js';
+import { ConfigError } from './errors.js';
+import type { Profile, ProfileSet } from './profiles.js';
+import { closest, type Problem } from './schema.js';
+
+export type HealthState = 'unknown' | 'healthy' | 'busy' | 'warming' | 'offline' | 'unhealthy';
+export const ROUTABLE: Readonly<Record<HealthState, boolean>> = {
+  unknown: false, healthy: true, busy: true, warming: true, offline: false, unhealthy: false,
+};
+
+/** Everything about an endpoint that follows from config, before any connection exists. */
+export interface EndpointPlan {
+  index: number;
+  name: string;
+  profile: Profile;
+  url: URL;
+  priority: number;
+  healthUrl: string;
+  modelUrl: string;
+  checkIntervalMs: number;
+  checkTimeoutMs: number;
+  /** Configured headers and the auth header, flat; values are secrets and never printed. */
+  headers: string[];
+}
+
+export class Endpoint {
+  readonly name: string;
+  readonly profile: Profile;
+  readonly origin: string;
+  /** URL path without a trailing slash ("" for the root): kept in front of every forwarded path. */
+  readonly basePath: string;
+  readonly priority: number;
+  readonly healthUrl: string;
+  readonly modelUrl: string;
+  readonly checkIntervalMs: number;
+  readonly checkTimeoutMs: number;
+  readonly headers: readonly string[];
+  /** Lower-case names in `headers`: a client header of the same name is replaced, not doubled. */
+  readonly headerNames: ReadonlySet<string>;
+  readonly pool: Pool;
+  state: HealthState = 'unknown';
+  /** Proxied requests in flight (least-connections balancing). */
+  active = 0;
+  lastCheck: Date | null = null;
+  lastLatencyMs = 0;
+  lastError = '';
+  consecutiveFailures = 0;
+
+  constructor(plan: EndpointPlan, timeouts: { connectMs: number; responseMs: number }) {
+    this.name = plan.name;
+    this.profile = plan.profile;
+    this.origin = plan.url.origin;
+    this.basePath = plan.url.pathname.replace(/\/+$/, '');
+    this.priority = plan.priority;
+    this.healthUrl = plan.healthUrl;
+    this.modelUrl = plan.modelUrl;
+    this.checkIntervalMs = plan.checkIntervalMs;
+    this.checkTimeoutMs = plan.checkTimeoutMs;
+    this.headers = plan.headers;
+    this.headerNames = new Set(plan.headers.filter((_, i) => i % 2 === 0));
+    this.pool = new Pool(this.origin, {
+      connect: { timeout: timeouts.connectMs },
+      headersTimeout: timeouts.responseMs,
+      bodyTimeout: timeouts.responseMs,
+      // Retire idle sockets before common upstream idle timeouts close them under us.
+      keepAliveTimeout: 2_500,
+      keepAliveMaxTimeout: 2_500,
+    });
+  }
+
+  get family(): string {
+    return this.profile.name;
+  }
+
+  get routable(): boolean {
+    return ROUTABLE[this.state];
+  }
+}
+
+/** Health path or URL: absolute as given; relative joined to the URL, keeping its base path. */
+export function joinEndpointUrl(base: URL, pathOrUrl: string): string {
+  if (/^https?:\/\//i.test(pathOrUrl)) return pathOrUrl;
+  const basePath = base.pathname.replace(/\/+$/, '');
+  return `${base.origin}${basePath}${pathOrUrl.startsWith('/') ? '' : '/'}${pathOrUrl}`;
+}
+
+function secret(file: string | undefined, inline: string | undefined, field: string, where: string, source: string): string | undefined {
+  if (inline !== undefined) return inline;
+  if (file === undefined) return undefined;
+  try {
+    return readFileSync(resolve(file), 'utf8').replace(/\r?\n$/, '');
+  } catch (err) {
+    throw new ConfigError(source, `${where}.auth.${field}_file`, `cannot read the ${field} file ${file} (${(err as NodeJS.ErrnoException).code})`, 'point it at a readable file holding only the secret');
+  }
+}
+
+function authHeader(ep: EndpointConfig, where: string, source: string): string | undefined {
+  const a = ep.auth;
+  if (!a) return undefined;
+  if (a.type === 'bearer') {
+    const token = secret(a.token_file, a.token, 'token', where, source);
+    if (!token) throw new ConfigError(source, `${where}.auth`, 'a bearer auth block needs token or token_file', 'add token_file: /run/secrets/<name>');
+    return `Bearer ${token}`;
+  }
+  const user = secret(a.username_file, a.username, 'username', where, source);
+  const pass = secret(a.password_file, a.password, 'password', where, source);
+  if (user === undefined || pass === undefined) {
+    throw new ConfigError(source, `${where}.auth`, 'a basic auth block needs a username and a password (or their *_file variants)', 'add username and password_file');
+  }
+  return `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
+}
+
+function userinfoError(ep: EndpointConfig, url: URL, where: string, source: string): ConfigError {
+  const host = `${url.protocol}//${url.host}${url.pathname === '/' ? '' : url.pathname}`;
+  const usernameOnly = url.username !== '' && url.password === '';
+  const basic = `auth: { type: basic, username: <username>, password_file: /run/secrets/${ep.name}-password }`;
+  const fix = usernameOnly
+    ? `set url: ${host} and add either ${basic} or auth: { type: bearer, token_file: /run/secrets/${ep.name}-token }`
+    : `set url: ${host} and add ${basic}`;
+  return new ConfigError(source, `${where}.url`, `endpoint "${ep.name}" has credentials embedded in its URL; the gateway refuses to start with them (they would leak into logs and status output)`, fix);
+}
+
+/** Turn endpoint config into plans; throws a ConfigError naming the field and the fix. */
+export function planEndpoint(ep: EndpointConfig, index: number, profiles: ProfileSet, source: string): EndpointPlan {
+  const where = `discovery.static.endpoints[${index}]`;
+  const profile = profiles.byType.get(ep.type);
+  if (!profile) {
+    const guess = closest(ep.type, profiles.byType.keys());
+    throw new ConfigError(source, `${where}.type`, `unknown backend family "${ep.type}" for endpoint "${ep.name}"`,
+      `${guess ? `did you mean "${guess}"? ` : ''}known families: ${[...profiles.byType.keys()].sort().join(', ')}`);
+  }
+  let url: URL;
+  try {
+    url = new URL(ep.url);
+  } catch {
+    throw new ConfigError(source, `${where}.url`, `endpoint "${ep.name}" has an invalid URL`, 'write a full URL such as http://localhost:11434');
+  }
+  if (url.username || url.password) throw userinfoError(ep, url, where, source);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(source, `${where}.url`, `endpoint "${ep.name}" URL must use http or https`, 'write a URL such as http://localhost:11434');
+  }
+  const headers: string[] = [];
+  for (const [k, v] of Object.entries(ep.headers ?? {})) headers.push(k.toLowerCase(), v);
+  const auth = authHeader(ep, where, source);
+  if (auth) headers.push('authorization', auth);
+  const duration = (field: 'check_interval' | 'check_timeout') => parseDuration(ep[field]);
+  return {
+    index,
+    name: ep.name,
+    profile,
+    url,
+    priority: ep.priority ?? profile.characteristics.default_priority,
+    healthUrl: joinEndpointUrl(url, ep.health_check_url ?? profile.api.health_check_path ?? '/'),
+    modelUrl: joinEndpointUrl(url, ep.model_url ?? profile.api.model_discovery_path ?? '/v1/models'),
+    checkIntervalMs: duration('check_interval'),
+    checkTimeoutMs: duration('check_timeout'),
+    headers,
+  };
+}
+
+/** All plans, or every problem found (for `gw validate`, which reports them all). */
+export function planEndpoints(config: GatewayConfig, profiles: ProfileSet, source: string): { plans: EndpointPlan[]; problems: Problem[] } {
+  const plans: EndpointPlan[] = [];
+  const problems: Problem[] = [];
+  const names = new Set<string>();
+  config.discovery.static.endpoints.forEach((ep, i) => {
+    if (names.has(ep.name)) {
+      problems.push({ level: 'fail', field: `discovery.static.endpoints[${i}].name`, message: `endpoint name "${ep.name}" is used twice`, fix: 'give every endpoint its own name' });
+    }
+    names.add(ep.name);
+    try {
+      plans.push(planEndpoint(ep, i, profiles, source));
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push({ level: 'fail', field: err.field, message: err.problem, fix: err.fix });
+    }
+  });
+  return { plans, problems };
+}
+
+/** The live endpoints, grouped by family, with a cached routable list per family. */
+export class EndpointRegistry extends EventEmitter {
+  readonly all: readonly Endpoint[];
+  private readonly families = new Map<string, { endpoints: Endpoint[]; routable: Endpoint[] }>();
+
+  constructor(plans: EndpointPlan[], config: GatewayConfig) {
+    super();
+    const timeouts = { connectMs: parseDuration(config.proxy.connection_timeout), responseMs: parseDuration(config.proxy.response_timeout) };
+    this.all = plans.map((p) => new Endpoint(p, timeouts));
+    for (const ep of this.all) {
+      const fam = this.families.get(ep.family) ?? { endpoints: [], routable: [] };
+      fam.endpoints.push(ep);
+      this.families.set(ep.family, fam);
+    }
+  }
+
+  /** Routable endpoints of a family, in configuration order; the array is replaced, never mutated. */
+  routable(family: string): readonly Endpoint[] {
+    return this.families.get(family)?.routable ?? [];
+  }
+
+  endpoints(family: string): readonly Endpoint[] {
+    return this.families.get(family)?.endpoints ?? [];
+  }
+
+  setState(ep: Endpoint, state: HealthState, reason = ''): void {
+    if (ep.state === state) return;
+    const from = ep.state;
+    ep.state = state;
+    const fam = this.families.get(ep.family)!;
+    fam.routable = fam.endpoints.filter((e) => e.routable);
+    this.emit('state', ep, from, state, reason);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.all.map((ep) => ep.pool.close().catch(() => ep.pool.destroy())));
+  }
+}

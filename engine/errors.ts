@@ -1,0 +1,89 @@
+// The one table of gateway error codes and the one renderer of the spec's envelope
+// {error:{message,type,code}}. Every code here is documented in README.md (a test checks).
+import type { ServerResponse } from 'node:http';
+
+type Detail = Record<string, unknown>;
+interface ErrorSpec {
+  status: number;
+  type: string;
+  /** The envelope's `code`; the table key when absent. */
+  code?: string | number;
+  message: (d: Detail) => string;
+}
+
+export const ERROR_CODES = {
+  ROUTE_NOT_FOUND: { status: 404, type: 'not_found', message: (d) => `no route for ${d.method} ${d.path}` },
+  PATH_NOT_ALLOWED: {
+    status: 404, type: 'not_found',
+    message: (d) => `path ${d.path} is not in the ${d.provider} allowlist (profile api.paths); the backend was not contacted`,
+  },
+  PATH_NOT_SUPPORTED: {
+    status: 501, type: 'not_implemented',
+    message: (d) => `path ${d.path} of ${d.provider} is not supported through the gateway; the backend was not contacted`,
+  },
+  ENDPOINT_UNAVAILABLE: {
+    status: 503, type: 'endpoint_unavailable', code: 503,
+    message: (d) => `no healthy endpoint for provider ${d.provider}${d.reason ? ` (${d.reason})` : ''}`,
+  },
+  CIRCUIT_BREAKER: {
+    status: 503, type: 'circuit_breaker', code: 503,
+    message: (d) => `every endpoint for provider ${d.provider} has an open circuit breaker (${d.skipped} skipped)`,
+  },
+  BODY_TOO_LARGE: {
+    status: 413, type: 'request_too_large',
+    message: (d) => `request body is larger than the ${d.limit}-byte limit`,
+  },
+  INVALID_JSON: { status: 400, type: 'bad_request', message: (d) => `request body is not valid JSON: ${d.reason}` },
+  BAD_REQUEST: { status: 400, type: 'bad_request', message: (d) => String(d.reason) },
+  UPSTREAM_TIMEOUT: {
+    status: 504, type: 'gateway_timeout',
+    message: (d) => `endpoint ${d.endpoint} did not answer within ${d.timeout}`,
+  },
+  UPSTREAM_ERROR: { status: 502, type: 'bad_gateway', message: (d) => `endpoint ${d.endpoint} failed: ${d.reason}` },
+  INTERNAL_ERROR: { status: 500, type: 'internal_error', message: () => 'internal gateway error; see the gateway log' },
+} satisfies Record<string, ErrorSpec>;
+
+export type ErrorKey = keyof typeof ERROR_CODES;
+
+export class GatewayError extends Error {
+  readonly status: number;
+  readonly type: string;
+  readonly code: string | number;
+  constructor(readonly key: ErrorKey, readonly detail: Detail = {}) {
+    const spec: ErrorSpec = ERROR_CODES[key];
+    super(spec.message(detail));
+    this.status = spec.status;
+    this.type = spec.type;
+    this.code = spec.code ?? key;
+  }
+}
+
+export function gwError(key: ErrorKey, detail?: Detail): GatewayError {
+  return new GatewayError(key, detail);
+}
+
+export function errorBody(err: GatewayError): string {
+  return JSON.stringify({ error: { message: err.message, type: err.type, code: err.code } });
+}
+
+/** Write the envelope, with any headers the pipeline has gathered (CORS, request id). */
+export function renderError(res: ServerResponse, err: GatewayError, headers: string[] = []): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = errorBody(err);
+  res.writeHead(err.status, [
+    ...headers,
+    'content-type', 'application/json; charset=utf-8',
+    'content-length', String(Buffer.byteLength(body)),
+  ]);
+  res.end(body);
+}
+
+/** A configuration problem: names the file, the field (JSON pointer or dotted path) and the fix. */
+export class ConfigError extends Error {
+  constructor(readonly file: string, readonly field: string, readonly problem: string, readonly fix = '') {
+    super(`${file}${field ? ` (${field})` : ''}: ${problem}${fix ? `\n  fix: ${fix}` : ''}`);
+  }
+}

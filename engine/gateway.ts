@@ -1,0 +1,147 @@
+// The gateway process: load config, profiles, endpoints, plugins and pipelines; compile the graph;
+// serve; stop gracefully. Everything that can be wrong in the configuration fails before listening.
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type { HTTPMethod } from 'find-my-way';
+import type { DestinationStream } from 'pino';
+import { BUILTIN_PLUGINS } from '../plugins/index.js';
+import { compileGraph, type Graph } from './compile.js';
+import { loadConfig } from './config.js';
+import { parseDuration } from './duration.js';
+import { EndpointRegistry, planEndpoints } from './endpoints.js';
+import { ConfigError, gwError, renderError } from './errors.js';
+import { HealthMonitor } from './health.js';
+import { createLogger } from './logger.js';
+import { PACKAGE_ROOT } from './paths.js';
+import { checkPipelines } from './pipelines.js';
+import { PluginRegistry } from './plugin.js';
+import { loadProfiles } from './profiles.js';
+import { createRunner } from './run.js';
+import type { Runtime } from './runtime.js';
+import { formatProblem } from './schema.js';
+import { Stats } from './telemetry.js';
+
+export const VERSION: string = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')).version;
+
+export interface GatewayOptions {
+  /** Resolved config file, or null for the built-in default. */
+  configFile: string | null;
+  env?: NodeJS.ProcessEnv;
+  /** Where logs go (tests pass an in-memory stream); stdout otherwise. */
+  logDestination?: DestinationStream;
+}
+
+export class Gateway {
+  private graph: Graph;
+  private server: Server | null = null;
+
+  private constructor(readonly runtime: Runtime, readonly plugins: PluginRegistry, graph: Graph) {
+    this.graph = graph;
+  }
+
+  static async create(opts: GatewayOptions): Promise<Gateway> {
+    const env = opts.env ?? process.env;
+    const { config, source, problems } = loadConfig(opts.configFile, env);
+    const log = createLogger(config.logging.level, opts.logDestination);
+    for (const p of problems) log.warn({ file: source, field: p.field }, formatProblem(p));
+    const profiles = loadProfiles(config.proxy.profiles_dir);
+    const { plans, problems: endpointProblems } = planEndpoints(config, profiles, source);
+    if (endpointProblems.length) {
+      const p = endpointProblems[0];
+      throw new ConfigError(source, p.field, p.message, p.fix);
+    }
+    const plugins = new PluginRegistry(BUILTIN_PLUGINS);
+    const loaded = await plugins.loadThirdParty(config.plugins);
+    loaded.forEach((r, i) => {
+      if (r.error) throw new ConfigError(source, `plugins[${i}]`, `plugin ${r.spec}: ${r.error}`, 'fix the plugin or remove it from plugins:');
+    });
+    const { pipelines, files } = checkPipelines(config.pipelines.dir);
+    for (const f of files) {
+      const fail = f.problems.find((p) => p.level === 'fail');
+      if (fail) throw new ConfigError(f.file, fail.field, fail.message, fail.fix);
+    }
+    const endpoints = new EndpointRegistry(plans, config);
+    const runtime: Runtime = {
+      config, source, profiles, endpoints, log, version: VERSION, startedAt: new Date(),
+      health: new HealthMonitor(endpoints, log), stats: new Stats(),
+    };
+    const { graph, problems: compileProblems } = compileGraph(pipelines, plugins, runtime, createRunner(runtime));
+    if (!graph) {
+      const bad = compileProblems.find((c) => c.problems.some((p) => p.level === 'fail'))!;
+      const fail = bad.problems.find((p) => p.level === 'fail')!;
+      await endpoints.close();
+      throw new ConfigError(bad.file, fail.field, fail.message, fail.fix);
+    }
+    return new Gateway(runtime, plugins, graph);
+  }
+
+  /** Swap in a new compiled graph; requests already running keep the one they started on. */
+  swap(graph: Graph): void {
+    this.graph = graph;
+  }
+
+  routes(): Graph['routes'] {
+    return this.graph.routes;
+  }
+
+  private readonly onRequest = (req: IncomingMessage, res: ServerResponse) => {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    const found = this.graph.router.find(req.method as HTTPMethod, path);
+    if (found === null) {
+      renderError(res, gwError('ROUTE_NOT_FOUND', { method: req.method, path }));
+      return;
+    }
+    found.handler(req, res, found.params, found.store, found.searchParams);
+  };
+
+  /** First health round, then listen. Resolves with the bound address. */
+  async listen(): Promise<AddressInfo> {
+    const { config, health, log } = this.runtime;
+    await health.start();
+    const server = createServer({ maxHeaderSize: config.server.request_limits.max_header_size, requestTimeout: 0 }, this.onRequest);
+    server.keepAliveTimeout = 5_000;
+    this.server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.server.port, config.server.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    const addr = server.address() as AddressInfo;
+    log.info({ host: addr.address, port: addr.port, version: VERSION, config: this.runtime.source, endpoints: this.runtime.endpoints.all.length }, 'gateway listening');
+    return addr;
+  }
+
+  get port(): number {
+    return (this.server?.address() as AddressInfo | null)?.port ?? 0;
+  }
+
+  /**
+   * Stop accepting connections, let in-flight requests and streams finish for up to
+   * `server.shutdown_timeout`, then cut what is left, stop health checks and close pools.
+   */
+  async close(): Promise<void> {
+    const { config, stats, health, endpoints, log } = this.runtime;
+    const server = this.server;
+    health.stop();
+    if (server) {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const deadline = Date.now() + parseDuration(config.server.shutdown_timeout);
+      while (stats.requestsActive > 0 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 25));
+        server.closeIdleConnections();
+      }
+      if (stats.requestsActive > 0) log.warn({ active: stats.requestsActive }, 'shutdown timeout reached; closing remaining connections');
+      server.closeAllConnections();
+      await closed;
+    }
+    await endpoints.close();
+    log.info('gateway stopped');
+  }
+}

@@ -1,0 +1,122 @@
+// Backend profiles: the built-in families in profiles/*.yaml, then custom ones from
+// proxy.profiles_dir; a custom profile with a built-in's `name` replaces it completely.
+import { existsSync, readdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { deepFreeze } from './config.js';
+import { ConfigError } from './errors.js';
+import { BUILTIN_PROFILES_DIR } from './paths.js';
+import { createAjv, explain, loadSchema, type Problem } from './schema.js';
+import { readYaml } from './yaml-file.js';
+
+export interface Profile {
+  name: string;
+  type_aliases: string[];
+  version: string;
+  display_name?: string;
+  description?: string;
+  routing: { prefixes: string[]; optional_prefixes: string[] };
+  api: {
+    openai_compatible: boolean;
+    msgapi_support?: { enabled: boolean; messages_path: string; token_count: boolean; min_version?: string; limitations: string[] };
+    paths: string[];
+    forward_all: boolean;
+    unsupported_paths: string[];
+    model_discovery_path?: string;
+    health_check_path?: string;
+    metrics_path?: string;
+  };
+  characteristics: { timeout?: string; max_concurrent_requests?: number; default_priority: number; streaming_support: boolean };
+  request: {
+    model_field_paths: string[];
+    response_format: string;
+    forward_host_headers: boolean;
+    parsing_rules?: { chat_completions_path?: string; completions_path?: string; model_field_name?: string; supports_streaming?: boolean };
+  };
+  models: {
+    name_format?: string;
+    capability_patterns: { vision?: string[]; embeddings?: string[]; code?: string[] };
+    context_patterns: { pattern: string; context: number }[];
+  };
+  /** The file it was loaded from. */
+  source: string;
+}
+
+export interface ProfileSet {
+  list: readonly Profile[];
+  byName: ReadonlyMap<string, Profile>;
+  /** Endpoint `type` token (name or alias) → profile. */
+  byType: ReadonlyMap<string, Profile>;
+}
+
+export interface ProfileLoad {
+  profiles?: ProfileSet;
+  /** One entry per file, with its problems (empty when it passed). */
+  files: { file: string; name?: string; problems: Problem[]; replaces?: string }[];
+}
+
+const validate = createAjv({ useDefaults: true }).compile(loadSchema('profile'));
+
+function yamlFiles(dir: string): string[] {
+  return readdirSync(dir).filter((f) => /\.ya?ml$/.test(f)).sort().map((f) => join(dir, f));
+}
+
+function loadOne(file: string): { profile?: Profile; problems: Problem[] } {
+  let raw: unknown;
+  try {
+    raw = readYaml(file);
+  } catch (err) {
+    if (err instanceof ConfigError) return { problems: [{ level: 'fail', field: err.field, message: err.problem, fix: err.fix }] };
+    throw err;
+  }
+  const problems = explain(validate, raw);
+  if (problems.some((p) => p.level === 'fail')) return { problems };
+  return { profile: { ...(raw as Omit<Profile, 'source'>), source: file }, problems };
+}
+
+/** Never throws for bad profile files: every file gets a line of problems; `profiles` is absent when any failed. */
+export function checkProfiles(customDir: string): ProfileLoad {
+  const files: ProfileLoad['files'] = [];
+  const byName = new Map<string, Profile>();
+  const load = (file: string, custom: boolean) => {
+    const { profile, problems } = loadOne(file);
+    const entry: ProfileLoad['files'][number] = { file, name: profile?.name, problems };
+    files.push(entry);
+    if (!profile) return;
+    const existing = byName.get(profile.name);
+    if (existing && !custom) {
+      problems.push({ level: 'fail', field: 'name', message: `profile name "${profile.name}" is also used by ${existing.source}`, fix: 'give each built-in profile its own name' });
+    }
+    if (existing && custom) entry.replaces = existing.source;
+    byName.set(profile.name, profile);
+  };
+  for (const f of yamlFiles(BUILTIN_PROFILES_DIR)) load(f, false);
+  const dir = resolve(customDir);
+  if (existsSync(dir)) for (const f of yamlFiles(dir)) load(f, true);
+
+  const byType = new Map<string, Profile>();
+  const prefixOwner = new Map<string, Profile>();
+  for (const p of byName.values()) {
+    const entry = files.find((f) => f.file === p.source)!;
+    for (const token of [p.name, ...p.type_aliases]) {
+      const other = byType.get(token);
+      if (other && other !== p) entry.problems.push({ level: 'fail', field: 'type_aliases', message: `type "${token}" is already claimed by profile ${other.name} (${other.source})`, fix: 'remove it from one of the two profiles' });
+      byType.set(token, p);
+    }
+    for (const prefix of [...p.routing.prefixes, ...p.routing.optional_prefixes]) {
+      const other = prefixOwner.get(prefix);
+      if (other && other !== p) entry.problems.push({ level: 'fail', field: 'routing.prefixes', message: `prefix "${prefix}" is already used by profile ${other.name} (${other.source})`, fix: 'each prefix may name one family only' });
+      prefixOwner.set(prefix, p);
+    }
+  }
+  if (files.some((f) => f.problems.some((p) => p.level === 'fail'))) return { files };
+  const list = [...byName.values()].map((p) => deepFreeze(p));
+  return { files, profiles: { list, byName, byType } };
+}
+
+export function loadProfiles(customDir: string): ProfileSet {
+  const { profiles, files } = checkProfiles(customDir);
+  if (profiles) return profiles;
+  const bad = files.find((f) => f.problems.some((p) => p.level === 'fail'))!;
+  const fail = bad.problems.find((p) => p.level === 'fail')!;
+  throw new ConfigError(bad.file, fail.field, fail.message, fail.fix);
+}

@@ -1,0 +1,112 @@
+// ajv set-up and the translation of its errors into problems a person can act on:
+// which field, what is wrong, what to write instead.
+import AjvImport, { type ErrorObject, type ValidateFunction } from 'ajv';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SCHEMAS_DIR } from './paths.js';
+
+const Ajv = AjvImport as unknown as typeof AjvImport.default;
+
+export interface Problem {
+  level: 'fail' | 'warn';
+  field: string;
+  message: string;
+  fix?: string;
+}
+
+export function createAjv(opts: { useDefaults?: boolean; removeAdditional?: boolean } = {}) {
+  return new Ajv({ allErrors: true, verbose: true, strict: false, useDefaults: opts.useDefaults ?? false, removeAdditional: opts.removeAdditional ?? false });
+}
+
+export function loadSchema(name: string): Record<string, unknown> {
+  return JSON.parse(readFileSync(join(SCHEMAS_DIR, `${name}.schema.json`), 'utf8'));
+}
+
+/** "/discovery/static/endpoints/0/url" → "discovery.static.endpoints[0].url" */
+export function fieldName(pointer: string, base = ''): string {
+  if (base.startsWith('/')) return base + pointer; // JSON-pointer style, for pipeline files
+  let out = base;
+  for (const part of pointer.split('/').slice(1)) {
+    const key = part.replace(/~1/g, '/').replace(/~0/g, '~');
+    out += /^\d+$/.test(key) ? `[${key}]` : out ? `.${key}` : key;
+  }
+  return out;
+}
+
+/** Edit distance counting a swap of neighbours as one edit (optimal string alignment). */
+export function editDistance(a: string, b: string): number {
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0][j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.length][b.length];
+}
+
+/** The closest candidate when it is close enough to be a misspelling. */
+export function closest(word: string, candidates: Iterable<string>): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  const w = word.toLowerCase();
+  for (const c of candidates) {
+    const d = editDistance(w, c.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [c, d];
+  }
+  const allowed = Math.max(1, Math.min(3, Math.floor(word.length / 3)));
+  return bestDistance <= allowed ? best : undefined;
+}
+
+function describe(e: ErrorObject, base: string): Problem {
+  const field = fieldName(e.instancePath, base);
+  const where = field || '(top level)';
+  switch (e.keyword) {
+    case 'additionalProperties': {
+      const key = String(e.params.additionalProperty);
+      const known = Object.keys((e.parentSchema as { properties?: object })?.properties ?? {});
+      const full = field ? `${field}.${key}` : key;
+      const guess = closest(key, known);
+      if (guess) return { level: 'fail', field: full, message: `unknown key "${key}"`, fix: `did you mean "${guess}"? rename it to ${field ? `${field}.` : ''}${guess}` };
+      return { level: 'warn', field: full, message: `unknown key "${key}" is ignored`, fix: known.length ? `known keys here: ${known.join(', ')}` : undefined };
+    }
+    case 'enum':
+      return { level: 'fail', field: where, message: `value ${JSON.stringify(e.data)} is not allowed`, fix: `use one of: ${(e.params.allowedValues as unknown[]).join(', ')}` };
+    case 'const':
+      return { level: 'fail', field: where, message: `value ${JSON.stringify(e.data)} is not allowed`, fix: `use ${JSON.stringify(e.params.allowedValue)}` };
+    case 'required':
+      return { level: 'fail', field: where, message: `missing required key "${e.params.missingProperty}"`, fix: `add ${field ? `${field}.` : ''}${e.params.missingProperty}` };
+    case 'type':
+      return { level: 'fail', field: where, message: `must be ${e.params.type}, got ${JSON.stringify(e.data)}` };
+    case 'pattern':
+      if (String(e.params.pattern).includes('ms|s|m|h')) {
+        return { level: 'fail', field: where, message: `${JSON.stringify(e.data)} is not a duration`, fix: 'write a number with a unit: 500ms, 5s, 5m, 1h' };
+      }
+      return { level: 'fail', field: where, message: `${JSON.stringify(e.data)} does not match ${e.params.pattern}` };
+    default:
+      return { level: 'fail', field: where, message: e.message ?? 'is invalid' };
+  }
+}
+
+/** Validate and explain. `base` prefixes field names (a plugin's step, for example). */
+export function explain(validate: ValidateFunction, data: unknown, base = ''): Problem[] {
+  if (validate(data)) return [];
+  // $ref'd sub-schemas and anyOf branches repeat errors; keep one per field and message.
+  const seen = new Set<string>();
+  const out: Problem[] = [];
+  for (const e of validate.errors ?? []) {
+    const p = describe(e, base);
+    const key = `${p.field}|${p.message}`;
+    if (!seen.has(key)) {
+      seen.add(key);
+      out.push(p);
+    }
+  }
+  return out;
+}
+
+export function formatProblem(p: Problem): string {
+  return `${p.field}: ${p.message}${p.fix ? ` — ${p.fix}` : ''}`;
+}

@@ -1,0 +1,23 @@
+// Read a YAML file with errors that name the file, line and column.
+import { readFileSync } from 'node:fs';
+import { parse, YAMLParseError } from 'yaml';
+import { ConfigError } from './errors.js';
+
+export function readYaml(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(file, '', `cannot read the file: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, 'check the path and permissions');
+  }
+  try {
+    return parse(text, { prettyErrors: true }) ?? {};
+  } catch (err) {
+    if (err instanceof YAMLParseError) {
+      const pos = err.linePos?.[0];
+      const at = pos ? `line ${pos.line}, column ${pos.col}` : '';
+      throw new ConfigError(file, at, `invalid YAML: ${err.message.split('\n')[0]}`, 'fix the YAML syntax at that position (indentation, quotes, colons)');
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,42 @@
+// Headers toward the backend: the client's (less hop-by-hop ones and its Host), the gateway's
+// request id and forwarding headers, then the endpoint's configured headers and auth, which win.
+import { definePlugin } from '../engine/plugin.js';
+
+const DROP = new Set([
+  'host', 'connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer',
+  'transfer-encoding', 'upgrade', 'content-length', 'x-gw-request-id', 'x-forwarded-for',
+]);
+
+export default definePlugin<Record<string, never>>({
+  name: 'upstream-headers',
+  needsProfile: true,
+  schema: { type: 'object', additionalProperties: false },
+  apply(hooks, _o, env) {
+    const forwardHost = env.profile!.request.forward_host_headers;
+    hooks.upstream.tap('upstream-headers', (ctx, up) => {
+      const raw = ctx.req.rawHeaders;
+      const ep = ctx.endpoint!;
+      const own = ep.headerNames;
+      const out = up.headers;
+      let xff = '';
+      let contentType = false;
+      // Names listed in the client's Connection header are hop-by-hop too.
+      const conn = ctx.req.headers.connection;
+      const connNames = conn && conn !== 'keep-alive' && conn !== 'close' ? conn.toLowerCase().split(/\s*,\s*/) : null;
+      for (let i = 0; i < raw.length; i += 2) {
+        const name = raw[i].toLowerCase();
+        if (name === 'x-forwarded-for') xff = raw[i + 1];
+        if (DROP.has(name) || own.has(name) || (connNames && connNames.includes(name))) continue;
+        if (name === 'content-type') contentType = true;
+        out.push(name, raw[i + 1]);
+      }
+      const ip = ctx.clientIp();
+      out.push('x-gw-request-id', ctx.id, 'x-forwarded-for', xff ? `${xff}, ${ip}` : ip);
+      if (forwardHost) {
+        out.push('x-forwarded-host', ctx.req.headers.host ?? '', 'x-forwarded-proto', 'encrypted' in ctx.req.socket ? 'https' : 'http');
+      }
+      if (!contentType && up.method === 'POST') out.push('content-type', 'application/json');
+      for (let i = 0; i < ep.headers.length; i++) out.push(ep.headers[i]);
+    });
+  },
+});

@@ -1,0 +1,193 @@
+// A fake inference backend on loopback: speaks one family's routes (see families.ts), records
+// what it receives, and can be told to delay, hang, refuse, reset, fail or go down and come back.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { routesFor, type Handler } from './families.js';
+
+export interface FakeModel {
+  name: string;
+  digest?: string;
+  size?: number;
+  context?: number;
+}
+
+export interface Recorded {
+  method: string;
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+  text: string;
+  json: any;
+}
+
+export interface Behaviour {
+  /** Wait this long before answering generation and listing routes. */
+  delayMs: number;
+  /** Never answer (the socket stays open until the fake stops). */
+  hang: boolean;
+  /** Answer generation routes with this status and an error body. */
+  status: number;
+  /** Destroy the socket after reading the request, before any response byte. */
+  resetBeforeResponse: boolean;
+  /** Destroy the socket after this many stream chunks (streamed replies only). */
+  resetAfterChunks: number;
+  /** Status of the health route (200 = healthy). */
+  healthStatus: number;
+  /** Milliseconds between stream chunks. */
+  chunkDelayMs: number;
+}
+
+export interface FakeOptions {
+  family: string;
+  name?: string;
+  models?: FakeModel[];
+  /** The text generation routes reply with (split into stream chunks on spaces). */
+  reply?: string;
+  port?: number;
+}
+
+const DEFAULT_BEHAVIOUR: Behaviour = { delayMs: 0, hang: false, status: 0, resetBeforeResponse: false, resetAfterChunks: -1, healthStatus: 200, chunkDelayMs: 0 };
+
+export class FakeBackend {
+  readonly family: string;
+  readonly name: string;
+  models: FakeModel[];
+  reply: string;
+  readonly received: Recorded[] = [];
+  /** Generation requests that ran to the point of producing output (for double-execution checks). */
+  executions = 0;
+  behaviour: Behaviour = { ...DEFAULT_BEHAVIOUR };
+  private server: Server | null = null;
+  private readonly sockets = new Set<Socket>();
+  private readonly routes: Map<string, Handler>;
+  private wantedPort: number;
+
+  constructor(opts: FakeOptions) {
+    this.family = opts.family;
+    this.name = opts.name ?? `fake-${opts.family}`;
+    this.models = opts.models ?? [{ name: `${opts.family}-model-1`, digest: `sha256:${opts.family}1` }];
+    this.reply = opts.reply ?? `Hello from ${this.name}`;
+    this.wantedPort = opts.port ?? 0;
+    this.routes = routesFor(opts.family);
+  }
+
+  get port(): number {
+    return this.wantedPort;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.wantedPort}`;
+  }
+
+  /** Requests other than health checks. */
+  get traffic(): Recorded[] {
+    return this.received.filter((r) => this.handlerFor(r)?.kind !== 'health');
+  }
+
+  private handlerFor(rec: { method: string; url: string }): Handler | undefined {
+    const path = rec.url.split('?')[0];
+    return this.routes.get(`${rec.method} ${path}`) ?? this.routes.get(`* ${path}`);
+  }
+
+  async start(): Promise<this> {
+    const server = createServer((req, res) => void this.handle(req, res));
+    server.on('connection', (s) => {
+      this.sockets.add(s);
+      s.once('close', () => this.sockets.delete(s));
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.wantedPort, '127.0.0.1', () => resolve());
+    });
+    this.wantedPort = (server.address() as AddressInfo).port;
+    this.server = server;
+    return this;
+  }
+
+  /** Close the listener and every socket: further connections are refused. */
+  async stop(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    this.server = null;
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /** Back up on the same port. */
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  reset(): void {
+    this.received.length = 0;
+    this.executions = 0;
+    this.behaviour = { ...DEFAULT_BEHAVIOUR };
+  }
+
+  requestsTo(path: string): Recorded[] {
+    return this.received.filter((r) => r.url.split('?')[0] === path);
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = Buffer.concat(chunks);
+    const text = body.toString('utf8');
+    let json: any;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    const rec: Recorded = { method: req.method ?? 'GET', url: req.url ?? '/', headers: { ...req.headers }, body, text, json };
+    this.received.push(rec);
+    const handler = this.handlerFor(rec);
+    const isHealth = handler?.kind === 'health';
+    const b = this.behaviour;
+    if (!isHealth) {
+      if (b.resetBeforeResponse) {
+        if (handler?.kind === 'generate') this.executions++;
+        req.socket.destroy();
+        return;
+      }
+      if (b.hang) return;
+      if (b.delayMs) await new Promise((r) => setTimeout(r, b.delayMs));
+      if (b.status && handler?.kind === 'generate') {
+        const err = JSON.stringify({ error: { message: `fake ${this.name} failing with ${b.status}`, type: 'server_error', code: b.status } });
+        res.writeHead(b.status, { 'content-type': 'application/json', 'x-fake-backend': this.name });
+        res.end(err);
+        return;
+      }
+    } else if (b.healthStatus !== 200) {
+      res.writeHead(b.healthStatus, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ status: 'unavailable' }));
+      return;
+    }
+    res.setHeader('x-fake-backend', this.name);
+    if (!handler) {
+      // Anything else the family routes: echo what arrived, so tests can see the path reached us.
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ fake: this.name, method: rec.method, path: rec.url }));
+      return;
+    }
+    if (handler.kind === 'generate') this.executions++;
+    await handler.fn(this, rec, res);
+  }
+
+  /** Write stream pieces with the configured gap; honours resetAfterChunks. */
+  async writeStream(res: ServerResponse, pieces: string[], contentType: string): Promise<void> {
+    res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-cache', 'x-fake-backend': this.name });
+    res.flushHeaders();
+    for (let i = 0; i < pieces.length; i++) {
+      if (this.behaviour.resetAfterChunks >= 0 && i >= this.behaviour.resetAfterChunks) {
+        res.socket?.destroy();
+        return;
+      }
+      if (this.behaviour.chunkDelayMs && i > 0) await new Promise((r) => setTimeout(r, this.behaviour.chunkDelayMs));
+      if (res.destroyed) return;
+      res.write(pieces[i]);
+    }
+    res.end();
+  }
+}

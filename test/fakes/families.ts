@@ -1,0 +1,151 @@
+// The routes each fake family answers. Paths not listed here get an echo of what arrived.
+import type { ServerResponse } from 'node:http';
+import type { FakeBackend, Recorded } from './backend.js';
+import { chatCompletion, completion, embeddings, modelList, pieces, sendJson, vector, type ListFormat } from './openai.js';
+
+export interface Handler {
+  /** health: exempt from failure behaviours; generate: counted as an execution and subject to `status`. */
+  kind: 'health' | 'list' | 'generate' | 'other';
+  fn: (fake: FakeBackend, rec: Recorded, res: ServerResponse) => void | Promise<void>;
+}
+
+type Table = Record<string, Handler>;
+const CREATED_AT = '2026-11-01T10:00:00Z';
+
+const health = (body: (f: FakeBackend) => unknown): Handler => ({
+  kind: 'health',
+  fn: (f, _r, res) => {
+    const b = body(f);
+    if (b === '') {
+      res.writeHead(200, { 'content-length': 0 });
+      res.end();
+    } else if (typeof b === 'string') {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end(b);
+    } else sendJson(res, 200, b, f);
+  },
+});
+const list = (format: ListFormat): Handler => ({ kind: 'list', fn: (f, _r, res) => sendJson(res, 200, modelList(f, format), f) });
+const gen = (fn: Handler['fn']): Handler => ({ kind: 'generate', fn });
+const other = (fn: Handler['fn']): Handler => ({ kind: 'other', fn });
+
+/** The chat-completions routes under a base ("" or "/api/v1" or "/engines"). */
+function common(base: string, listFormat: ListFormat = 'common'): Table {
+  return {
+    [`GET ${base}/v1/models`]: list(listFormat),
+    [`POST ${base}/v1/chat/completions`]: gen(chatCompletion),
+    [`POST ${base}/v1/completions`]: gen(completion),
+    [`POST ${base}/v1/embeddings`]: gen(embeddings),
+  };
+}
+
+const native = (f: FakeBackend, r: Recorded) => ({ model: r.json?.model ?? f.models[0]?.name, created_at: CREATED_AT });
+const durations = { total_duration: 1_200_000, load_duration: 100_000, prompt_eval_count: 5, prompt_eval_duration: 200_000, eval_count: 7, eval_duration: 900_000 };
+
+/** Native runner routes: one JSON object per line when streaming (the default). */
+function ndjson(field: 'message' | 'response'): Handler['fn'] {
+  return async (f, r, res) => {
+    const wrap = (text: string) => (field === 'message' ? { message: { role: 'assistant', content: text } } : { response: text });
+    if (r.json?.stream === false) {
+      sendJson(res, 200, { ...native(f, r), ...wrap(f.reply), done: true, done_reason: 'stop', ...(field === 'response' ? { context: [1, 2, 3] } : {}), ...durations }, f);
+      return;
+    }
+    const lines = pieces(f.reply).map((p) => `${JSON.stringify({ ...native(f, r), ...wrap(p), done: false })}\n`);
+    lines.push(`${JSON.stringify({ ...native(f, r), ...wrap(''), done: true, done_reason: 'stop', ...durations })}\n`);
+    await f.writeStream(res, lines, 'application/x-ndjson');
+  };
+}
+
+/** The native completion of the C++ engine: SSE {content, stop} objects when streaming. */
+const cppCompletion: Handler['fn'] = async (f, r, res) => {
+  const final = { content: '', stop: true, model: f.models[0]?.name, stopped_eos: true, stopped_word: false, stopped_limit: false, stopping_word: '', tokens_predicted: 7, tokens_evaluated: 5, truncated: false, timings: { prompt_n: 5, prompt_ms: 1, predicted_n: 7, predicted_ms: 3 } };
+  if (!r.json?.stream) {
+    sendJson(res, 200, { ...final, content: f.reply, prompt: r.json?.prompt ?? r.json?.input_prefix ?? '', generation_settings: { n_ctx: 4096, n_predict: r.json?.n_predict ?? 512, model: f.models[0]?.name, seed: -1, temperature: 0.8, top_k: 40, top_p: 0.95, repeat_penalty: 1.1 } }, f);
+    return;
+  }
+  const events = pieces(f.reply).map((p) => `data: ${JSON.stringify({ content: p, stop: false })}\n\n`);
+  events.push(`data: ${JSON.stringify(final)}\n\n`);
+  await f.writeStream(res, events, 'text/event-stream');
+};
+
+const FAMILIES: Record<string, () => Table> = {
+  localrunner: () => ({
+    'GET /': health(() => 'Local runner is running'),
+    'GET /api/tags': list('localrunner'),
+    'POST /api/chat': gen(ndjson('message')),
+    'POST /api/generate': gen(ndjson('response')),
+    'POST /api/embeddings': gen((f, r, res) => sendJson(res, 200, { embedding: vector(String(r.json?.prompt ?? '')), model: r.json?.model, total_duration: 1000, load_duration: 10, prompt_eval_count: 3 }, f)),
+    'POST /api/show': other((f, r, res) => sendJson(res, 200, { modelfile: `FROM ${r.json?.name}`, parameters: '', template: '{{ .Prompt }}', details: { family: 'llama' }, model_info: {} }, f)),
+    'GET /api/ps': other((f, _r, res) => sendJson(res, 200, { models: [] }, f)),
+    ...common(''),
+  }),
+  deskrunner: () => ({
+    ...common('', 'deskrunner'),
+    'GET /v1/models': { ...list('deskrunner'), kind: 'health' },
+    'GET /api/v1/models': list('deskrunner'),
+    'GET /api/v0/models': list('deskrunner-legacy'),
+  }),
+  cppengine: () => ({
+    'GET /health': health(() => ({ status: 'ok' })),
+    ...common(''),
+    'POST /completion': gen(cppCompletion),
+    'POST /infill': gen(cppCompletion),
+    'POST /embedding': gen((f, r, res) => sendJson(res, 200, { embedding: vector(String(r.json?.content ?? '')), model: f.models[0]?.name }, f)),
+    'POST /tokenize': other((f, r, res) => sendJson(res, 200, { tokens: [...String(r.json?.content ?? '')].map((c) => c.charCodeAt(0)) }, f)),
+    'POST /detokenize': other((f, r, res) => sendJson(res, 200, { content: String.fromCharCode(...(r.json?.tokens ?? [])) }, f)),
+  }),
+  'hosted-compatible': () => ({ ...common('', 'hosted'), 'GET /v1/models': { ...list('hosted'), kind: 'health' } }),
+  pagedengine: () => ({
+    'GET /health': health(() => ({ status: 'ok', model_loaded: true, gpu_memory_usage: 0.42, num_requests_running: 0, num_requests_waiting: 0 })),
+    ...common('', 'pagedengine'),
+    'GET /metrics': other((_f, _r, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
+      res.end('# TYPE paged_num_requests_running gauge\npaged_num_requests_running 0\n');
+    }),
+  }),
+  radixengine: () => ({
+    'GET /health': health(() => ({ status: 'ok', model_loaded: true, radix_cache_ready: true, radix_cache_usage_perc: 0.1, num_requests_running: 0, num_requests_waiting: 0, speculative_decoding_enabled: false })),
+    ...common('', 'pagedengine'),
+    'POST /generate': gen((f, r, res) => sendJson(res, 200, { text: f.reply, meta: { id: 'gen-1', rid: r.json?.rid ?? 'rid-1', finish_reason: 'stop', input_tokens: 5, output_tokens: 7, completion_time_ms: 3, radix_cache_hit: false } }, f)),
+  }),
+  npuengine: () => ({
+    'GET /api/v1/health': health(() => ({ status: 'ok', checkpoint_loaded: true, model_loaded: true })),
+    ...common('/api/v1', 'npuengine'),
+    'POST /api/v1/load': other((f, r, res) => sendJson(res, 200, { status: 'success', message: 'loaded', model: r.json?.model }, f)),
+  }),
+  mlxmulti: () => ({
+    'GET /health': health(() => ({ status: 'ok' })),
+    ...common(''),
+    'GET /v1/models/status': list('mlxmulti-status'),
+    'POST /v1/rerank': gen((f, r, res) => sendJson(res, 200, { results: (r.json?.documents ?? []).map((_: unknown, index: number) => ({ index, relevance_score: 1 / (index + 1) })), model: r.json?.model, usage: { total_tokens: 10 } }, f)),
+  }),
+  mlxsingle: () => ({ 'GET /health': health(() => ({ status: 'ok' })), ...common('') }),
+  containerrunner: () => ({
+    ...common('/engines'),
+    'GET /engines/v1/models': { ...list('common'), kind: 'health' },
+    ...common('/engines/cpp'),
+    ...common('/engines/paged'),
+  }),
+  turboengine: () => ({
+    'GET /health': health(() => ''),
+    ...common(''),
+    'POST /v1/embeddings': gen((f, _r, res) => sendJson(res, 400, { error: { message: 'embeddings are not supported; use /pooling', type: 'invalid_request_error' } }, f)),
+    'POST /generate': gen((f, _r, res) => sendJson(res, 200, { generated_text: f.reply, finish_reason: 'stop' }, f)),
+    'POST /pooling': gen(embeddings),
+    'GET /is_sleeping': other((f, _r, res) => sendJson(res, 200, { is_sleeping: false }, f)),
+  }),
+  multigateway: () => ({
+    'GET /health': health((f) => ({ status: 'healthy', models: f.models.length, providers: ['fake'] })),
+    'GET /health/readiness': other((f, _r, res) => sendJson(res, 200, { status: 'ready' }, f)),
+    'GET /health/liveness': other((f, _r, res) => sendJson(res, 200, { status: 'alive' }, f)),
+    ...common(''),
+  }),
+};
+
+export function routesFor(family: string): Map<string, Handler> {
+  const table = FAMILIES[family];
+  if (!table) throw new Error(`no fake for family ${family}; known: ${Object.keys(FAMILIES).join(', ')}`);
+  return new Map(Object.entries(table()));
+}
+
+export const FAKE_FAMILIES = Object.keys(FAMILIES);

@@ -1,0 +1,116 @@
+// Chat-completions style replies (the "common formats" of the spec) and the model-list shapes
+// of each family, produced from a fake's models and reply text.
+import type { ServerResponse } from 'node:http';
+import type { FakeBackend, Recorded } from './backend.js';
+
+const CREATED = 1_732_000_000;
+
+export function sendJson(res: ServerResponse, status: number, value: unknown, fake?: FakeBackend): void {
+  const body = JSON.stringify(value);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...(fake ? { 'x-fake-backend': fake.name } : {}) });
+  res.end(body);
+}
+
+/** The reply split into stream pieces: words with their leading space. */
+export function pieces(text: string): string[] {
+  return text.split(/(?= )/);
+}
+
+const modelOf = (fake: FakeBackend, rec: Recorded) => (typeof rec.json?.model === 'string' ? rec.json.model : fake.models[0]?.name ?? 'fake');
+
+function usage(rec: Recorded, text: string) {
+  const prompt = Math.max(1, Math.ceil(rec.text.length / 4));
+  const completion = Math.max(1, Math.ceil(text.length / 4));
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}
+
+export async function chatCompletion(fake: FakeBackend, rec: Recorded, res: ServerResponse): Promise<void> {
+  const model = modelOf(fake, rec);
+  const id = `chatcmpl-${fake.name}-${fake.executions}`;
+  const text = fake.reply;
+  if (!rec.json?.stream) {
+    sendJson(res, 200, {
+      id, object: 'chat.completion', created: CREATED, model, system_fingerprint: 'fp_fake',
+      choices: [{ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: 'stop' }],
+      usage: usage(rec, text),
+    }, fake);
+    return;
+  }
+  const chunk = (delta: object, finish: string | null, extra: object = {}) =>
+    `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: CREATED, model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...extra })}\n\n`;
+  const out = [chunk({ role: 'assistant', content: '' }, null), ...pieces(text).map((p) => chunk({ content: p }, null)), chunk({}, 'stop')];
+  if (rec.json?.stream_options?.include_usage) {
+    out.push(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: CREATED, model, choices: [], usage: usage(rec, text) })}\n\n`);
+  }
+  out.push('data: [DONE]\n\n');
+  await fake.writeStream(res, out, 'text/event-stream');
+}
+
+export async function completion(fake: FakeBackend, rec: Recorded, res: ServerResponse): Promise<void> {
+  const model = modelOf(fake, rec);
+  const id = `cmpl-${fake.name}-${fake.executions}`;
+  const text = fake.reply;
+  if (!rec.json?.stream) {
+    sendJson(res, 200, { id, object: 'text_completion', created: CREATED, model, choices: [{ text, index: 0, logprobs: null, finish_reason: 'stop' }], usage: usage(rec, text) }, fake);
+    return;
+  }
+  const chunk = (t: string, finish: string | null, extra: object = {}) =>
+    `data: ${JSON.stringify({ id, object: 'text_completion', created: CREATED, model, choices: [{ text: t, index: 0, logprobs: null, finish_reason: finish }], ...extra })}\n\n`;
+  await fake.writeStream(res, [...pieces(text).map((p) => chunk(p, null)), chunk('', 'stop', { usage: usage(rec, text) }), 'data: [DONE]\n\n'], 'text/event-stream');
+}
+
+/** A deterministic small vector per input string. */
+export function vector(input: string): number[] {
+  const v = [0, 0, 0, 0, 0, 0, 0, 0];
+  for (let i = 0; i < input.length; i++) v[i % 8] += input.charCodeAt(i) / 1000;
+  return v.map((x) => Math.round(x * 1e6) / 1e6);
+}
+
+export function embeddings(fake: FakeBackend, rec: Recorded, res: ServerResponse): void {
+  const input: string[] = Array.isArray(rec.json?.input) ? rec.json.input : [String(rec.json?.input ?? '')];
+  const tokens = input.reduce((n, s) => n + Math.ceil(s.length / 4), 0);
+  sendJson(res, 200, {
+    object: 'list', model: modelOf(fake, rec),
+    data: input.map((s, index) => ({ object: 'embedding', index, embedding: vector(s) })),
+    usage: { prompt_tokens: tokens, total_tokens: tokens },
+  }, fake);
+}
+
+export type ListFormat = 'common' | 'hosted' | 'pagedengine' | 'deskrunner' | 'deskrunner-legacy' | 'localrunner' | 'npuengine' | 'mlxmulti-status';
+
+export function modelList(fake: FakeBackend, format: ListFormat): unknown {
+  const m = fake.models;
+  switch (format) {
+    case 'localrunner':
+      return {
+        models: m.map((x) => ({
+          name: x.name, model: x.name, modified_at: '2026-11-01T10:00:00Z', size: x.size ?? 4_000_000_000,
+          digest: (x.digest ?? `sha256:${x.name}`).replace(/^sha256:/, ''),
+          details: { parent_model: '', format: 'gguf', family: 'llama', families: ['llama'], parameter_size: '8B', quantization_level: 'Q4_K_M' },
+        })),
+      };
+    case 'deskrunner-legacy':
+      return {
+        models: m.map((x) => ({
+          id: x.name, object: 'model', owned_by: 'organization-owner', permission: [],
+          engines: { chat_completions: { context_length: x.context ?? 8192, max_tokens: 4096, tokenizer: 'bpe' } },
+        })),
+      };
+    case 'mlxmulti-status':
+      return {
+        model_count: m.length, loaded_count: 1,
+        models: m.map((x, i) => ({ id: x.name, loaded: i === 0, is_loading: false, pinned: false, estimated_size: x.size ?? 2_000_000_000, last_access: i === 0 ? CREATED : null })),
+      };
+    default:
+      return {
+        object: 'list',
+        data: m.map((x) => ({
+          id: x.name, object: 'model', created: CREATED, owned_by: fake.family,
+          ...(format === 'hosted' ? { permission: [], root: x.name, parent: null } : {}),
+          ...(format === 'pagedengine' ? { max_model_len: x.context ?? 32768 } : {}),
+          ...(format === 'deskrunner' ? { max_context_length: x.context ?? 8192 } : {}),
+          ...(format === 'npuengine' ? { checkpoint: `org/${x.name}-onnx`, recipe: 'oga-npu' } : {}),
+        })),
+      };
+  }
+}

@@ -1,0 +1,45 @@
+// Start a real gateway on 127.0.0.1:0 from a config object, with logs captured as objects.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { Gateway } from '../../engine/gateway.js';
+
+export interface Started {
+  gw: Gateway;
+  url: string;
+  logs: Record<string, any>[];
+  configFile: string;
+  close(): Promise<void>;
+}
+
+export function writeConfig(config: Record<string, any>, dir = mkdtempSync(join(tmpdir(), 'gw-test-'))): string {
+  const file = join(dir, 'config.yaml');
+  writeFileSync(file, stringify(config));
+  return file;
+}
+
+export function memoryLogs(): { logs: Record<string, any>[]; destination: { write(line: string): void } } {
+  const logs: Record<string, any>[] = [];
+  return { logs, destination: { write: (line: string) => void logs.push(JSON.parse(line)) } };
+}
+
+/** endpoint shorthand: [name, type, url, extra] */
+export function endpoint(name: string, type: string, url: string, extra: Record<string, unknown> = {}) {
+  return { name, type, url, check_interval: '200ms', check_timeout: '500ms', ...extra };
+}
+
+export async function startGateway(config: Record<string, any>, env: NodeJS.ProcessEnv = {}): Promise<Started> {
+  const full = {
+    ...config,
+    server: { host: '127.0.0.1', port: 0, shutdown_timeout: '2s', ...(config.server ?? {}) },
+    logging: { level: 'debug', ...(config.logging ?? {}) },
+    proxy: { profiles_dir: '/nonexistent/profiles', ...(config.proxy ?? {}) },
+    pipelines: { dir: '/nonexistent/pipelines', ...(config.pipelines ?? {}) },
+  };
+  const configFile = writeConfig(full);
+  const { logs, destination } = memoryLogs();
+  const gw = await Gateway.create({ configFile, env, logDestination: destination });
+  const addr = await gw.listen();
+  return { gw, url: `http://127.0.0.1:${addr.port}`, logs, configFile, close: () => gw.close() };
+}

@@ -56,6 +56,8 @@ export class FakeBackend {
   readonly received: Recorded[] = [];
   /** Generation requests that ran to the point of producing output (for double-execution checks). */
   executions = 0;
+  /** Replies the other side abandoned before they finished (the gateway cancelled upstream). */
+  aborts = 0;
   behaviour: Behaviour = { ...DEFAULT_BEHAVIOUR };
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
@@ -122,6 +124,7 @@ export class FakeBackend {
   reset(): void {
     this.received.length = 0;
     this.executions = 0;
+    this.aborts = 0;
     this.behaviour = { ...DEFAULT_BEHAVIOUR };
   }
 
@@ -130,6 +133,9 @@ export class FakeBackend {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    res.once('close', () => {
+      if (!res.writableFinished) this.aborts++;
+    });
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks);
@@ -181,6 +187,8 @@ export class FakeBackend {
     res.flushHeaders();
     for (let i = 0; i < pieces.length; i++) {
       if (this.behaviour.resetAfterChunks >= 0 && i >= this.behaviour.resetAfterChunks) {
+        // Let what was written reach the wire, then die as a crashed backend would.
+        await new Promise((r) => setTimeout(r, 30));
         res.socket?.destroy();
         return;
       }

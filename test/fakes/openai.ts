@@ -66,12 +66,17 @@ export function vector(input: string): number[] {
   return v.map((x) => Math.round(x * 1e6) / 1e6);
 }
 
+/** What the official client asks for by default: little-endian float32s, base64-encoded. */
+function base64Vector(v: number[]): string {
+  return Buffer.from(new Float32Array(v).buffer).toString('base64');
+}
+
 export function embeddings(fake: FakeBackend, rec: Recorded, res: ServerResponse): void {
   const input: string[] = Array.isArray(rec.json?.input) ? rec.json.input : [String(rec.json?.input ?? '')];
   const tokens = input.reduce((n, s) => n + Math.ceil(s.length / 4), 0);
   sendJson(res, 200, {
     object: 'list', model: modelOf(fake, rec),
-    data: input.map((s, index) => ({ object: 'embedding', index, embedding: vector(s) })),
+    data: input.map((s, index) => ({ object: 'embedding', index, embedding: rec.json?.encoding_format === 'base64' ? base64Vector(vector(s)) : vector(s) })),
     usage: { prompt_tokens: tokens, total_tokens: tokens },
   }, fake);
 }

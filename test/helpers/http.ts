@@ -1,0 +1,44 @@
+// node:http requests for tests that need headers undici refuses to send, or timestamps per chunk.
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+
+export interface RawReply {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+export function rawRequest(url: string, opts: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<RawReply> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: opts.method ?? 'GET', headers: opts.headers, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(opts.body);
+  });
+}
+
+export interface TimedChunk {
+  at: number;
+  text: string;
+}
+
+/** Every chunk as it arrives, with its arrival time; `error` is set when the stream was cut. */
+export function timedChunks(url: string, opts: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; headers: IncomingHttpHeaders; chunks: TimedChunk[]; error?: Error; headersAt: number }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: opts.method ?? 'POST', headers: { 'content-type': 'application/json', ...opts.headers }, agent: false }, (res) => {
+      const headersAt = performance.now();
+      const chunks: TimedChunk[] = [];
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => chunks.push({ at: performance.now(), text: c }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, chunks, headersAt }));
+      res.on('error', (error) => resolve({ status: res.statusCode ?? 0, headers: res.headers, chunks, error, headersAt }));
+      res.on('aborted', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, chunks, error: new Error('aborted'), headersAt }));
+    });
+    req.on('error', reject);
+    req.end(opts.body);
+  });
+}

@@ -1,0 +1,146 @@
+// The command line as users and scripts run it: bin/gw.js from the built package.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { request } from 'undici';
+import { FakeBackend } from '../fakes/index.js';
+import { timedChunks } from '../helpers/http.js';
+
+const GW = resolve('bin/gw.js');
+const emptyDir = () => mkdtempSync(join(tmpdir(), 'gw-cli-'));
+const cleanEnv = () => {
+  const env = { ...process.env };
+  for (const k of Object.keys(env)) if (k.startsWith('GW_')) delete env[k];
+  return env;
+};
+
+function run(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ code: number | null; out: string; err: string }> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [GW, ...args], { cwd: opts.cwd ?? emptyDir(), env: opts.env ?? cleanEnv() });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.on('close', (code) => done({ code, out, err }));
+  });
+}
+
+function configFile(text: string): string {
+  const file = join(emptyDir(), 'config.yaml');
+  writeFileSync(file, text);
+  return file;
+}
+
+/** Start `gw serve`, resolve once it logs that it listens, with the port it bound. */
+function serve(args: string[], env: NodeJS.ProcessEnv = cleanEnv(), cwd = emptyDir()): Promise<{ child: ChildProcess; port: number; output: () => string }> {
+  return new Promise((resolveStart, reject) => {
+    const child = spawn(process.execPath, [GW, 'serve', ...args], { cwd, env });
+    let out = '';
+    child.stderr.on('data', (d) => (out += d));
+    child.stdout.on('data', (d) => {
+      out += d;
+      const line = out.split('\n').find((l) => l.includes('"msg":"gateway listening"'));
+      if (line) resolveStart({ child, port: JSON.parse(line).port, output: () => out });
+    });
+    child.on('exit', (code) => reject(new Error(`gw exited ${code}: ${out}`)));
+  });
+}
+
+let children: ChildProcess[] = [];
+afterEach(() => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  children = [];
+});
+
+describe('gw validate', () => {
+  it('passes the built-in default and exits 0 without listening', async () => {
+    const r = await run(['validate']);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/^PASS config \(built-in default\): valid$/m);
+    expect(r.out).toMatch(/^PASS profile localrunner /m);
+    expect(r.out).toMatch(/^PASS pipeline proxy \(.*\): \d+ routes$/m);
+    expect(r.out).toMatch(/^summary: \d+ passed, 0 warnings, 0 failed$/m);
+  });
+
+  it('fails a typo with the file, the field and the fix, exit 1', async () => {
+    const file = configFile('server:\n  prot: 8080\n');
+    const r = await run(['validate', '--config', file]);
+    expect(r.code).toBe(1);
+    expect(r.out).toContain(`FAIL config ${file}: server.prot: unknown key "prot" — fix: did you mean "port"? rename it to server.port`);
+  });
+
+  it('fails an unknown family through --validate-config', async () => {
+    const file = configFile('discovery:\n  static:\n    endpoints:\n      - { name: x, type: localruner, url: "http://127.0.0.1:1" }\n');
+    const r = await run(['--validate-config', '--config', file]);
+    expect(r.code).toBe(1);
+    expect(r.out).toContain('FAIL endpoints in');
+    expect(r.out).toContain('discovery.static.endpoints[0].type: unknown backend family "localruner" for endpoint "x" — fix: did you mean "localrunner"?');
+  });
+
+  it('warns about an unknown key but passes', async () => {
+    const r = await run(['validate', '--config', configFile('colour: blue\n')]);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/^WARN config .*: colour: unknown key "colour" is ignored/m);
+  });
+
+  it('reads GW_CONFIG', async () => {
+    const r = await run(['validate'], { env: { ...cleanEnv(), GW_CONFIG: configFile('proxy: { load_balancer: nope }\n') } });
+    expect(r.code).toBe(1);
+    expect(r.out).toContain('proxy.load_balancer: value "nope" is not allowed');
+  });
+});
+
+describe('gw version and help', () => {
+  it('prints the version both ways', async () => {
+    const version = JSON.parse((await import('node:fs')).readFileSync('package.json', 'utf8')).version;
+    expect((await run(['version'])).out.trim()).toBe(version);
+    expect((await run(['--version'])).out.trim()).toBe(version);
+  });
+
+  it('prints usage', async () => {
+    const r = await run(['--help']);
+    expect(r.out).toContain('serve');
+    expect(r.out).toContain('validate');
+  });
+});
+
+describe('gw serve', () => {
+  it('refuses to start on a URL with credentials, without echoing them', async () => {
+    const file = configFile('discovery:\n  static:\n    endpoints:\n      - { name: gpu, type: pagedengine, url: "http://admin:hunter2@127.0.0.1:1" }\n');
+    const r = await run(['serve', '--config', file]);
+    expect(r.code).toBe(1);
+    expect(r.err).toContain('discovery.static.endpoints[0].url');
+    expect(r.err).toContain('auth: { type: basic');
+    expect(r.out + r.err).not.toContain('hunter2');
+  });
+
+  it('listens on 40114 with the built-in default (npm start)', async () => {
+    const { child, port } = await serve([]);
+    children.push(child);
+    expect(port).toBe(40114);
+    const res = await request('http://localhost:40114/internal/health');
+    expect(res.statusCode).toBe(200);
+    await res.body.json();
+    child.kill('SIGTERM');
+    expect(await new Promise((r) => child.on('exit', r))).toBe(0);
+  });
+
+  it('lets a live stream finish on SIGTERM, then exits 0', async () => {
+    const fake = await new FakeBackend({ family: 'localrunner', reply: 'a b c d e f g h' }).start();
+    fake.behaviour.chunkDelayMs = 100;
+    const file = configFile(`server: { host: 127.0.0.1, port: 0 }\ndiscovery:\n  static:\n    endpoints:\n      - { name: l, type: localrunner, url: "${fake.url}" }\n`);
+    const { child, port } = await serve(['--config', file]);
+    children.push(child);
+    const stream = timedChunks(`http://127.0.0.1:${port}/gw/localrunner/api/chat`, { body: '{"model":"m","messages":[]}' });
+    await new Promise((r) => setTimeout(r, 250));
+    const exited = new Promise((r) => child.on('exit', r));
+    child.kill('SIGTERM');
+    const r = await stream;
+    expect(r.error).toBeUndefined();
+    expect(JSON.parse(r.chunks.at(-1)!.text.trim().split('\n').at(-1)!).done).toBe(true);
+    expect(await exited).toBe(0);
+    await fake.stop();
+  });
+});

@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../engine/config.js';
+import { joinEndpointUrl, planEndpoints } from '../../engine/endpoints.js';
+import { loadProfiles } from '../../engine/profiles.js';
+import { writeConfig } from '../helpers/gateway.js';
+
+const profiles = loadProfiles('/nonexistent');
+const plan = (endpoints: object[]) => {
+  const file = writeConfig({ discovery: { static: { endpoints } } });
+  return { file, ...planEndpoints(loadConfig(file, {}).config, profiles, file) };
+};
+
+describe('endpoint records', () => {
+  it('fills health and model URLs from the profile, keeping the base path', () => {
+    const { plans } = plan([{ name: 'p', type: 'pagedengine', url: 'http://gpu:8000/prefix/' }, { name: 'n', type: 'npuengine', url: 'http://npu:8000' }]);
+    expect(plans[0]).toMatchObject({ healthUrl: 'http://gpu:8000/prefix/health', modelUrl: 'http://gpu:8000/prefix/v1/models', priority: 80, checkIntervalMs: 5000, checkTimeoutMs: 2000 });
+    expect(plans[1]).toMatchObject({ healthUrl: 'http://npu:8000/api/v1/health', modelUrl: 'http://npu:8000/api/v1/models' });
+  });
+
+  it('takes relative and absolute overrides', () => {
+    const { plans } = plan([{ name: 'a', type: 'localrunner', url: 'http://h:1/base', health_check_url: '/ping', model_url: 'http://other:2/list', priority: 7, check_interval: '1m' }]);
+    expect(plans[0]).toMatchObject({ healthUrl: 'http://h:1/base/ping', modelUrl: 'http://other:2/list', priority: 7, checkIntervalMs: 60_000 });
+    expect(joinEndpointUrl(new URL('http://h/x/'), 'y')).toBe('http://h/x/y');
+  });
+
+  it('selects the hosted profile for both of its tokens', () => {
+    const { plans } = plan([{ name: 'a', type: 'hosted', url: 'http://h' }, { name: 'b', type: 'hosted-compatible', url: 'http://h' }]);
+    expect(plans.map((p) => p.profile.name)).toEqual(['hosted-compatible', 'hosted-compatible']);
+  });
+
+  it('refuses a URL with credentials without echoing them, suggesting an auth block', () => {
+    const { problems } = plan([{ name: 'gpu', type: 'pagedengine', url: 'http://admin:hunter2@gpu:8000/v' }]);
+    expect(problems).toHaveLength(1);
+    const text = JSON.stringify(problems);
+    expect(text).not.toContain('hunter2');
+    expect(text).not.toContain('admin');
+    expect(problems[0].field).toBe('discovery.static.endpoints[0].url');
+    expect(problems[0].message).toContain('"gpu"');
+    expect(problems[0].fix).toContain('url: http://gpu:8000/v');
+    expect(problems[0].fix).toContain('auth: { type: basic, username: <username>, password_file: /run/secrets/gpu-password }');
+  });
+
+  it('offers basic and bearer alternatives for a username-only URL', () => {
+    const { problems } = plan([{ name: 'h', type: 'hosted', url: 'https://sk-abc123@api.example/v1' }]);
+    expect(JSON.stringify(problems)).not.toContain('sk-abc123');
+    expect(problems[0].fix).toContain('type: basic');
+    expect(problems[0].fix).toContain('type: bearer');
+  });
+
+  it('names an unknown family with a suggestion and the known list', () => {
+    const { problems } = plan([{ name: 'x', type: 'pagedengin', url: 'http://h' }]);
+    expect(problems[0]).toMatchObject({ field: 'discovery.static.endpoints[0].type', message: 'unknown backend family "pagedengin" for endpoint "x"' });
+    expect(problems[0].fix).toMatch(/^did you mean "pagedengine"\? known families: .*localrunner/);
+  });
+
+  it('refuses duplicate names and unreadable secret files', () => {
+    const { problems } = plan([
+      { name: 'x', type: 'localrunner', url: 'http://h' },
+      { name: 'x', type: 'localrunner', url: 'http://h', auth: { type: 'basic', username: 'u', password_file: '/nonexistent/pw' } },
+    ]);
+    expect(problems.map((p) => p.field)).toEqual(['discovery.static.endpoints[1].name', 'discovery.static.endpoints[1].auth.password_file']);
+  });
+});

@@ -1,0 +1,82 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { checkProfiles, loadProfiles } from '../../engine/profiles.js';
+
+const builtins = loadProfiles('/nonexistent');
+
+describe('built-in profiles', () => {
+  it('has the 12 families with their prefixes', () => {
+    const prefixes = Object.fromEntries(builtins.list.map((p) => [p.name, p.routing.prefixes]));
+    expect(prefixes).toEqual({
+      containerrunner: ['containerrunner'], cppengine: ['cppengine'], deskrunner: ['deskrunner', 'desk-runner', 'desk_runner'],
+      'hosted-compatible': ['hosted', 'hosted-compatible'], localrunner: ['localrunner'], mlxmulti: ['mlxmulti'], mlxsingle: ['mlxsingle'],
+      multigateway: ['multigateway'], npuengine: ['npuengine'], pagedengine: ['pagedengine'], radixengine: ['radixengine'], turboengine: ['turboengine'],
+    });
+    expect(builtins.byName.get('cppengine')!.routing.optional_prefixes).toEqual(['cpp-engine', 'cpp_engine']);
+  });
+
+  it('uses the spec defaults for health and model paths', () => {
+    const table: Record<string, [string, string]> = {
+      localrunner: ['/', '/api/tags'], cppengine: ['/health', '/v1/models'], deskrunner: ['/v1/models', '/api/v0/models'],
+      pagedengine: ['/health', '/v1/models'], radixengine: ['/health', '/v1/models'], 'hosted-compatible': ['/v1/models', '/v1/models'],
+      npuengine: ['/api/v1/health', '/api/v1/models'], mlxmulti: ['/health', '/v1/models'], mlxsingle: ['/health', '/v1/models'],
+      turboengine: ['/health', '/v1/models'], containerrunner: ['/engines/v1/models', '/engines/v1/models'],
+    };
+    for (const [name, [health, models]] of Object.entries(table)) {
+      expect([name, builtins.byName.get(name)!.api.health_check_path, builtins.byName.get(name)!.api.model_discovery_path]).toEqual([name, health, models]);
+    }
+  });
+
+  it('declares msgapi support and minimum versions as the spec lists them', () => {
+    const support = (n: string) => builtins.byName.get(n)!.api.msgapi_support;
+    expect(support('pagedengine')).toMatchObject({ enabled: true, min_version: '0.11.1', token_count: false });
+    expect(support('cppengine')).toMatchObject({ enabled: true, min_version: 'b4847', token_count: true });
+    expect(support('deskrunner')).toMatchObject({ enabled: true, min_version: '0.4.1' });
+    expect(support('localrunner')).toMatchObject({ enabled: true, min_version: '0.14.0' });
+    expect(support('hosted-compatible')).toBeUndefined();
+  });
+
+  it('keeps allowlists exact and every path absolute', () => {
+    for (const p of builtins.list) for (const path of p.api.paths) expect(path).toMatch(/^\/[^*]*$/);
+    expect(builtins.byName.get('containerrunner')!.api.paths).toContain('/engines/paged/v1/chat/completions');
+  });
+});
+
+describe('custom profiles', () => {
+  it('replace a built-in of the same name completely', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-profiles-'));
+    writeFileSync(join(dir, 'mine.yaml'), 'name: localrunner\nversion: "1.0"\nrouting: { prefixes: [ollama] }\napi: { paths: [/api/tags] }\n');
+    const { profiles, files } = checkProfiles(dir);
+    const p = profiles!.byName.get('localrunner')!;
+    expect(p.routing.prefixes).toEqual(['ollama']);
+    expect(p.api.paths).toEqual(['/api/tags']);
+    expect(p.request.forward_host_headers).toBe(false);
+    expect(files.find((f) => f.file.endsWith('mine.yaml'))!.replaces).toMatch(/profiles\/localrunner\.yaml$/);
+  });
+
+  it('add a new family', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-profiles-'));
+    writeFileSync(join(dir, 'new.yaml'), 'name: myengine\nversion: "1.0"\nrouting: { prefixes: [myengine] }\napi: { paths: [/v1/models] }\n');
+    expect(checkProfiles(dir).profiles!.byType.get('myengine')!.name).toBe('myengine');
+  });
+
+  it('report a broken file by name and field', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-profiles-'));
+    writeFileSync(join(dir, 'bad.yaml'), 'name: bad\nversion: "2.0"\nroutting: { prefixes: [x] }\napi: {}\n');
+    const { profiles, files } = checkProfiles(dir);
+    expect(profiles).toBeUndefined();
+    const bad = files.find((f) => f.file.endsWith('bad.yaml'))!;
+    expect(bad.problems.map((p) => p.field).sort()).toEqual(['(top level)', 'routting', 'version']);
+    expect(bad.problems.find((p) => p.field === 'routting')!.fix).toContain('did you mean "routing"');
+    expect(() => loadProfiles(dir)).toThrow(/bad\.yaml/);
+  });
+
+  it('refuse a prefix claimed by two families', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-profiles-'));
+    writeFileSync(join(dir, 'dup.yaml'), 'name: other\nversion: "1.0"\nrouting: { prefixes: [pagedengine] }\napi: {}\n');
+    const { files } = checkProfiles(dir);
+    expect(files.flatMap((f) => f.problems).some((p) => p.message.includes('prefix "pagedengine" is already used'))).toBe(true);
+  });
+});

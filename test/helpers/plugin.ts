@@ -1,0 +1,82 @@
+// Apply one plugin to fresh hooks and drive it with a stub request, for plugin unit tests.
+import { Readable } from 'node:stream';
+import { Context } from '../../engine/context.js';
+import { createHooks, type Hooks } from '../../engine/hooks.js';
+import { loadConfig } from '../../engine/config.js';
+import type { Plugin, PluginEnv } from '../../engine/plugin.js';
+import { PluginRegistry } from '../../engine/plugin.js';
+import { loadProfiles } from '../../engine/profiles.js';
+import { Stats } from '../../engine/telemetry.js';
+import { memoryLogs } from './gateway.js';
+import { createLogger } from '../../engine/logger.js';
+
+export const profiles = loadProfiles('/nonexistent');
+
+export function testEnv(extra: Partial<PluginEnv> = {}): PluginEnv & { logs: Record<string, any>[] } {
+  const { logs, destination } = memoryLogs();
+  return {
+    config: loadConfig(null, {}).config, source: 'test', profiles, endpoints: undefined as never, health: undefined as never,
+    stats: new Stats(), log: createLogger('debug', destination), version: '0.0.0-test', startedAt: new Date(), pipeline: 'test', logs, ...extra,
+  };
+}
+
+/** Hooks with the plugin applied, its options validated and defaulted as the compiler does. */
+export function applyPlugin(plugin: Plugin, options: Record<string, unknown> = {}, env: PluginEnv = testEnv()): Hooks {
+  const registry = new PluginRegistry([]);
+  const problem = registry.add(plugin, 'test');
+  if (problem) throw new Error(problem);
+  const opts = structuredClone(options);
+  if (!registry.get(plugin.name)!.validate(opts)) throw new Error(JSON.stringify(registry.get(plugin.name)!.validate.errors));
+  const hooks = createHooks();
+  plugin.apply(hooks, opts, env);
+  return hooks;
+}
+
+export interface StubResponse {
+  status: number;
+  headers: string[];
+  body: string;
+  ended: boolean;
+  headersSent: boolean;
+  writeHead(status: number, headers: string[]): void;
+  end(body?: string): void;
+  once(): void;
+  on(): void;
+  off(): void;
+}
+
+export function stubResponse(): StubResponse {
+  return {
+    status: 0, headers: [], body: '', ended: false, headersSent: false,
+    writeHead(status, headers) {
+      this.status = status;
+      this.headers = headers;
+      this.headersSent = true;
+    },
+    end(body) {
+      this.body = body ?? '';
+      this.ended = true;
+    },
+    once() {}, on() {}, off() {},
+  };
+}
+
+export function stubContext(hooks: Hooks, opts: { method?: string; url?: string; headers?: Record<string, string>; body?: string | Buffer[]; profile?: string; prefix?: string } = {}) {
+  const chunks = typeof opts.body === 'string' ? [Buffer.from(opts.body)] : opts.body ?? [];
+  const req = Object.assign(Readable.from(chunks), {
+    method: opts.method ?? 'GET',
+    url: opts.url ?? '/',
+    headers: Object.fromEntries(Object.entries(opts.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v])),
+    rawHeaders: Object.entries(opts.headers ?? {}).flat(),
+    socket: { remoteAddress: '127.0.0.1' },
+  });
+  const res = stubResponse();
+  const ctx = new Context(req as never, res as never, { pipeline: 'test', hooks, profile: opts.profile ? profiles.byName.get(opts.profile) : undefined, prefix: opts.prefix });
+  return { ctx, res, req };
+}
+
+/** The value of a header in a flat list. */
+export function header(flat: string[], name: string): string | undefined {
+  for (let i = 0; i < flat.length; i += 2) if (flat[i] === name) return flat[i + 1];
+  return undefined;
+}

@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import allowlist from '../../plugins/allowlist.js';
+import { GatewayError } from '../../engine/errors.js';
+import { applyPlugin, profiles, stubContext, testEnv } from '../helpers/plugin.js';
+import type { Profile } from '../../engine/profiles.js';
+
+const check = async (family: string | Profile, pathname: string, options: Record<string, unknown> = {}) => {
+  const profile = typeof family === 'string' ? profiles.byName.get(family)! : family;
+  const hooks = applyPlugin(allowlist, options, testEnv({ profile }));
+  const { ctx } = stubContext(hooks);
+  ctx.pathname = pathname;
+  try {
+    await hooks.request.promise(ctx);
+    return 'allowed';
+  } catch (err) {
+    return `${(err as GatewayError).status} ${(err as GatewayError).code}`;
+  }
+};
+
+describe('allowlist', () => {
+  it('passes listed paths, exact match only', async () => {
+    expect(await check('localrunner', '/api/chat')).toBe('allowed');
+    expect(await check('localrunner', '/api/chat/')).toBe('404 PATH_NOT_ALLOWED');
+    expect(await check('localrunner', '/api/cha')).toBe('404 PATH_NOT_ALLOWED');
+    expect(await check('localrunner', '/API/CHAT')).toBe('404 PATH_NOT_ALLOWED');
+  });
+  it('refuses with 501 when configured so', async () => {
+    expect(await check('pagedengine', '/admin', { status: 501 })).toBe('501 PATH_NOT_SUPPORTED');
+  });
+  it('refuses a profile unsupported path with 501 even when forwarding everything', async () => {
+    const profile = { ...profiles.byName.get('npuengine')!, api: { ...profiles.byName.get('npuengine')!.api, unsupported_paths: ['/api/v1/delete'] } };
+    expect(await check(profile, '/api/v1/delete')).toBe('501 PATH_NOT_SUPPORTED');
+    expect(await check(profile, '/api/v1/anything')).toBe('allowed');
+  });
+});

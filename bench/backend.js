@@ -1,0 +1,35 @@
+// A lean fake backend for benchmarks (the test fakes record every request; this one does not):
+// a chat-completions reply, and an SSE stream of 10 events 2 ms apart.
+import { createServer } from 'node:http';
+
+const port = Number(process.argv[2] ?? 0);
+const reply = JSON.stringify({
+  id: 'chatcmpl-bench', object: 'chat.completion', created: 1732000000, model: 'bench-model',
+  choices: [{ index: 0, message: { role: 'assistant', content: 'Hello from the benchmark backend.' }, logprobs: null, finish_reason: 'stop' }],
+  usage: { prompt_tokens: 12, completion_tokens: 8, total_tokens: 20 },
+});
+const event = (i) => `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1732000000, model: 'bench-model', choices: [{ index: 0, delta: { content: ` w${i}` }, logprobs: null, finish_reason: null }] })}\n\n`;
+
+const server = createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', () => {
+    if (req.url === '/health') return res.end('{"status":"ok"}');
+    const stream = chunks.length && Buffer.concat(chunks).includes('"stream":true');
+    if (!stream) {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(reply) });
+      return res.end(reply);
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    res.flushHeaders();
+    let i = 0;
+    const tick = () => {
+      if (i < 10) {
+        res.write(event(i++));
+        setTimeout(tick, 2);
+      } else res.end('data: [DONE]\n\n');
+    };
+    tick();
+  });
+});
+server.listen(port, '127.0.0.1', () => process.send?.({ port: server.address().port }));

@@ -57,6 +57,20 @@ program.command('serve').description('run the gateway in the foreground')
 program.command('validate').description('check config, profiles, pipelines and plugins; print PASS/WARN/FAIL lines; exit 1 on any FAIL; never listens')
   .option('-c, --config <file>', 'configuration file')
   .action((opts, cmd) => validate({ ...cmd.parent.opts(), ...opts }));
+program.command('demo').description('the gateway plus a simulated backend for every family, on free loopback ports')
+  .option('-p, --port <n>', 'gateway port', '40114')
+  .action(async (opts) => {
+    const { startDemo } = await import(new URL('demo.js', dist).href);
+    const demo = await startDemo(Number(opts.port));
+    const base = `http://localhost:${demo.gateway.port}`;
+    console.error(`\ngw demo: ${demo.fakes.length} simulated backends behind ${base}\ntry:\n` +
+      `  curl ${base}/gw/localrunner/api/tags\n` +
+      `  curl ${base}/gw/pagedengine/v1/chat/completions -H 'content-type: application/json' -d '{"model":"pagedengine-model-1","messages":[{"role":"user","content":"hi"}],"stream":true}'\n` +
+      `  curl ${base}/internal/health\n`);
+    const stop = () => demo.stop().then(() => process.exit(0));
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  });
 program.command('version').description('print the version').action(() => console.log(VERSION));
 
 await program.parseAsync();

@@ -2,6 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
@@ -45,6 +46,12 @@ function serve(args: string[], env: NodeJS.ProcessEnv = cleanEnv(), cwd = emptyD
       if (line) resolveStart({ child, port: JSON.parse(line).port, output: () => out });
     });
     child.on('exit', (code) => reject(new Error(`gw exited ${code}: ${out}`)));
+  });
+}
+
+function portBusy(port: number): Promise<boolean> {
+  return new Promise((resolveBusy) => {
+    const s = createServer().once('error', () => resolveBusy(true)).listen(port, '127.0.0.1', () => s.close(() => resolveBusy(false)));
   });
 }
 
@@ -106,6 +113,25 @@ describe('gw version and help', () => {
   });
 });
 
+describe('gw demo', () => {
+  it('serves every family from simulated backends', async () => {
+    const port = 41000 + Math.floor(Math.random() * 2000);
+    const child = spawn(process.execPath, [GW, 'demo', '--port', String(port)], { cwd: emptyDir(), env: cleanEnv() });
+    children.push(child);
+    let health: any;
+    for (let i = 0; i < 50 && !health; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      health = await request(`http://localhost:${port}/internal/health`).then((r) => r.body.json(), () => undefined);
+    }
+    expect(health.status).toBe('healthy');
+    expect(health.endpoints).toHaveLength(12);
+    const res = await request(`http://localhost:${port}/gw/turboengine/generate`, { method: 'POST', body: '{"inputs":"hi"}' });
+    expect(((await res.body.json()) as any).generated_text).toContain('turboengine');
+    child.kill('SIGTERM');
+    expect(await new Promise((r) => child.on('exit', r))).toBe(0);
+  });
+});
+
 describe('gw serve', () => {
   it('refuses to start on a URL with credentials, without echoing them', async () => {
     const file = configFile('discovery:\n  static:\n    endpoints:\n      - { name: gpu, type: pagedengine, url: "http://admin:hunter2@127.0.0.1:1" }\n');
@@ -117,6 +143,8 @@ describe('gw serve', () => {
   });
 
   it('listens on 40114 with the built-in default (npm start)', async () => {
+    // Another gateway (a lingering run) may still hold the port for a moment.
+    for (let i = 0; i < 50 && (await portBusy(40114)); i++) await new Promise((r) => setTimeout(r, 100));
     const { child, port } = await serve([]);
     children.push(child);
     expect(port).toBe(40114);

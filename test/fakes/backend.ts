@@ -148,6 +148,8 @@ export class FakeBackend {
     }
     const rec: Recorded = { method: req.method ?? 'GET', url: req.url ?? '/', headers: { ...req.headers }, body, text, json };
     this.received.push(rec);
+    // Bounded, so a long `gw demo` run does not grow without end.
+    if (this.received.length > 10_000) this.received.splice(0, 5_000);
     const handler = this.handlerFor(rec);
     const isHealth = handler?.kind === 'health';
     const b = this.behaviour;

@@ -31,8 +31,9 @@ export interface GatewayConfig {
     };
   };
   proxy: {
-    load_balancer: string; connection_timeout: Duration; response_timeout: Duration;
+    load_balancer: string; connection_timeout: Duration; response_timeout: Duration; stream_idle_timeout: Duration;
     max_retries: number; profiles_dir: string; enable_optional_prefixes: boolean;
+    circuit_breaker: { health_failures: number; proxy_failures: number; open_timeout: Duration };
   };
   discovery: {
     static: { endpoints: EndpointConfig[] };
@@ -75,14 +76,20 @@ const schema = loadSchema('config');
 const checkStrict = createAjv().compile(schema);
 const fillDefaults = createAjv({ useDefaults: true, removeAdditional: true }).compile(schema);
 
+const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+function normaliseLevel(value: unknown): GatewayConfig['logging']['level'] | undefined {
+  const level = String(value).trim().toLowerCase();
+  return (LEVELS as readonly string[]).includes(level) ? (level as GatewayConfig['logging']['level']) : undefined;
+}
+
 type Override = (cfg: GatewayConfig, raw: string) => string | undefined;
 const durationRe = new RegExp(DURATION_PATTERN);
 const ENV_OVERRIDES: Record<string, Override> = {
   GW_SERVER_HOST: (c, v) => (v.trim() ? void (c.server.host = v.trim()) : 'must not be empty'),
   GW_SERVER_PORT: (c, v) => (/^\d+$/.test(v) && +v <= 65535 ? void (c.server.port = +v) : 'must be a port number 0-65535'),
   GW_LOGGING_LEVEL: (c, v) => {
-    const level = v.trim().toLowerCase();
-    return ['debug', 'info', 'warn', 'error'].includes(level) ? void (c.logging.level = level as GatewayConfig['logging']['level']) : 'must be one of debug, info, warn, error';
+    const level = normaliseLevel(v);
+    return level ? void (c.logging.level = level) : 'must be one of debug, info, warn, error';
   },
   GW_DISCOVERY_MODEL_DISCOVERY_ENABLED: (c, v) => {
     const b = { true: true, '1': true, yes: true, false: false, '0': false, no: false }[v.trim().toLowerCase()];
@@ -119,6 +126,10 @@ export function checkConfig(file: string | null, env: NodeJS.ProcessEnv = proces
   if (problems.some((p) => p.level === 'fail')) return { problems };
   const cfg = structuredClone(raw) as GatewayConfig;
   fillDefaults(cfg);
+  // logging.level: environment, then file, then default; an invalid value warns and falls back.
+  const fileLevel = normaliseLevel(cfg.logging.level);
+  if (!fileLevel) problems.push({ level: 'warn', field: 'logging.level', message: `${JSON.stringify(cfg.logging.level)} is not a log level; using info`, fix: 'use debug, info, warn or error' });
+  cfg.logging.level = fileLevel ?? 'info';
   for (const [name, apply] of Object.entries(ENV_OVERRIDES)) {
     const value = env[name];
     if (value === undefined) continue;

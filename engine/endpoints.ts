@@ -3,10 +3,12 @@
 import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { Pool } from 'undici';
+import { buildConnector, Pool } from 'undici';
+import { CircuitBreaker, type BreakerSettings } from './breaker.js';
 import type { EndpointConfig, GatewayConfig } from './config.js';
 import { parseDuration } from './duration.js';
 import { ConfigError } from './errors.js';
+import { fnv1a36 } from './hash.js';
 import type { Profile, ProfileSet } from './profiles.js';
 import { closest, type Problem } from './schema.js';
 
@@ -30,12 +32,36 @@ export interface EndpointPlan {
   headers: string[];
 }
 
+export interface EndpointTimeouts {
+  connectMs: number;
+  responseMs: number;
+  idleMs: number;
+}
+
+/** The URL as status routes show it: no userinfo, query or fragment. */
+export function sanitizeUrl(url: URL): string {
+  return `${url.origin}${url.pathname === '/' ? '' : url.pathname}`;
+}
+
+/** What the endpoint id hashes: scheme, host, port and path, the port always explicit. */
+function identityOf(url: URL): string {
+  const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+  return `${url.protocol}//${url.hostname.toLowerCase()}:${port}${url.pathname.replace(/\/+$/, '') || '/'}`;
+}
+
 export class Endpoint {
   readonly name: string;
   readonly profile: Profile;
+  /** base36 FNV-1a of the sanitised URL, "-N" for siblings sharing it (set by the registry). */
+  id = '';
+  readonly identity: string;
+  /** For status output: never credentials, query or fragment. */
+  readonly url: string;
   readonly origin: string;
   /** URL path without a trailing slash ("" for the root): kept in front of every forwarded path. */
   readonly basePath: string;
+  /** The URL's own query string (without "?"), added to every forwarded request; never shown. */
+  readonly query: string;
   readonly priority: number;
   readonly healthUrl: string;
   readonly modelUrl: string;
@@ -45,19 +71,30 @@ export class Endpoint {
   /** Lower-case names in `headers`: a client header of the same name is replaced, not doubled. */
   readonly headerNames: ReadonlySet<string>;
   readonly pool: Pool;
+  readonly breaker: CircuitBreaker;
   state: HealthState = 'unknown';
   /** Proxied requests in flight (least-connections balancing). */
   active = 0;
+  /** Connections the pool has opened: unchanged across a request means it rode a reused socket. */
+  socketsOpened = 0;
   lastCheck: Date | null = null;
   lastLatencyMs = 0;
   lastError = '';
+  /** Consecutive failed health checks (drives the backoff). */
   consecutiveFailures = 0;
+  checksTotal = 0;
+  checksPassed = 0;
+  nextCheckAt: Date | null = null;
 
-  constructor(plan: EndpointPlan, timeouts: { connectMs: number; responseMs: number }) {
+  constructor(plan: EndpointPlan, readonly timeouts: EndpointTimeouts, breaker: BreakerSettings) {
     this.name = plan.name;
     this.profile = plan.profile;
+    this.identity = identityOf(plan.url);
+    this.url = sanitizeUrl(plan.url);
     this.origin = plan.url.origin;
     this.basePath = plan.url.pathname.replace(/\/+$/, '');
+    this.query = plan.url.search.slice(1);
+    this.breaker = new CircuitBreaker(breaker);
     this.priority = plan.priority;
     this.healthUrl = plan.healthUrl;
     this.modelUrl = plan.modelUrl;
@@ -65,14 +102,34 @@ export class Endpoint {
     this.checkTimeoutMs = plan.checkTimeoutMs;
     this.headers = plan.headers;
     this.headerNames = new Set(plan.headers.filter((_, i) => i % 2 === 0));
-    this.pool = new Pool(this.origin, {
-      connect: { timeout: timeouts.connectMs },
-      headersTimeout: timeouts.responseMs,
-      bodyTimeout: timeouts.responseMs,
-      // Retire idle sockets before common upstream idle timeouts close them under us.
+    this.pool = new Pool(this.origin, this.dispatcherOptions());
+  }
+
+  /** Options for this endpoint's pool, and for a one-off fresh connection to it. */
+  dispatcherOptions() {
+    const connector = buildConnector({ timeout: this.timeouts.connectMs });
+    return {
+      connect: (opts: Parameters<typeof connector>[0], done: Parameters<typeof connector>[1]) =>
+        connector(opts, (err, socket) => {
+          if (!err) this.socketsOpened++;
+          done(err, socket as never);
+        }),
+      headersTimeout: this.timeouts.responseMs,
+      bodyTimeout: this.timeouts.idleMs,
+      // Retire idle sockets before common upstream idle timeouts (about 3 s) close them under us.
       keepAliveTimeout: 2_500,
       keepAliveMaxTimeout: 2_500,
-    });
+    };
+  }
+
+  /** Forwarded path: base path + the request's path, plus the URL's own query if it has one. */
+  upstreamPath(path: string): string {
+    const full = this.basePath + path;
+    return this.query ? `${full}${full.includes('?') ? '&' : '?'}${this.query}` : full;
+  }
+
+  get uptimePercentage(): number {
+    return this.checksTotal === 0 ? 0 : Math.round((this.checksPassed / this.checksTotal) * 10_000) / 100;
   }
 
   get family(): string {
@@ -88,7 +145,8 @@ export class Endpoint {
 export function joinEndpointUrl(base: URL, pathOrUrl: string): string {
   if (/^https?:\/\//i.test(pathOrUrl)) return pathOrUrl;
   const basePath = base.pathname.replace(/\/+$/, '');
-  return `${base.origin}${basePath}${pathOrUrl.startsWith('/') ? '' : '/'}${pathOrUrl}`;
+  const joined = `${base.origin}${basePath}${pathOrUrl.startsWith('/') ? '' : '/'}${pathOrUrl}`;
+  return base.search ? `${joined}${joined.includes('?') ? '&' : '?'}${base.search.slice(1)}` : joined;
 }
 
 function secret(file: string | undefined, inline: string | undefined, field: string, where: string, source: string): string | undefined {
@@ -185,6 +243,18 @@ export function planEndpoints(config: GatewayConfig, profiles: ProfileSet, sourc
   return { plans, problems };
 }
 
+/** Ids: the hash of the sanitised URL; siblings sharing one get -1, -2… in name order, so a
+ *  credential change (not part of the URL identity) never renumbers them. */
+export function assignIds(endpoints: readonly Endpoint[]): void {
+  const groups = new Map<string, Endpoint[]>();
+  for (const ep of endpoints) groups.set(ep.identity, [...(groups.get(ep.identity) ?? []), ep]);
+  for (const [identity, group] of groups) {
+    const hash = fnv1a36(identity);
+    if (group.length === 1) group[0].id = hash;
+    else [...group].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).forEach((ep, i) => (ep.id = `${hash}-${i + 1}`));
+  }
+}
+
 /** The live endpoints, grouped by family, with a cached routable list per family. */
 export class EndpointRegistry extends EventEmitter {
   readonly all: readonly Endpoint[];
@@ -192,8 +262,11 @@ export class EndpointRegistry extends EventEmitter {
 
   constructor(plans: EndpointPlan[], config: GatewayConfig) {
     super();
-    const timeouts = { connectMs: parseDuration(config.proxy.connection_timeout), responseMs: parseDuration(config.proxy.response_timeout) };
-    this.all = plans.map((p) => new Endpoint(p, timeouts));
+    const p = config.proxy;
+    const timeouts = { connectMs: parseDuration(p.connection_timeout), responseMs: parseDuration(p.response_timeout), idleMs: parseDuration(p.stream_idle_timeout) };
+    const breaker = { healthFailures: p.circuit_breaker.health_failures, proxyFailures: p.circuit_breaker.proxy_failures, openMs: parseDuration(p.circuit_breaker.open_timeout) };
+    this.all = plans.map((plan) => new Endpoint(plan, timeouts, breaker));
+    assignIds(this.all);
     for (const ep of this.all) {
       const fam = this.families.get(ep.family) ?? { endpoints: [], routable: [] };
       fam.endpoints.push(ep);

@@ -93,6 +93,8 @@ export class Gateway {
     const found = this.graph.router.find(req.method as HTTPMethod, path);
     if (found === null) {
       renderError(res, gwError('ROUTE_NOT_FOUND', { method: req.method, path }));
+      // Status-route misses are worth seeing (spec: 4xx under /internal/ log at info).
+      if (path.startsWith('/internal/')) this.runtime.log.info({ method: req.method, path, status: 404 }, 'request');
       return;
     }
     found.handler(req, res, found.params, found.store, found.searchParams);
@@ -104,6 +106,13 @@ export class Gateway {
     await health.start();
     const server = createServer({ maxHeaderSize: config.server.request_limits.max_header_size, requestTimeout: 0 }, this.onRequest);
     server.keepAliveTimeout = 5_000;
+    const stats = this.runtime.stats;
+    stats.observeGc();
+    server.on('connection', (socket) => {
+      stats.connectionsOpen++;
+      stats.connectionsTotal++;
+      socket.once('close', () => stats.connectionsOpen--);
+    });
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -128,19 +137,20 @@ export class Gateway {
   async close(): Promise<void> {
     const { config, stats, health, endpoints, log } = this.runtime;
     const server = this.server;
-    health.stop();
+    await health.stop();
     if (server) {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const deadline = Date.now() + parseDuration(config.server.shutdown_timeout);
-      while (stats.requestsActive > 0 && Date.now() < deadline) {
+      while (stats.inFlight > 0 && Date.now() < deadline) {
         await new Promise((r) => setTimeout(r, 25));
         server.closeIdleConnections();
       }
-      if (stats.requestsActive > 0) log.warn({ active: stats.requestsActive }, 'shutdown timeout reached; closing remaining connections');
+      if (stats.inFlight > 0) log.warn({ active: stats.inFlight }, 'shutdown timeout reached; closing remaining connections');
       server.closeAllConnections();
       await closed;
     }
+    stats.stopObserving();
     await endpoints.close();
     log.info('gateway stopped');
   }

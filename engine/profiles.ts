@@ -26,6 +26,7 @@ export interface Profile {
     metrics_path?: string;
   };
   characteristics: { timeout?: string; max_concurrent_requests?: number; default_priority: number; streaming_support: boolean };
+  health: { transient_statuses: number[] };
   request: {
     model_field_paths: string[];
     response_format: string;

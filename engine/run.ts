@@ -33,9 +33,9 @@ export function createRunner(runtime: Pick<Runtime, 'stats' | 'log'>): RouteRunn
   return (route: RouteInfo, req: IncomingMessage, res: ServerResponse) => {
     const ctx = new Context(req, res, route);
     const hooks = route.hooks;
-    stats.requestsActive++;
+    stats.inFlight++;
     res.once('close', () => {
-      stats.requestsActive--;
+      stats.inFlight--;
       try {
         hooks.done.call(ctx);
       } catch (err) {

@@ -1,4 +1,6 @@
-// Request counters shared by the stats step and the status routes.
+// Counters shared by the stats step and the status routes: requests, latencies (a window of
+// recent samples for p95/p99), per-endpoint counts, connections and garbage collection.
+import { PerformanceObserver } from 'node:perf_hooks';
 import type { Endpoint } from './endpoints.js';
 
 export interface EndpointCounters {
@@ -7,12 +9,22 @@ export interface EndpointCounters {
   totalLatencyMs: number;
 }
 
+const WINDOW = 2048;
+
 export class Stats {
   requestsTotal = 0;
-  requestsActive = 0;
+  /** Requests of any route being handled now (shutdown waits for these). */
+  inFlight = 0;
   requestsFailed = 0;
   totalLatencyMs = 0;
+  connectionsOpen = 0;
+  connectionsTotal = 0;
+  gcRuns = 0;
+  gcPauseMs = 0;
+  private readonly recent = new Float64Array(WINDOW);
+  private samples = 0;
   private readonly perEndpoint = new Map<string, EndpointCounters>();
+  private gcObserver: PerformanceObserver | null = null;
 
   endpoint(ep: Endpoint | string): EndpointCounters {
     const name = typeof ep === 'string' ? ep : ep.name;
@@ -24,6 +36,7 @@ export class Stats {
   record(ep: Endpoint | null, latencyMs: number, failed: boolean): void {
     this.requestsTotal++;
     this.totalLatencyMs += latencyMs;
+    this.recent[this.samples++ % WINDOW] = latencyMs;
     if (failed) this.requestsFailed++;
     if (ep) {
       const c = this.endpoint(ep);
@@ -31,5 +44,30 @@ export class Stats {
       c.totalLatencyMs += latencyMs;
       if (failed) c.errors++;
     }
+  }
+
+  /** Latency percentile over the recent window, in milliseconds (0 before any traffic). */
+  percentile(p: number): number {
+    const n = Math.min(this.samples, WINDOW);
+    if (n === 0) return 0;
+    const sorted = Array.from(this.recent.subarray(0, n)).sort((a, b) => a - b);
+    return sorted[Math.min(n - 1, Math.ceil((p / 100) * n) - 1)];
+  }
+
+  /** Count garbage collections and their pauses, for /internal/process. */
+  observeGc(): void {
+    if (this.gcObserver) return;
+    this.gcObserver = new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) {
+        this.gcRuns++;
+        this.gcPauseMs += e.duration;
+      }
+    });
+    this.gcObserver.observe({ entryTypes: ['gc'] });
+  }
+
+  stopObserving(): void {
+    this.gcObserver?.disconnect();
+    this.gcObserver = null;
   }
 }

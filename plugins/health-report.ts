@@ -1,7 +1,8 @@
-// GET /internal/health: overall status and one record per endpoint.
+// GET /internal/health: overall status and one record per endpoint (the readiness probe).
 import { formatDuration } from '../engine/duration.js';
 import { definePlugin } from '../engine/plugin.js';
-import { replyJson } from './lib/reply.js';
+import { healthRecord, overall } from './lib/endpoint-view.js';
+import { replyStatus } from './lib/status-json.js';
 
 export default definePlugin<Record<string, never>>({
   name: 'health-report',
@@ -10,19 +11,11 @@ export default definePlugin<Record<string, never>>({
   apply(hooks, _o, env) {
     hooks.dispatch.tap('health-report', (ctx) => {
       const all = env.endpoints.all;
-      const routable = all.filter((e) => e.routable).length;
-      const status = all.length > 0 && routable === all.length ? 'healthy' : routable > 0 ? 'degraded' : 'unhealthy';
-      return replyJson(ctx, 200, {
-        status,
+      return replyStatus(ctx, {
+        status: overall(all),
         timestamp: new Date().toISOString(),
         uptime: formatDuration(Date.now() - env.startedAt.getTime()),
-        endpoints: all.map((e) => ({
-          name: e.name,
-          url: `${e.origin}${e.basePath}`,
-          status: e.routable ? 'healthy' : 'unhealthy',
-          latency: formatDuration(e.lastLatencyMs),
-          last_check: e.lastCheck?.toISOString() ?? null,
-        })),
+        endpoints: all.map(healthRecord),
       });
     });
   },

@@ -3,17 +3,20 @@ import type { Plugin } from '../engine/plugin.js';
 import accessLog from './access-log.js';
 import allowlist from './allowlist.js';
 import cors from './cors.js';
+import endpointsReport from './endpoints-report.js';
 import forward from './forward.js';
 import gatewayHeaders from './gateway-headers.js';
 import healthReport from './health-report.js';
 import matchPrefix from './match-prefix.js';
+import processReport from './process-report.js';
 import readBody from './read-body.js';
 import selectEndpoint from './select-endpoint.js';
+import statusReport from './status-report.js';
 import stats from './stats.js';
 import upstreamHeaders from './upstream-headers.js';
 import version from './version.js';
 
 export const BUILTIN_PLUGINS: readonly Plugin[] = [
-  accessLog, allowlist, cors, forward, gatewayHeaders, healthReport, matchPrefix, readBody,
-  selectEndpoint, stats, upstreamHeaders, version,
+  accessLog, allowlist, cors, endpointsReport, forward, gatewayHeaders, healthReport, matchPrefix,
+  processReport, readBody, selectEndpoint, stats, statusReport, upstreamHeaders, version,
 ];

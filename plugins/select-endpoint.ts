@@ -67,7 +67,12 @@ export default definePlugin<Options>({
         const configured = endpoints.endpoints(family).length;
         throw gwError('ENDPOINT_UNAVAILABLE', { provider: family, reason: configured ? `${configured} configured, none routable` : 'no endpoint of this family is configured' });
       }
-      ctx.candidates = order(routable) as Endpoint[];
+      // Busy and Warming endpoints take reduced traffic: only after every Healthy one.
+      let degraded = 0;
+      for (const e of routable) if (e.state !== 'healthy') degraded++;
+      ctx.candidates = (degraded === 0 || degraded === routable.length
+        ? order(routable)
+        : [...order(routable.filter((e) => e.state === 'healthy')), ...order(routable.filter((e) => e.state !== 'healthy'))]) as Endpoint[];
     });
   },
 });

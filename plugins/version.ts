@@ -2,13 +2,17 @@
 import { definePlugin } from '../engine/plugin.js';
 import { replyJson } from './lib/reply.js';
 
+/** Build data; `go_version` (the spec's name) carries the Node.js version. */
+export function buildInfo(version: string) {
+  return { version, commit: process.env.GW_BUILD_COMMIT ?? 'unknown', date: process.env.GW_BUILD_DATE ?? 'unknown', go_version: process.version };
+}
+
 export default definePlugin<Record<string, never>>({
   name: 'version',
   terminal: true,
   schema: { type: 'object', additionalProperties: false },
   apply(hooks, _o, env) {
-    const build = { version: env.version, commit: process.env.GW_BUILD_COMMIT ?? 'unknown', date: process.env.GW_BUILD_DATE ?? 'unknown', go_version: `node ${process.version}` };
-    const body = { version: env.version, build };
+    const body = { version: env.version, build: buildInfo(env.version) };
     hooks.dispatch.tap('version', (ctx) => replyJson(ctx, 200, body));
   },
 });

@@ -3,7 +3,6 @@
 // ways, and a client that goes away cancels the upstream request.
 import type { Dispatcher } from 'undici';
 import type { Context, UpstreamRequest } from '../../engine/context.js';
-import type { Endpoint } from '../../engine/endpoints.js';
 
 /** How an attempt ended: relayed (fully or cut after the first byte), or failed before any byte. */
 export type Outcome = { relayed: true } | { relayed: false; error: Error };
@@ -11,7 +10,7 @@ const RELAYED: Outcome = { relayed: true };
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
 
-class ClientGone extends Error {
+export class ClientGone extends Error {
   constructor() {
     super('client closed the connection');
   }
@@ -95,24 +94,30 @@ class RelayHandler implements Dispatcher.DispatchHandler {
   }
 }
 
-export function relay(ctx: Context, ep: Endpoint, up: UpstreamRequest): Promise<Outcome> {
+export function relay(ctx: Context, dispatcher: Dispatcher, up: UpstreamRequest): Promise<Outcome> {
   return new Promise((resolve) => {
     const handler = new RelayHandler(ctx, resolve);
     try {
-      ep.pool.dispatch({ path: up.path, method: up.method, headers: up.headers, body: up.body }, handler);
+      dispatcher.dispatch({ path: up.path, method: up.method, headers: up.headers, body: up.body }, handler);
     } catch (err) {
       handler.onResponseError(null as unknown as Controller, err as Error);
     }
   });
 }
 
-export type ConnectionFailure = 'refused' | 'reset' | 'connect timeout' | 'unreachable';
+/**
+ * How an attempt failed before any response byte:
+ * - refused, connect timeout, unreachable: the request never reached a backend;
+ * - reset: the connection was reset (RST), so the backend did not take the whole request;
+ * - closed: the backend closed the connection cleanly after taking the request — it may have run it.
+ */
+export type ConnectionFailure = 'refused' | 'reset' | 'closed' | 'connect timeout' | 'unreachable';
 
 const CONNECTION_CODES: Record<string, ConnectionFailure> = {
   ECONNREFUSED: 'refused',
   ECONNRESET: 'reset',
   EPIPE: 'reset',
-  UND_ERR_SOCKET: 'reset',
+  UND_ERR_SOCKET: 'closed',
   UND_ERR_CONNECT_TIMEOUT: 'connect timeout',
   ETIMEDOUT: 'connect timeout',
   EHOSTUNREACH: 'unreachable',

@@ -114,3 +114,61 @@ describe('failover', () => {
     expect(status).toBe(200);
   });
 });
+
+describe('what is retried and what is not', () => {
+  it('fails a POST over when the connection is reset before the backend took it', async () => {
+    gw = await start();
+    primary.behaviour.resetOnRequest = true;
+    const res = await request(`${gw.url}/gw/localrunner/api/chat`, { method: 'POST', body });
+    await res.body.dump();
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['x-gw-endpoint']).toBe('secondary');
+    expect(primary.executions + secondary.executions).toBe(1);
+  });
+
+  it('does not run a POST twice when the backend read it and then died', async () => {
+    gw = await start();
+    primary.behaviour.resetBeforeResponse = true;
+    const res = await request(`${gw.url}/gw/localrunner/api/chat`, { method: 'POST', body });
+    const err = (await res.body.json()) as any;
+    expect(res.statusCode).toBe(502);
+    expect(err.error.type).toBe('bad_gateway');
+    expect(err.error.message).toContain('not retried');
+    expect(primary.executions).toBe(1);
+    expect(secondary.executions).toBe(0);
+  });
+
+  it('retries once on a fresh connection when a reused keep-alive socket was closed under the request', async () => {
+    gw = await start();
+    primary.behaviour.closeReusedSockets = true;
+    const first = await request(`${gw.url}/gw/localrunner/api/chat`, { method: 'POST', body });
+    await first.body.dump();
+    const second = await request(`${gw.url}/gw/localrunner/api/chat`, { method: 'POST', body });
+    await second.body.dump();
+    expect(second.statusCode).toBe(200);
+    expect(second.headers['x-gw-endpoint']).toBe('primary');
+    expect(primary.executions).toBe(2);
+    expect(gw.gw.runtime.endpoints.all[0].state).toBe('healthy');
+  });
+
+  it('answers 504 when no reply head arrives within response_timeout, without retrying', async () => {
+    gw = await start({ proxy: { response_timeout: '300ms' } });
+    primary.behaviour.delayMs = 1000;
+    const res = await request(`${gw.url}/gw/localrunner/api/chat`, { method: 'POST', body });
+    const err = (await res.body.json()) as any;
+    expect(res.statusCode).toBe(504);
+    expect(err.error.type).toBe('gateway_timeout');
+    expect(secondary.traffic).toHaveLength(0);
+  });
+
+  it('cuts a stream whose backend goes quiet for longer than stream_idle_timeout', async () => {
+    // undici checks body timeouts on a coarse (about 1 s) timer: leave it room.
+    gw = await start({ proxy: { stream_idle_timeout: '300ms' } });
+    primary.reply = 'one two three';
+    primary.behaviour.chunkDelayMs = 2500;
+    const r = await timedChunks(`${gw.url}/gw/localrunner/api/chat`, { body: JSON.stringify({ model: 'm', messages: [] }) });
+    expect(r.status).toBe(200);
+    expect(r.error).toBeDefined();
+    expect(r.chunks.length).toBe(1);
+  });
+});

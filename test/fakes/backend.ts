@@ -27,8 +27,18 @@ export interface Behaviour {
   hang: boolean;
   /** Answer generation routes with this status and an error body. */
   status: number;
-  /** Destroy the socket after reading the request, before any response byte. */
+  /** Read the whole request, count it as executed, then close the connection without a reply:
+   *  a backend that took the request and died. */
   resetBeforeResponse: boolean;
+  /** Reset the connection (RST) as soon as a request arrives, without reading its body. */
+  resetOnRequest: boolean;
+  /** Close a kept-alive connection when a second request arrives on it, without reading it:
+   *  the server-side idle close that races a client reusing the socket. */
+  closeReusedSockets: boolean;
+  /** Delay of the health route. */
+  healthDelayMs: number;
+  /** Extra headers on a failing health answer (Retry-After, say). */
+  healthHeaders: Record<string, string>;
   /** Destroy the socket after this many stream chunks (streamed replies only). */
   resetAfterChunks: number;
   /** Status of the health route (200 = healthy). */
@@ -46,7 +56,11 @@ export interface FakeOptions {
   port?: number;
 }
 
-const DEFAULT_BEHAVIOUR: Behaviour = { delayMs: 0, hang: false, status: 0, resetBeforeResponse: false, resetAfterChunks: -1, healthStatus: 200, chunkDelayMs: 0 };
+const DEFAULT_BEHAVIOUR: Behaviour = {
+  delayMs: 0, hang: false, status: 0, resetBeforeResponse: false, resetOnRequest: false, closeReusedSockets: false,
+  resetAfterChunks: -1, healthStatus: 200, healthDelayMs: 0, healthHeaders: {}, chunkDelayMs: 0,
+};
+const SERVED = Symbol('requests served on this socket');
 
 export class FakeBackend {
   readonly family: string;
@@ -58,6 +72,9 @@ export class FakeBackend {
   executions = 0;
   /** Replies the other side abandoned before they finished (the gateway cancelled upstream). */
   aborts = 0;
+  /** Health checks running now, and the most that ever ran at once. */
+  healthInFlight = 0;
+  healthMaxInFlight = 0;
   behaviour: Behaviour = { ...DEFAULT_BEHAVIOUR };
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
@@ -125,6 +142,7 @@ export class FakeBackend {
     this.received.length = 0;
     this.executions = 0;
     this.aborts = 0;
+    this.healthMaxInFlight = 0;
     this.behaviour = { ...DEFAULT_BEHAVIOUR };
   }
 
@@ -136,6 +154,18 @@ export class FakeBackend {
     res.once('close', () => {
       if (!res.writableFinished) this.aborts++;
     });
+    const socket = req.socket as Socket & { [SERVED]?: number };
+    const served = (socket[SERVED] = (socket[SERVED] ?? 0) + 1);
+    const notHealth = this.handlerFor({ method: req.method ?? 'GET', url: req.url ?? '/' })?.kind !== 'health';
+    if (notHealth && this.behaviour.resetOnRequest) {
+      this.received.push({ method: req.method ?? 'GET', url: req.url ?? '/', headers: { ...req.headers }, body: Buffer.alloc(0), text: '', json: undefined });
+      socket.resetAndDestroy();
+      return;
+    }
+    if (notHealth && this.behaviour.closeReusedSockets && served > 1) {
+      socket.destroy();
+      return;
+    }
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks);
@@ -167,8 +197,16 @@ export class FakeBackend {
         res.end(err);
         return;
       }
-    } else if (b.healthStatus !== 200) {
-      res.writeHead(b.healthStatus, { 'content-type': 'application/json' });
+    } else if (b.healthDelayMs || b.healthStatus !== 200) {
+      this.healthInFlight++;
+      this.healthMaxInFlight = Math.max(this.healthMaxInFlight, this.healthInFlight);
+      await new Promise((r) => setTimeout(r, b.healthDelayMs));
+      this.healthInFlight--;
+      if (b.healthStatus === 200) {
+        await handler!.fn(this, rec, res);
+        return;
+      }
+      res.writeHead(b.healthStatus, { 'content-type': 'application/json', ...b.healthHeaders });
       res.end(JSON.stringify({ status: 'unavailable' }));
       return;
     }

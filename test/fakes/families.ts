@@ -143,7 +143,7 @@ const FAMILIES: Record<string, () => Table> = {
 };
 
 export function routesFor(family: string): Map<string, Handler> {
-  const table = FAMILIES[family];
+  const table = FAMILIES[family === 'hosted' ? 'hosted-compatible' : family];
   if (!table) throw new Error(`no fake for family ${family}; known: ${Object.keys(FAMILIES).join(', ')}`);
   return new Map(Object.entries(table()));
 }

@@ -4,7 +4,7 @@ import { connectionFailure } from '../../plugins/lib/relay.js';
 
 describe('connection failure classification', () => {
   it.each([
-    ['ECONNREFUSED', 'refused'], ['ECONNRESET', 'reset'], ['UND_ERR_SOCKET', 'reset'], ['UND_ERR_CONNECT_TIMEOUT', 'connect timeout'],
+    ['ECONNREFUSED', 'refused'], ['ECONNRESET', 'reset'], ['UND_ERR_SOCKET', 'closed'], ['UND_ERR_CONNECT_TIMEOUT', 'connect timeout'],
     ['EHOSTUNREACH', 'unreachable'], ['ENETUNREACH', 'unreachable'], ['ENOTFOUND', 'unreachable'],
   ])('%s is a connection failure (%s)', (code, kind) => {
     expect(connectionFailure(Object.assign(new Error(code), { code }))).toBe(kind);

@@ -1,0 +1,21 @@
+// GET /internal/status/endpoints: health, traffic and circuit breaker of every endpoint.
+import { definePlugin } from '../engine/plugin.js';
+import { endpointDetail } from './lib/endpoint-view.js';
+import { replyStatus } from './lib/status-json.js';
+
+export default definePlugin<Record<string, never>>({
+  name: 'endpoints-report',
+  terminal: true,
+  schema: { type: 'object', additionalProperties: false },
+  apply(hooks, _o, env) {
+    hooks.dispatch.tap('endpoints-report', (ctx) => {
+      const endpoints = env.endpoints.all.map((ep) => endpointDetail(ep, env.stats));
+      return replyStatus(ctx, {
+        timestamp: new Date().toISOString(),
+        total: endpoints.length,
+        routable: endpoints.filter((e) => e.routable).length,
+        endpoints,
+      });
+    });
+  },
+});

@@ -1,0 +1,35 @@
+// Status JSON with a weak ETag over its stable fields (timestamps, uptimes and check latencies
+// left out), and 304 for a matching If-None-Match.
+import type { Context } from '../../engine/context.js';
+import { fnv1a36 } from '../../engine/hash.js';
+import { replyJson } from './reply.js';
+
+const VOLATILE = new Set(['timestamp', 'uptime', 'uptime_seconds', 'last_check', 'last_latency', 'latency', 'next_check']);
+const stable = (key: string, value: unknown) => (VOLATILE.has(key) ? undefined : value);
+
+export function etagOf(body: unknown): string {
+  return `W/"${fnv1a36(JSON.stringify(body, stable))}"`;
+}
+
+/** Weak comparison: W/ prefixes are ignored, a list or "*" may match. */
+export function etagMatches(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  const bare = etag.replace(/^W\//, '');
+  return header.split(',').some((t) => {
+    const tag = t.trim();
+    return tag === '*' || tag.replace(/^W\//, '') === bare;
+  });
+}
+
+export function replyStatus(ctx: Context, body: unknown): true {
+  const etag = etagOf(body);
+  const headers = ['etag', etag, 'cache-control', 'no-cache'];
+  if (etagMatches(ctx.req.headers['if-none-match'], etag)) {
+    ctx.status = 304;
+    ctx.hooks.respond.call(ctx, 304);
+    ctx.res.writeHead(304, [...ctx.replyHeaders, ...headers]);
+    ctx.res.end();
+    return true;
+  }
+  return replyJson(ctx, 200, body, headers);
+}

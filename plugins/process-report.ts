@@ -1,0 +1,64 @@
+// GET /internal/process: the process's vital signs, under the spec's field names. Node has no
+// goroutines: `goroutines` counts the event loop's active handles and requests, `go_version`
+// holds the Node.js version, and V8 exposes no live-object count (`heap_objects` is null).
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import v8 from 'node:v8';
+import { definePlugin } from '../engine/plugin.js';
+import { replyJson } from './lib/reply.js';
+
+const MB = 1024 * 1024;
+const mb = (bytes: number) => Math.round((bytes / MB) * 100) / 100;
+
+function osThreads(): number {
+  try {
+    return Number(/^Threads:\s+(\d+)/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
+export default definePlugin<Record<string, never>>({
+  name: 'process-report',
+  terminal: true,
+  schema: { type: 'object', additionalProperties: false },
+  apply(hooks, _o, env) {
+    const { stats } = env;
+    let lastCpu = process.cpuUsage();
+    let lastAt = performance.now();
+    hooks.dispatch.tap('process-report', (ctx) => {
+      const mem = process.memoryUsage();
+      const heap = v8.getHeapStatistics();
+      const cpu = process.cpuUsage(lastCpu);
+      const now = performance.now();
+      const cpuPercent = ((cpu.user + cpu.system) / 1000 / Math.max(1, now - lastAt)) * 100;
+      lastCpu = process.cpuUsage();
+      lastAt = now;
+      return replyJson(ctx, 200, {
+        pid: process.pid,
+        started_at: env.startedAt.toISOString(),
+        uptime_seconds: Math.round(process.uptime()),
+        memory: {
+          alloc_mb: mb(mem.heapUsed + mem.external),
+          total_alloc_mb: mb(heap.total_heap_size + mem.external),
+          sys_mb: mb(mem.rss),
+          heap_alloc_mb: mb(mem.heapUsed),
+          heap_objects: null,
+          gc_runs: stats.gcRuns,
+          gc_pause_ms: Math.round(stats.gcPauseMs * 1000) / 1000,
+        },
+        cpu: {
+          goroutines: process.getActiveResourcesInfo().length,
+          threads: osThreads(),
+          cpu_percent: Math.round(cpuPercent * 100) / 100,
+        },
+        connections: {
+          active: Math.min(stats.connectionsOpen, stats.inFlight),
+          idle: Math.max(0, stats.connectionsOpen - stats.inFlight),
+          total_created: stats.connectionsTotal,
+        },
+        runtime: { go_version: process.version, os: process.platform, arch: process.arch, max_procs: availableParallelism() },
+      });
+    });
+  },
+});

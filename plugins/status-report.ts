@@ -1,0 +1,60 @@
+// GET /internal/status: version, configuration summary, traffic statistics, endpoints, models and
+// the system's state. Before any traffic the state comes from endpoint health alone.
+import { formatDuration } from '../engine/duration.js';
+import { definePlugin } from '../engine/plugin.js';
+import { averageLatency, overall, percent } from './lib/endpoint-view.js';
+import { replyStatus } from './lib/status-json.js';
+import { buildInfo } from './version.js';
+
+export default definePlugin<Record<string, never>>({
+  name: 'status-report',
+  terminal: true,
+  schema: { type: 'object', additionalProperties: false },
+  apply(hooks, _o, env) {
+    const { stats, endpoints, config } = env;
+    const build = buildInfo(env.version);
+    hooks.dispatch.tap('status-report', (ctx) => {
+      const all = endpoints.all;
+      const hasTraffic = stats.requestsTotal > 0;
+      const health = overall(all);
+      const succeeded = stats.requestsTotal - stats.requestsFailed;
+      let status: 'healthy' | 'degraded' | 'critical' = health === 'unhealthy' ? 'critical' : health;
+      if (hasTraffic && status !== 'critical') {
+        const rate = succeeded / stats.requestsTotal;
+        if (rate < 0.5) status = 'critical';
+        else if (rate < 0.95) status = 'degraded';
+      }
+      return replyStatus(ctx, {
+        version: env.version,
+        build,
+        config: {
+          proxy_engine: 'undici',
+          load_balancer: config.proxy.load_balancer,
+          endpoints_configured: all.length,
+          models_discovered: 0,
+        },
+        statistics: {
+          requests_total: stats.requestsTotal,
+          requests_active: all.reduce((n, e) => n + e.active, 0),
+          requests_failed: stats.requestsFailed,
+          average_latency: averageLatency(stats.totalLatencyMs, stats.requestsTotal),
+          p95_latency: formatDuration(stats.percentile(95)),
+          p99_latency: formatDuration(stats.percentile(99)),
+        },
+        endpoints: Object.fromEntries(all.map((ep) => {
+          const c = stats.endpoint(ep);
+          return [ep.name, { id: ep.id, healthy: ep.state === 'healthy', status: ep.state, models: 0, requests: c.requests, errors: c.errors, average_latency: averageLatency(c.totalLatencyMs, c.requests) }];
+        })),
+        models: { total: 0, by_provider: {} },
+        system: {
+          status,
+          has_traffic: hasTraffic,
+          success_rate: hasTraffic ? percent(succeeded, stats.requestsTotal) : 'N/A',
+          endpoints_routable: all.filter((e) => e.routable).length,
+          endpoints_total: all.length,
+          uptime: formatDuration(Date.now() - env.startedAt.getTime()),
+        },
+      });
+    });
+  },
+});

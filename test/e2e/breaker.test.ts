@@ -1,0 +1,116 @@
+// Circuit breakers over real HTTP: open after proxy failures, skip without touching stored
+// health, one test request in half-open even under concurrency, client-caused statuses ignored.
+import { afterEach, describe, expect, it } from 'vitest';
+import { request } from 'undici';
+import { FakeBackend } from '../fakes/index.js';
+import { endpoint, startGateway, type Started } from '../helpers/gateway.js';
+
+let gw: Started | null = null;
+let fakes: FakeBackend[] = [];
+afterEach(async () => {
+  await gw?.close();
+  gw = null;
+  for (const f of fakes) await f.stop();
+  fakes = [];
+});
+
+async function setup(n: number, openTimeout = '30s') {
+  fakes = await Promise.all(Array.from({ length: n }, (_, i) => new FakeBackend({ family: 'pagedengine', name: `f${i}` }).start()));
+  gw = await startGateway({
+    proxy: { circuit_breaker: { open_timeout: openTimeout } },
+    discovery: { static: { endpoints: fakes.map((f, i) => endpoint(f.name, 'pagedengine', f.url, { priority: 100 - i, check_interval: '60s' })) } },
+  });
+  return gw.gw.runtime.endpoints.all;
+}
+
+const chat = (g: Started) => request(`${g.url}/gw/pagedengine/v1/chat/completions`, { method: 'POST', body: '{"model":"m","messages":[]}' });
+async function send(g: Started) {
+  const res = await chat(g);
+  const body = (await res.body.json()) as any;
+  return { status: res.statusCode, endpoint: res.headers['x-gw-endpoint'], body };
+}
+
+describe('circuit breaker', () => {
+  it('opens after 5 consecutive 5xx replies and then skips the endpoint, leaving its health alone', async () => {
+    const [a] = await setup(2);
+    fakes[0].behaviour.status = 500;
+    for (let i = 0; i < 5; i++) expect(await send(gw!)).toMatchObject({ status: 500, endpoint: 'f0' });
+    expect(a.breaker.state).toBe('open');
+    expect(await send(gw!)).toMatchObject({ status: 200, endpoint: 'f1' });
+    expect(a.state).toBe('healthy');
+    expect(fakes[0].traffic).toHaveLength(5);
+  });
+
+  it('answers 503 circuit_breaker when the breaker is the only reason', async () => {
+    await setup(1);
+    fakes[0].behaviour.status = 502;
+    for (let i = 0; i < 5; i++) await send(gw!);
+    const r = await send(gw!);
+    expect(r.status).toBe(503);
+    expect(r.body.error).toMatchObject({ type: 'circuit_breaker', code: 503 });
+    expect(r.body.error.message).toContain('1 skipped');
+  });
+
+  it('says how many were skipped and how many failed to connect when both happen', async () => {
+    await setup(2);
+    fakes[0].behaviour.status = 500;
+    for (let i = 0; i < 5; i++) await send(gw!);
+    await fakes[1].stop();
+    const r = await send(gw!);
+    expect(r.status).toBe(503);
+    expect(r.body.error.type).toBe('endpoint_unavailable');
+    expect(r.body.error.message).toContain('1 endpoint failed to connect');
+    expect(r.body.error.message).toContain('1 skipped for an open circuit breaker');
+  });
+
+  it('lets exactly one test request through when half-open, even under 50 concurrent requests', async () => {
+    const [a] = await setup(1, '300ms');
+    fakes[0].behaviour.status = 500;
+    for (let i = 0; i < 5; i++) await send(gw!);
+    expect(a.breaker.state).toBe('open');
+    fakes[0].reset();
+    fakes[0].behaviour.delayMs = 200;
+    await new Promise((r) => setTimeout(r, 350));
+    const results = await Promise.all(Array.from({ length: 50 }, () => send(gw!)));
+    expect(fakes[0].traffic).toHaveLength(1);
+    expect(results.filter((r) => r.status === 200)).toHaveLength(1);
+    expect(results.filter((r) => r.status === 503 && r.body.error.type === 'circuit_breaker')).toHaveLength(49);
+    expect(a.breaker.state).toBe('closed');
+    expect((await send(gw!)).status).toBe(200);
+  });
+
+  it('reopens when the test request fails', async () => {
+    const [a] = await setup(1, '200ms');
+    fakes[0].behaviour.status = 500;
+    for (let i = 0; i < 5; i++) await send(gw!);
+    await new Promise((r) => setTimeout(r, 250));
+    expect((await send(gw!)).status).toBe(500);
+    expect(a.breaker.state).toBe('open');
+  });
+
+  it('never counts client-caused statuses', async () => {
+    const [a] = await setup(1);
+    fakes[0].behaviour.status = 404;
+    for (let i = 0; i < 6; i++) expect((await send(gw!)).status).toBe(404);
+    fakes[0].behaviour.status = 400;
+    for (let i = 0; i < 6; i++) expect((await send(gw!)).status).toBe(400);
+    expect(a.breaker.state).toBe('closed');
+    expect(a.breaker.proxyFailures).toBe(0);
+  });
+
+  it('does not count a client that went away', async () => {
+    const [a] = await setup(1);
+    fakes[0].behaviour.delayMs = 300;
+    for (let i = 0; i < 6; i++) {
+      const ac = new AbortController();
+      const pending = request(`${gw!.url}/gw/pagedengine/v1/chat/completions`, { method: 'POST', body: '{}', signal: ac.signal }).catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 30));
+      ac.abort();
+      await pending;
+    }
+    await new Promise((r) => setTimeout(r, 350));
+    expect(a.breaker.state).toBe('closed');
+    expect(a.breaker.proxyFailures).toBe(0);
+    expect(a.state).toBe('healthy');
+  });
+});

@@ -41,6 +41,13 @@ describe('environment overrides', () => {
     expect(config.discovery.model_discovery).toMatchObject({ enabled: false, interval: '30s' });
   });
 
+  it('an invalid logging.level in the file warns and falls back to info', () => {
+    const { config, problems } = loadConfig(writeConfig({ logging: { level: 'verbose' } }), {});
+    expect(config.logging.level).toBe('info');
+    expect(problems).toEqual([expect.objectContaining({ level: 'warn', field: 'logging.level' })]);
+    expect(loadConfig(writeConfig({ logging: { level: 'WARN' } }), {}).config.logging.level).toBe('warn');
+  });
+
   it('warn and fall back on invalid values', () => {
     const file = writeConfig({ logging: { level: 'warn' } });
     const { config, problems } = loadConfig(file, { GW_LOGGING_LEVEL: 'loud', GW_SERVER_PORT: 'eighty' });

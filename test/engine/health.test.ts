@@ -128,6 +128,27 @@ describe('states', () => {
     expect(ep.breaker.state).toBe('closed');
   });
 
+  it('does not follow a redirect from the health route', async () => {
+    const { createServer } = await import('node:http');
+    const target = await new FakeBackend({ family: 'pagedengine' }).start();
+    fakes.push(target);
+    const redirector = createServer((_req, res) => {
+      res.writeHead(302, { location: `${target.url}/health` });
+      res.end();
+    });
+    await new Promise<void>((r) => redirector.listen(0, '127.0.0.1', () => r()));
+    const port = (redirector.address() as { port: number }).port;
+    try {
+      gw = await startGateway({ discovery: { static: { endpoints: [endpoint('r', 'pagedengine', `http://127.0.0.1:${port}`)] } } });
+      const ep = gw.gw.runtime.endpoints.all[0];
+      expect(ep.state).toBe('unhealthy');
+      expect(ep.lastError).toBe('health check answered 302');
+      expect(target.requestsTo('/health')).toHaveLength(0);
+    } finally {
+      redirector.close();
+    }
+  });
+
   it('finds a containerrunner with an empty model list healthy', async () => {
     const fake = await new FakeBackend({ family: 'containerrunner', models: [] }).start();
     fakes.push(fake);

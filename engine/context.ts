@@ -2,6 +2,7 @@
 // hot path stays monomorphic; plugins keep their own extras in `state`.
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { findModelField, type ModelField } from './body-model.js';
 import type { Endpoint } from './endpoints.js';
 import type { Hooks } from './hooks.js';
 import type { Profile } from './profiles.js';
@@ -27,6 +28,15 @@ export interface RouteInfo {
 const CALLER_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
 const NOT_PARSED = Symbol('not parsed');
 
+/** How model-aware routing decided (X-Gw-Routing-* headers). */
+export interface RoutingInfo {
+  strategy: string;
+  decision: 'routed' | 'fallback' | 'rejected';
+  reason: string;
+  /** For an alias: the real model name each candidate endpoint serves. */
+  aliasTargets?: Map<Endpoint, string>;
+}
+
 export class Context {
   readonly start = performance.now();
   readonly id: string;
@@ -34,8 +44,9 @@ export class Context {
   path: string;
   pathname: string;
   body: Buffer | null = null;
-  /** The model the request asked for (from the body), and the one actually used. */
+  /** The model actually sent upstream, once a step decided it (alias rewrite). */
   model: string | undefined = undefined;
+  routing: RoutingInfo | null = null;
   candidates: Endpoint[] = [];
   endpoint: Endpoint | null = null;
   attempts = 0;
@@ -46,6 +57,7 @@ export class Context {
   responseStarted = false;
   error: unknown = null;
   private parsed: unknown = NOT_PARSED;
+  private modelField: ModelField | null | typeof NOT_PARSED = NOT_PARSED;
   private extras: Record<string, unknown> | null = null;
 
   constructor(readonly req: IncomingMessage, readonly res: ServerResponse, readonly route: RouteInfo) {
@@ -76,20 +88,23 @@ export class Context {
     return this.parsed;
   }
 
-  /** Replace the parsed body (a step that rewrote it keeps the two in step). */
-  setJson(value: unknown, bytes: Buffer): void {
-    this.parsed = value;
+  /** Replace the body (a step that rewrote it keeps bytes, parse and model field in step). */
+  setBody(bytes: Buffer, parsed: unknown = NOT_PARSED): void {
     this.body = bytes;
+    this.parsed = parsed;
+    this.modelField = NOT_PARSED;
+  }
+
+  /** Where the top-level `model` string of a JSON object body sits, found once without a full parse. */
+  modelSpan(): ModelField | null {
+    if (this.modelField === NOT_PARSED) this.modelField = this.body && this.body.length > 0 ? findModelField(this.body) : null;
+    return this.modelField;
   }
 
   /** The `model` named by a JSON object body, if any. */
   bodyModel(): string | undefined {
-    const j = this.json();
-    if (j && typeof j === 'object' && !Array.isArray(j)) {
-      const m = (j as { model?: unknown }).model;
-      if (typeof m === 'string' && m) return m;
-    }
-    return undefined;
+    const value = this.modelSpan()?.value;
+    return typeof value === 'string' && value ? value : undefined;
   }
 
   /** Per-request scratch space for plugins (created on first use). */

@@ -29,6 +29,27 @@ export const ERROR_CODES = {
     status: 503, type: 'circuit_breaker', code: 503,
     message: (d) => `every endpoint for provider ${d.provider} has an open circuit breaker (${d.skipped} skipped)`,
   },
+  MODEL_NOT_FOUND: {
+    status: 404, type: 'not_found',
+    message: (d) => `model ${d.model} is not served by ${d.provider ? `any ${d.provider} endpoint` : 'any endpoint'}${d.hint ? `; ${d.hint}` : ''}`,
+  },
+  MODEL_UNAVAILABLE: {
+    status: 503, type: 'model_unavailable',
+    message: (d) => `model ${d.model} is served only by ${d.provider} endpoints that are not routable now (${d.endpoints})`,
+  },
+  NO_ENDPOINTS: { status: 503, type: 'service_unavailable', message: () => 'no healthy endpoints: the model catalogue is empty until one recovers' },
+  INVALID_FORMAT: {
+    status: 400, type: 'bad_request',
+    message: (d) => `format "${d.format}" is not supported; use one of: ${d.allowed}`,
+  },
+  INVALID_PROVIDER: {
+    status: 400, type: 'bad_request',
+    message: (d) => `provider "${d.provider}" is not a backend family; use one of: ${d.allowed}`,
+  },
+  INVALID_CAPABILITY: {
+    status: 400, type: 'bad_request',
+    message: (d) => `capability "${d.capability}" is not known; use one of: chat, completion, embedding, vision`,
+  },
   BODY_TOO_LARGE: {
     status: 413, type: 'request_too_large',
     message: (d) => `request body is larger than the ${d.limit}-byte limit`,

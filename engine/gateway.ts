@@ -10,18 +10,16 @@ import { BUILTIN_PLUGINS } from '../plugins/index.js';
 import { compileGraph, type Graph } from './compile.js';
 import { loadConfig } from './config.js';
 import { parseDuration } from './duration.js';
-import { EndpointRegistry, planEndpoints } from './endpoints.js';
+import { planEndpoints } from './endpoints.js';
 import { ConfigError, gwError, renderError } from './errors.js';
-import { HealthMonitor } from './health.js';
 import { createLogger } from './logger.js';
 import { PACKAGE_ROOT } from './paths.js';
 import { checkPipelines } from './pipelines.js';
 import { PluginRegistry } from './plugin.js';
 import { loadProfiles } from './profiles.js';
 import { createRunner } from './run.js';
-import type { Runtime } from './runtime.js';
+import { createRuntime, type Runtime } from './runtime.js';
 import { formatProblem } from './schema.js';
-import { Stats } from './telemetry.js';
 
 export const VERSION: string = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')).version;
 
@@ -62,16 +60,12 @@ export class Gateway {
       const fail = f.problems.find((p) => p.level === 'fail');
       if (fail) throw new ConfigError(f.file, fail.field, fail.message, fail.fix);
     }
-    const endpoints = new EndpointRegistry(plans, config);
-    const runtime: Runtime = {
-      config, source, profiles, endpoints, log, version: VERSION, startedAt: new Date(),
-      health: new HealthMonitor(endpoints, log), stats: new Stats(),
-    };
+    const runtime = createRuntime({ config, source, profiles, plans, log, version: VERSION });
     const { graph, problems: compileProblems } = compileGraph(pipelines, plugins, runtime, createRunner(runtime));
     if (!graph) {
       const bad = compileProblems.find((c) => c.problems.some((p) => p.level === 'fail'))!;
       const fail = bad.problems.find((p) => p.level === 'fail')!;
-      await endpoints.close();
+      await runtime.endpoints.close();
       throw new ConfigError(bad.file, fail.field, fail.message, fail.fix);
     }
     return new Gateway(runtime, plugins, graph);
@@ -102,8 +96,9 @@ export class Gateway {
 
   /** First health round, then listen. Resolves with the bound address. */
   async listen(): Promise<AddressInfo> {
-    const { config, health, log } = this.runtime;
+    const { config, health, discovery, log } = this.runtime;
     await health.start();
+    await discovery.start();
     const server = createServer({ maxHeaderSize: config.server.request_limits.max_header_size, requestTimeout: 0 }, this.onRequest);
     server.keepAliveTimeout = 5_000;
     const stats = this.runtime.stats;
@@ -135,9 +130,10 @@ export class Gateway {
    * `server.shutdown_timeout`, then cut what is left, stop health checks and close pools.
    */
   async close(): Promise<void> {
-    const { config, stats, health, endpoints, log } = this.runtime;
+    const { config, stats, health, discovery, endpoints, log } = this.runtime;
     const server = this.server;
     await health.stop();
+    await discovery.stop();
     if (server) {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();

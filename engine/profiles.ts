@@ -21,6 +21,7 @@ export interface Profile {
     paths: string[];
     forward_all: boolean;
     unsupported_paths: string[];
+    intercepts: { path: string; format: 'common' | 'npuengine' | 'localrunner' | 'deskrunner' | 'pagedengine' }[];
     model_discovery_path?: string;
     health_check_path?: string;
     metrics_path?: string;

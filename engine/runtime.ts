@@ -1,10 +1,12 @@
 // The long-lived services a compiled graph runs against. They outlive a graph swap.
 import type { Logger } from 'pino';
 import type { GatewayConfig } from './config.js';
-import type { EndpointRegistry } from './endpoints.js';
-import type { HealthMonitor } from './health.js';
+import { EndpointRegistry, type EndpointPlan } from './endpoints.js';
+import { HealthMonitor } from './health.js';
+import { Catalogue } from './models/catalogue.js';
+import { DiscoveryService } from './models/discovery.js';
 import type { ProfileSet } from './profiles.js';
-import type { Stats } from './telemetry.js';
+import { Stats } from './telemetry.js';
 
 export interface Runtime {
   config: GatewayConfig;
@@ -13,8 +15,23 @@ export interface Runtime {
   profiles: ProfileSet;
   endpoints: EndpointRegistry;
   health: HealthMonitor;
+  catalogue: Catalogue;
+  discovery: DiscoveryService;
   stats: Stats;
   log: Logger;
   version: string;
   startedAt: Date;
+}
+
+export function createRuntime(opts: { config: GatewayConfig; source: string; profiles: ProfileSet; plans: EndpointPlan[]; log: Logger; version: string }): Runtime {
+  const { config, log } = opts;
+  const endpoints = new EndpointRegistry(opts.plans, config);
+  const catalogue = new Catalogue(endpoints.all);
+  return {
+    config, source: opts.source, profiles: opts.profiles, endpoints, log, version: opts.version, startedAt: new Date(),
+    health: new HealthMonitor(endpoints, log),
+    catalogue,
+    discovery: new DiscoveryService(endpoints, catalogue, config, log),
+    stats: new Stats(),
+  };
 }

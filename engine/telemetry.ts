@@ -9,7 +9,10 @@ export interface EndpointCounters {
   totalLatencyMs: number;
 }
 
+export type ModelCounters = EndpointCounters;
+
 const WINDOW = 2048;
+const MAX_MODELS = 1000;
 
 export class Stats {
   requestsTotal = 0;
@@ -24,6 +27,7 @@ export class Stats {
   private readonly recent = new Float64Array(WINDOW);
   private samples = 0;
   private readonly perEndpoint = new Map<string, EndpointCounters>();
+  readonly perModel = new Map<string, ModelCounters>();
   private gcObserver: PerformanceObserver | null = null;
 
   endpoint(ep: Endpoint | string): EndpointCounters {
@@ -33,7 +37,16 @@ export class Stats {
     return c;
   }
 
-  record(ep: Endpoint | null, latencyMs: number, failed: boolean): void {
+  record(ep: Endpoint | null, latencyMs: number, failed: boolean, model?: string): void {
+    if (model) {
+      // Clients choose model names: keep the table bounded.
+      if (!this.perModel.has(model) && this.perModel.size >= MAX_MODELS) model = '(other)';
+      let m = this.perModel.get(model);
+      if (!m) this.perModel.set(model, (m = { requests: 0, errors: 0, totalLatencyMs: 0 }));
+      m.requests++;
+      m.totalLatencyMs += latencyMs;
+      if (failed) m.errors++;
+    }
     this.requestsTotal++;
     this.totalLatencyMs += latencyMs;
     this.recent[this.samples++ % WINDOW] = latencyMs;

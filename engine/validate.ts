@@ -4,15 +4,13 @@ import { relative } from 'node:path';
 import { BUILTIN_PLUGINS } from '../plugins/index.js';
 import { compileGraph } from './compile.js';
 import { checkConfig } from './config.js';
-import { EndpointRegistry, planEndpoints } from './endpoints.js';
-import { HealthMonitor } from './health.js';
+import { planEndpoints } from './endpoints.js';
 import { createLogger } from './logger.js';
 import { checkPipelines } from './pipelines.js';
 import { PluginRegistry } from './plugin.js';
 import { checkProfiles } from './profiles.js';
-import type { Runtime } from './runtime.js';
+import { createRuntime } from './runtime.js';
 import type { Problem } from './schema.js';
-import { Stats } from './telemetry.js';
 import { VERSION } from './gateway.js';
 
 type Level = 'PASS' | 'WARN' | 'FAIL';
@@ -68,12 +66,7 @@ export async function validate(configFile: string | null, env: NodeJS.ProcessEnv
   for (const f of pipelineLoad.files) if (broken.has(f.file) || f.problems.length) report(`pipeline ${f.name ?? '?'} (${show(f.file)})`, f.problems, '');
 
   if (profileLoad.profiles && endpointsOk) {
-    const log = createLogger('error');
-    const endpoints = new EndpointRegistry(plans, config);
-    const runtime: Runtime = {
-      config, source, profiles: profileLoad.profiles, endpoints, log, version: VERSION, startedAt: new Date(),
-      health: new HealthMonitor(endpoints, log), stats: new Stats(),
-    };
+    const runtime = createRuntime({ config, source, profiles: profileLoad.profiles, plans, log: createLogger('error'), version: VERSION });
     const { problems: compiled, graph } = compileGraph(pipelineLoad.pipelines, plugins, runtime, () => undefined);
     for (const c of compiled) {
       const routes = graph?.routes.filter((r) => r.pipeline === c.pipeline) ?? [];
@@ -81,7 +74,7 @@ export async function validate(configFile: string | null, env: NodeJS.ProcessEnv
       const replaced = pipelineLoad.files.find((f) => f.file === c.file)?.replaces;
       report(`pipeline ${c.pipeline} (${show(c.file)})`, c.problems, graph ? `${c.pipeline === 'proxy' ? `${paths} routes` : `${paths} route${paths === 1 ? '' : 's'}`}${replaced ? `, replaces the built-in ${show(replaced)}` : ''}` : 'steps valid');
     }
-    await endpoints.close();
+    await runtime.endpoints.close();
   }
   print(`summary: ${counts.PASS} passed, ${counts.WARN} warnings, ${counts.FAIL} failed`);
   return counts.FAIL > 0 ? 1 : 0;

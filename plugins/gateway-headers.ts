@@ -1,4 +1,5 @@
-// X-Gw-* headers on every response of the route: request id, endpoint, model, family, timing.
+// X-Gw-* headers on every response of the route: request id, endpoint, model, family, timing,
+// and the routing decision when model routing ran.
 import { formatDuration } from '../engine/duration.js';
 import { definePlugin } from '../engine/plugin.js';
 
@@ -17,6 +18,8 @@ export default definePlugin<Record<string, never>>({
       const type = ep?.family ?? family;
       if (type) h.push('x-gw-backend-type', type);
       h.push('x-gw-response-time', formatDuration(ctx.elapsedMs()));
+      const r = ctx.routing;
+      if (r) h.push('x-gw-routing-strategy', r.strategy, 'x-gw-routing-decision', r.decision, 'x-gw-routing-reason', r.reason);
     });
   },
 });

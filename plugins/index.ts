@@ -1,15 +1,23 @@
 // The built-in plugins, by name. The registry is a map: a pipeline's `use:` looks up here.
 import type { Plugin } from '../engine/plugin.js';
 import accessLog from './access-log.js';
+import aliasResolve from './alias-resolve.js';
 import allowlist from './allowlist.js';
 import cors from './cors.js';
 import endpointsReport from './endpoints-report.js';
 import forward from './forward.js';
 import gatewayHeaders from './gateway-headers.js';
 import healthReport from './health-report.js';
+import interceptModels from './intercept-models.js';
 import matchPrefix from './match-prefix.js';
+import modelDetail from './model-detail.js';
+import modelStatsReport from './model-stats-report.js';
+import modelsList from './models-list.js';
+import modelsRefresh from './models-refresh.js';
+import modelsReport from './models-report.js';
 import processReport from './process-report.js';
 import readBody from './read-body.js';
+import rewriteModel from './rewrite-model.js';
 import selectEndpoint from './select-endpoint.js';
 import statusReport from './status-report.js';
 import stats from './stats.js';
@@ -17,6 +25,7 @@ import upstreamHeaders from './upstream-headers.js';
 import version from './version.js';
 
 export const BUILTIN_PLUGINS: readonly Plugin[] = [
-  accessLog, allowlist, cors, endpointsReport, forward, gatewayHeaders, healthReport, matchPrefix,
-  processReport, readBody, selectEndpoint, stats, statusReport, upstreamHeaders, version,
+  accessLog, aliasResolve, allowlist, cors, endpointsReport, forward, gatewayHeaders, healthReport,
+  interceptModels, matchPrefix, modelDetail, modelStatsReport, modelsList, modelsRefresh, modelsReport,
+  processReport, readBody, rewriteModel, selectEndpoint, stats, statusReport, upstreamHeaders, version,
 ];

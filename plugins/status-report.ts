@@ -11,10 +11,13 @@ export default definePlugin<Record<string, never>>({
   terminal: true,
   schema: { type: 'object', additionalProperties: false },
   apply(hooks, _o, env) {
-    const { stats, endpoints, config } = env;
+    const { stats, endpoints, config, catalogue } = env;
     const build = buildInfo(env.version);
     hooks.dispatch.tap('status-report', (ctx) => {
       const all = endpoints.all;
+      const models = catalogue.all();
+      const byProvider: Record<string, string[]> = {};
+      for (const m of models) (byProvider[m.family] ??= []).push(m.id);
       const hasTraffic = stats.requestsTotal > 0;
       const health = overall(all);
       const succeeded = stats.requestsTotal - stats.requestsFailed;
@@ -31,7 +34,7 @@ export default definePlugin<Record<string, never>>({
           proxy_engine: 'undici',
           load_balancer: config.proxy.load_balancer,
           endpoints_configured: all.length,
-          models_discovered: 0,
+          models_discovered: models.length,
         },
         statistics: {
           requests_total: stats.requestsTotal,
@@ -43,9 +46,10 @@ export default definePlugin<Record<string, never>>({
         },
         endpoints: Object.fromEntries(all.map((ep) => {
           const c = stats.endpoint(ep);
-          return [ep.name, { id: ep.id, healthy: ep.state === 'healthy', status: ep.state, models: 0, requests: c.requests, errors: c.errors, average_latency: averageLatency(c.totalLatencyMs, c.requests) }];
+          const served = catalogue.listOf(ep)?.length ?? 0;
+          return [ep.name, { id: ep.id, healthy: ep.state === 'healthy', status: ep.state, models: served, requests: c.requests, errors: c.errors, average_latency: averageLatency(c.totalLatencyMs, c.requests) }];
         })),
-        models: { total: 0, by_provider: {} },
+        models: { total: models.length, by_provider: byProvider },
         system: {
           status,
           has_traffic: hasTraffic,

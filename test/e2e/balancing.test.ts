@@ -63,7 +63,7 @@ describe.each(['least-connections', 'least_conn'])('%s', (lb) => {
   it('sends the next request to the endpoint with fewer requests in flight', () =>
     withGateway(lb, [100, 50, 10], async (gw) => {
       a.behaviour.delayMs = 400;
-      const slow = request(`${gw.url}/gw/pagedengine/v1/chat/completions`, { method: 'POST', body: '{"model":"m"}' });
+      const slow = request(`${gw.url}/gw/pagedengine/v1/chat/completions`, { method: 'POST', body: '{"model":"test-model"}' });
       await new Promise((r) => setTimeout(r, 100));
       const quick = await request(`${gw.url}/gw/pagedengine/v1/models`);
       await quick.body.dump();

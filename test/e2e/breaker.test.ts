@@ -23,7 +23,7 @@ async function setup(n: number, openTimeout = '30s') {
   return gw.gw.runtime.endpoints.all;
 }
 
-const chat = (g: Started) => request(`${g.url}/gw/pagedengine/v1/chat/completions`, { method: 'POST', body: '{"model":"m","messages":[]}' });
+const chat = (g: Started) => request(`${g.url}/gw/pagedengine/v1/chat/completions`, { method: 'POST', body: '{"model":"test-model","messages":[]}' });
 async function send(g: Started) {
   const res = await chat(g);
   const body = (await res.body.json()) as any;

@@ -161,7 +161,7 @@ describe('gw serve', () => {
     const file = configFile(`server: { host: 127.0.0.1, port: 0 }\ndiscovery:\n  static:\n    endpoints:\n      - { name: l, type: localrunner, url: "${fake.url}" }\n`);
     const { child, port } = await serve(['--config', file]);
     children.push(child);
-    const stream = timedChunks(`http://127.0.0.1:${port}/gw/localrunner/api/chat`, { body: '{"model":"m","messages":[]}' });
+    const stream = timedChunks(`http://127.0.0.1:${port}/gw/localrunner/api/chat`, { body: '{"model":"test-model","messages":[]}' });
     await new Promise((r) => setTimeout(r, 250));
     const exited = new Promise((r) => child.on('exit', r));
     child.kill('SIGTERM');

@@ -7,8 +7,8 @@ import { endpoint, startGateway, type Started } from '../helpers/gateway.js';
 
 let local: FakeBackend, paged: FakeBackend, gw: Started;
 beforeAll(async () => {
-  local = await new FakeBackend({ family: 'localrunner', reply: 'Hi there from the local runner' }).start();
-  paged = await new FakeBackend({ family: 'pagedengine', reply: 'Paged engine says hello' }).start();
+  local = await new FakeBackend({ family: 'localrunner', reply: 'Hi there from the local runner', models: [{ name: 'llama3.1:8b', digest: 'sha256:aa' }, { name: 'nomic-embed-text' }] }).start();
+  paged = await new FakeBackend({ family: 'pagedengine', reply: 'Paged engine says hello', models: [{ name: 'Qwen2.5-7B' }, { name: 'bge-small' }] }).start();
   gw = await startGateway({ discovery: { static: { endpoints: [endpoint('local', 'localrunner', local.url), endpoint('paged', 'pagedengine', paged.url)] } } });
 });
 afterAll(async () => {
@@ -78,6 +78,6 @@ describe('ollama client', () => {
 
   it('lists models', async () => {
     const res = await client().list();
-    expect(res.models[0].name).toBe('localrunner-model-1');
+    expect(res.models[0].name).toBe('llama3.1:8b');
   });
 });

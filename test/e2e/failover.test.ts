@@ -33,7 +33,7 @@ const start = (extra: Record<string, unknown> = {}) =>
     },
   });
 
-const body = JSON.stringify({ model: 'llama3.1:8b', messages: [{ role: 'user', content: 'hello' }], stream: false });
+const body = JSON.stringify({ model: 'test-model', messages: [{ role: 'user', content: 'hello' }], stream: false });
 
 describe('failover', () => {
   it('retries a refused request on the next endpoint: the client sees 200 and the body arrives intact', async () => {
@@ -63,7 +63,7 @@ describe('failover', () => {
     gw = await start();
     primary.reply = 'one two three four five six';
     primary.behaviour.resetAfterChunks = 2;
-    const r = await timedChunks(`${gw.url}/gw/localrunner/api/chat`, { body: JSON.stringify({ model: 'm', messages: [], stream: true }) });
+    const r = await timedChunks(`${gw.url}/gw/localrunner/api/chat`, { body: JSON.stringify({ model: 'test-model', messages: [], stream: true }) });
     expect(r.status).toBe(200);
     expect(r.headers['x-gw-endpoint']).toBe('primary');
     expect(r.error).toBeDefined();
@@ -166,7 +166,7 @@ describe('what is retried and what is not', () => {
     gw = await start({ proxy: { stream_idle_timeout: '300ms' } });
     primary.reply = 'one two three';
     primary.behaviour.chunkDelayMs = 2500;
-    const r = await timedChunks(`${gw.url}/gw/localrunner/api/chat`, { body: JSON.stringify({ model: 'm', messages: [] }) });
+    const r = await timedChunks(`${gw.url}/gw/localrunner/api/chat`, { body: JSON.stringify({ model: 'test-model', messages: [] }) });
     expect(r.status).toBe(200);
     expect(r.error).toBeDefined();
     expect(r.chunks.length).toBe(1);

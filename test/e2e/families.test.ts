@@ -26,7 +26,8 @@ afterAll(async () => {
 describe.each(profiles.list.map((p) => [p.name, p] as const))('family %s', (name, profile) => {
   it.each([...profile.routing.prefixes, ...profile.routing.optional_prefixes])('prefix %s forwards with the prefix stripped and the query kept', async (prefix) => {
     const fake = fakes.get(name)!;
-    const path = profile.api.paths.find((p) => p.includes('models')) ?? profile.api.paths[0];
+    const intercepted = new Set(profile.api.intercepts.map((i) => i.path));
+    const path = profile.api.paths.find((p) => p.includes('models') && !intercepted.has(p)) ?? profile.api.paths.find((p) => !intercepted.has(p))!;
     fake.received.length = 0;
     const res = await request(`${gw.url}/gw/${prefix}${path}?probe=${prefix}`);
     const body = await res.body.text();

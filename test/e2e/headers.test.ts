@@ -16,7 +16,7 @@ let local: FakeBackend, desk: FakeBackend, paged: FakeBackend, hostedA: FakeBack
 let gw: Started;
 
 beforeAll(async () => {
-  local = await new FakeBackend({ family: 'localrunner' }).start();
+  local = await new FakeBackend({ family: 'localrunner', models: [{ name: 'llama3.1:8b' }] }).start();
   desk = await new FakeBackend({ family: 'deskrunner' }).start();
   paged = await new FakeBackend({ family: 'pagedengine' }).start();
   hostedA = await new FakeBackend({ family: 'hosted-compatible', name: 'hosted-a' }).start();

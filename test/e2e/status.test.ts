@@ -38,11 +38,11 @@ describe('/internal/status', () => {
     gw = await startGateway({ discovery: { static: { endpoints: [endpoint('gpu', 'pagedengine', fakes[0].url)] } } });
     const { json } = await get('/internal/status');
     expect(Object.keys(json)).toEqual(['version', 'build', 'config', 'statistics', 'endpoints', 'models', 'system']);
-    expect(json.config).toEqual({ proxy_engine: 'undici', load_balancer: 'priority', endpoints_configured: 1, models_discovered: 0 });
+    expect(json.config).toEqual({ proxy_engine: 'undici', load_balancer: 'priority', endpoints_configured: 1, models_discovered: 2 });
     expect(Object.keys(json.statistics)).toEqual(['requests_total', 'requests_active', 'requests_failed', 'average_latency', 'p95_latency', 'p99_latency']);
     expect(json.system).toMatchObject({ status: 'healthy', has_traffic: false, success_rate: 'N/A' });
-    expect(json.endpoints.gpu).toMatchObject({ healthy: true, models: 0, requests: 0, errors: 0 });
-    expect(json.models).toEqual({ total: 0, by_provider: {} });
+    expect(json.endpoints.gpu).toMatchObject({ healthy: true, models: 2, requests: 0, errors: 0 });
+    expect(json.models).toEqual({ total: 2, by_provider: { pagedengine: ['pagedengine-model-1', 'test-model'] } });
   });
 
   it('counts traffic, failures and latency percentiles', async () => {

@@ -33,7 +33,7 @@ function expectSpread(chunks: { at: number; text: string }[], minEvents: number)
 describe('streaming relay', () => {
   it('relays chat-completions SSE events one by one', async () => {
     local.behaviour.chunkDelayMs = GAP;
-    const r = await timedChunks(`${gw.url}/gw/localrunner/v1/chat/completions`, { body: JSON.stringify({ model: 'm', messages: [], stream: true }) });
+    const r = await timedChunks(`${gw.url}/gw/localrunner/v1/chat/completions`, { body: JSON.stringify({ model: 'test-model', messages: [], stream: true }) });
     expect(r.status).toBe(200);
     expect(r.headers['content-type']).toBe('text/event-stream');
     expectSpread(r.chunks, 7);
@@ -45,7 +45,7 @@ describe('streaming relay', () => {
 
   it('relays native NDJSON lines one by one', async () => {
     local.behaviour.chunkDelayMs = GAP;
-    const r = await timedChunks(`${gw.url}/gw/localrunner/api/generate`, { body: JSON.stringify({ model: 'm', prompt: 'p' }) });
+    const r = await timedChunks(`${gw.url}/gw/localrunner/api/generate`, { body: JSON.stringify({ model: 'test-model', prompt: 'p' }) });
     expect(r.headers['content-type']).toBe('application/x-ndjson');
     expectSpread(r.chunks, 6);
     const lines = r.chunks.map((c) => JSON.parse(c.text));
@@ -71,7 +71,7 @@ describe('streaming relay', () => {
         });
       });
       req.on('error', () => undefined);
-      req.end(JSON.stringify({ model: 'm', messages: [] }));
+      req.end(JSON.stringify({ model: 'test-model', messages: [] }));
       setTimeout(() => reject(new Error('no data')), 3000);
     });
     const deadline = Date.now() + 2000;

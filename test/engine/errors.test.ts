@@ -8,7 +8,7 @@ const readme = readFileSync('README.md', 'utf8');
 describe('error codes', () => {
   it.each(Object.keys(ERROR_CODES))('%s is documented in README.md with its status', (key) => {
     const spec = ERROR_CODES[key as ErrorKey];
-    const row = readme.split('\n').find((l) => l.startsWith('|') && l.includes(`\`${key}\``));
+    const row = readme.split('\n').find((l) => l.startsWith(`| \`${key}\``));
     expect(row, `README.md needs a table row for ${key}`).toBeDefined();
     expect(row).toContain(String(spec.status));
     expect(row).toContain(spec.type);

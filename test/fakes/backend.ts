@@ -84,7 +84,8 @@ export class FakeBackend {
   constructor(opts: FakeOptions) {
     this.family = opts.family;
     this.name = opts.name ?? `fake-${opts.family}`;
-    this.models = opts.models ?? [{ name: `${opts.family}-model-1`, digest: `sha256:${opts.family}1` }];
+    // Every fake serves "test-model" too, for tests whose subject is not model routing.
+    this.models = opts.models ?? [{ name: `${opts.family}-model-1`, digest: `sha256:${opts.family}1` }, { name: 'test-model' }];
     this.reply = opts.reply ?? `Hello from ${this.name}`;
     this.wantedPort = opts.port ?? 0;
     this.routes = routesFor(opts.family);
@@ -98,9 +99,9 @@ export class FakeBackend {
     return `http://127.0.0.1:${this.wantedPort}`;
   }
 
-  /** Requests other than health checks. */
+  /** Requests the gateway proxied (they carry its request id; health checks and discovery do not). */
   get traffic(): Recorded[] {
-    return this.received.filter((r) => this.handlerFor(r)?.kind !== 'health');
+    return this.received.filter((r) => r.headers['x-gw-request-id'] !== undefined);
   }
 
   private handlerFor(rec: { method: string; url: string }): Handler | undefined {

@@ -1,0 +1,115 @@
+// Model discovery: from each healthy endpoint at its model URL, at start, every interval, when an
+// endpoint recovers, and on demand; a pool of workers, a timeout per endpoint, retries with
+// exponential backoff. An endpoint that turns unroutable loses its list (the catalogue cache is
+// invalidated); lists not refreshed for 24 hours are dropped as stale.
+import { Agent, request } from 'undici';
+import type { Logger } from 'pino';
+import type { GatewayConfig } from '../config.js';
+import { parseDuration } from '../duration.js';
+import type { Endpoint, EndpointRegistry } from '../endpoints.js';
+import { describeError } from '../health.js';
+import type { Catalogue } from './catalogue.js';
+import { ModelListError, parseModelList } from './parse.js';
+
+const STALE_MS = 24 * 3_600_000;
+const CLEANUP_MS = 10 * 60_000;
+const RETRY_BASE_MS = 250;
+
+export interface DiscoveryResult {
+  endpoint: string;
+  ok: boolean;
+  models: number;
+  error?: string;
+}
+
+export class DiscoveryService {
+  readonly enabled: boolean;
+  readonly intervalMs: number;
+  private readonly timeoutMs: number;
+  private readonly workers: number;
+  private readonly attempts: number;
+  private readonly inFlight = new Map<Endpoint, Promise<DiscoveryResult>>();
+  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly agent = new Agent({ keepAliveTimeout: 2_500, keepAliveMaxTimeout: 2_500 });
+  private stopped = false;
+
+  constructor(private readonly registry: EndpointRegistry, private readonly catalogue: Catalogue, config: GatewayConfig, private readonly log: Logger) {
+    const d = config.discovery.model_discovery;
+    this.enabled = d.enabled;
+    this.intervalMs = parseDuration(d.interval);
+    this.timeoutMs = parseDuration(d.timeout);
+    this.workers = d.concurrent_workers;
+    this.attempts = d.retry_attempts;
+  }
+
+  /** First round over the healthy endpoints, then the schedule and the health hooks. */
+  async start(): Promise<void> {
+    if (!this.enabled) return;
+    this.registry.on('recovered', (ep: Endpoint) => void this.discover(ep));
+    this.registry.on('state', (ep: Endpoint) => {
+      if (!ep.routable) this.catalogue.clear(ep);
+    });
+    await this.refresh();
+    const every = (ms: number, fn: () => void) => {
+      const t = setInterval(fn, ms);
+      t.unref();
+      this.timers.push(t);
+    };
+    every(this.intervalMs, () => void this.refresh());
+    every(CLEANUP_MS, () => {
+      for (const ep of this.catalogue.sweep(STALE_MS)) this.log.info({ endpoint: ep.name }, 'model list stale; dropped');
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const t of this.timers) clearInterval(t);
+    await Promise.allSettled(this.inFlight.values());
+    await this.agent.close();
+  }
+
+  /** Discover from the given endpoints (default: every routable one), `workers` at a time. */
+  async refresh(endpoints: readonly Endpoint[] = this.registry.all.filter((e) => e.routable)): Promise<DiscoveryResult[]> {
+    if (!this.enabled) return [];
+    const queue = [...endpoints];
+    const results: DiscoveryResult[] = [];
+    const worker = async () => {
+      for (let ep = queue.shift(); ep; ep = queue.shift()) results.push(await this.discover(ep));
+    };
+    await Promise.all(Array.from({ length: Math.min(this.workers, queue.length) }, worker));
+    return results;
+  }
+
+  /** One endpoint; a call while one runs joins it. */
+  discover(ep: Endpoint): Promise<DiscoveryResult> {
+    let running = this.inFlight.get(ep);
+    if (!running) {
+      running = this.fetchWithRetries(ep).finally(() => this.inFlight.delete(ep));
+      this.inFlight.set(ep, running);
+    }
+    return running;
+  }
+
+  private async fetchWithRetries(ep: Endpoint): Promise<DiscoveryResult> {
+    let error = '';
+    for (let attempt = 0; attempt < this.attempts && !this.stopped; attempt++) {
+      if (attempt > 0) await new Promise((r) => setTimeout(r, RETRY_BASE_MS * 2 ** (attempt - 1)));
+      try {
+        const res = await request(ep.modelUrl, { headers: ep.headers as string[], signal: AbortSignal.timeout(this.timeoutMs), dispatcher: this.agent });
+        if (res.statusCode !== 200) {
+          await res.body.dump();
+          throw new ModelListError(`model list answered ${res.statusCode}`);
+        }
+        const models = parseModelList(await res.body.json());
+        if (this.stopped || !ep.routable) return { endpoint: ep.name, ok: false, models: 0, error: 'endpoint no longer routable' };
+        this.catalogue.set(ep, models);
+        this.log.debug({ endpoint: ep.name, models: models.length }, 'models discovered');
+        return { endpoint: ep.name, ok: true, models: models.length };
+      } catch (err) {
+        error = err instanceof ModelListError ? err.message : err instanceof SyntaxError ? 'model list is not JSON' : describeError(err);
+      }
+    }
+    this.log.warn({ endpoint: ep.name, error }, 'model discovery failed');
+    return { endpoint: ep.name, ok: false, models: this.catalogue.listOf(ep)?.length ?? 0, error };
+  }
+}

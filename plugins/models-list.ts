@@ -1,0 +1,31 @@
+// GET /gw/models: the unified catalogue, filtered by provider and capability, in one of the list
+// formats (unified, common, localrunner, deskrunner, pagedengine).
+import { gwError } from '../engine/errors.js';
+import { definePlugin } from '../engine/plugin.js';
+import { LIST_FORMATS, capabilities, renderList, type ListFormat } from '../engine/models/render.js';
+import { queryOf } from './lib/query.js';
+import { replyJson } from './lib/reply.js';
+
+const CAPABILITIES = new Set(['chat', 'completion', 'embedding', 'vision']);
+
+export default definePlugin<Record<string, never>>({
+  name: 'models-list',
+  terminal: true,
+  schema: { type: 'object', additionalProperties: false },
+  apply(hooks, _o, env) {
+    const { catalogue, endpoints, profiles } = env;
+    hooks.dispatch.tap('models-list', (ctx) => {
+      const q = queryOf(ctx);
+      const format = (q.get('format') || 'unified') as ListFormat;
+      if (!(LIST_FORMATS as readonly string[]).includes(format)) throw gwError('INVALID_FORMAT', { format, allowed: LIST_FORMATS.join(', ') });
+      const providerToken = q.get('provider') || 'all';
+      const provider = providerToken === 'all' ? null : profiles.byType.get(providerToken)?.name;
+      if (provider === undefined) throw gwError('INVALID_PROVIDER', { provider: providerToken, allowed: [...profiles.byType.keys()].sort().join(', ') });
+      const capability = q.get('capability') || 'all';
+      if (capability !== 'all' && !CAPABILITIES.has(capability)) throw gwError('INVALID_CAPABILITY', { capability });
+      if (!endpoints.all.some((e) => e.routable)) throw gwError('NO_ENDPOINTS');
+      const models = catalogue.all().filter((m) => (!provider || m.family === provider) && (capability === 'all' || capabilities(m).includes(capability)));
+      return replyJson(ctx, 200, renderList(format, models));
+    });
+  },
+});

@@ -1,0 +1,20 @@
+// Per attempt: when an alias chose the endpoint, send the name that endpoint serves. Only the
+// top-level `model` value changes; every other byte and the key order stay (Content-Length
+// follows the new body). Nothing happens when the name already matches or the body is not JSON.
+import { replaceModel } from '../engine/body-model.js';
+import { definePlugin } from '../engine/plugin.js';
+
+export default definePlugin<Record<string, never>>({
+  name: 'rewrite-model',
+  schema: { type: 'object', additionalProperties: false },
+  apply(hooks) {
+    hooks.upstream.tap('rewrite-model', (ctx, up) => {
+      const real = ctx.routing?.aliasTargets?.get(ctx.endpoint!);
+      if (!real) return;
+      ctx.model = real;
+      const field = ctx.modelSpan();
+      if (!field || field.value === real || !ctx.body) return;
+      up.body = replaceModel(ctx.body, field, real);
+    });
+  },
+});

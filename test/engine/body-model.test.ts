@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { findModelField, replaceModel } from '../../engine/body-model.js';
+
+const find = (text: string) => findModelField(Buffer.from(text))?.value ?? null;
+
+describe('finding the top-level model', () => {
+  it('finds it first, last, or after nested values that mention "model"', () => {
+    expect(find('{"model":"a","messages":[]}')).toBe('a');
+    expect(find('{"messages":[{"role":"user","content":"say \\"model\\": \\"x\\""}],"model":"b"}')).toBe('b');
+    expect(find('{"meta":{"model":"nested"},"tools":[{"model":"x"}],"model" : "c"}')).toBe('c');
+    expect(find(' \n{ "model"\t:\n"d" }')).toBe('d');
+  });
+  it('handles escapes and non-ASCII text', () => {
+    expect(find('{"content":"ends with a backslash \\\\","model":"é/模型:7b"}')).toBe('é/模型:7b');
+    expect(find('{"model":"a\\"b"}')).toBe('a"b');
+  });
+  it('gives nothing for bodies that name no model or are not JSON objects', () => {
+    expect(find('{"messages":[]}')).toBeNull();
+    expect(find('{"meta":{"model":"nested"}}')).toBeNull();
+    expect(find('[{"model":"x"}]')).toBeNull();
+    expect(find('model=x')).toBeNull();
+    expect(find('{"model":42}')).toBeNull();
+    expect(find('{"model":"unterminated')).toBeNull();
+  });
+});
+
+describe('rewriting the model', () => {
+  it('keeps every other byte and the key order', () => {
+    const text = '{ "temperature": 0.5,\n  "model" : "alias",  "messages": [{"content": "héllo \\"model\\""}] }';
+    const buf = Buffer.from(text);
+    const out = replaceModel(buf, findModelField(buf)!, 'real/name:8b');
+    expect(out.toString()).toBe(text.replace('"alias"', '"real/name:8b"'));
+  });
+});

@@ -35,6 +35,9 @@ interface FamilyView {
 interface Entry {
   models: DiscoveredModel[];
   at: number;
+  /** Invalidated (the endpoint stopped being routable): kept so routing can tell "unavailable"
+   *  from "unknown", replaced by the next discovery. */
+  stale: boolean;
 }
 
 const EMPTY: FamilyView = { models: [], byName: new Map(), known: false };
@@ -49,8 +52,21 @@ export class Catalogue extends EventEmitter {
   }
 
   set(ep: Endpoint, models: DiscoveredModel[], at = Date.now()): void {
-    this.lists.set(ep, { models, at });
+    this.lists.set(ep, { models, at, stale: false });
     this.changed(ep.family);
+  }
+
+  /** Mark an endpoint's list out of date; it stays known until rediscovered or swept. */
+  invalidate(ep: Endpoint): void {
+    const entry = this.lists.get(ep);
+    if (entry && !entry.stale) {
+      entry.stale = true;
+      this.changed(ep.family);
+    }
+  }
+
+  isStale(ep: Endpoint): boolean {
+    return this.lists.get(ep)?.stale ?? true;
   }
 
   clear(ep: Endpoint): void {

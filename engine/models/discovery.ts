@@ -1,7 +1,8 @@
 // Model discovery: from each healthy endpoint at its model URL, at start, every interval, when an
 // endpoint recovers, and on demand; a pool of workers, a timeout per endpoint, retries with
-// exponential backoff. An endpoint that turns unroutable loses its list (the catalogue cache is
-// invalidated); lists not refreshed for 24 hours are dropped as stale.
+// exponential backoff. When an endpoint turns unroutable its list is invalidated (kept, so a
+// model it served reads as unavailable rather than unknown, until the endpoint is rediscovered);
+// lists not refreshed for 24 hours are dropped.
 import { Agent, request } from 'undici';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../config.js';
@@ -47,7 +48,7 @@ export class DiscoveryService {
     if (!this.enabled) return;
     this.registry.on('recovered', (ep: Endpoint) => void this.discover(ep));
     this.registry.on('state', (ep: Endpoint) => {
-      if (!ep.routable) this.catalogue.clear(ep);
+      if (!ep.routable) this.catalogue.invalidate(ep);
     });
     await this.refresh();
     const every = (ms: number, fn: () => void) => {

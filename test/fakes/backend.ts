@@ -45,6 +45,8 @@ export interface Behaviour {
   healthStatus: number;
   /** Milliseconds between stream chunks. */
   chunkDelayMs: number;
+  /** The next this-many model-list requests answer 500. */
+  listFailures: number;
 }
 
 export interface FakeOptions {
@@ -58,7 +60,7 @@ export interface FakeOptions {
 
 const DEFAULT_BEHAVIOUR: Behaviour = {
   delayMs: 0, hang: false, status: 0, resetBeforeResponse: false, resetOnRequest: false, closeReusedSockets: false,
-  resetAfterChunks: -1, healthStatus: 200, healthDelayMs: 0, healthHeaders: {}, chunkDelayMs: 0,
+  resetAfterChunks: -1, healthStatus: 200, healthDelayMs: 0, healthHeaders: {}, chunkDelayMs: 0, listFailures: 0,
 };
 const SERVED = Symbol('requests served on this socket');
 
@@ -216,6 +218,12 @@ export class FakeBackend {
       // Anything else the family routes: echo what arrived, so tests can see the path reached us.
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ fake: this.name, method: rec.method, path: rec.url }));
+      return;
+    }
+    if (handler.kind !== 'generate' && handler.kind !== 'other' && b.listFailures > 0 && rec.headers['x-gw-request-id'] === undefined && /models/.test(rec.url)) {
+      b.listFailures--;
+      res.writeHead(500, { 'content-type': 'application/json' });
+      res.end('{"error":"list failed"}');
       return;
     }
     if (handler.kind === 'generate') this.executions++;

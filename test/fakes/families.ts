@@ -110,7 +110,7 @@ const FAMILIES: Record<string, () => Table> = {
   }),
   npuengine: () => ({
     'GET /api/v1/health': health(() => ({ status: 'ok', checkpoint_loaded: true, model_loaded: true })),
-    ...common('/api/v1', 'npuengine'),
+    ...common('/api', 'npuengine'),
     'POST /api/v1/load': other((f, r, res) => sendJson(res, 200, { status: 'success', message: 'loaded', model: r.json?.model }, f)),
   }),
   mlxmulti: () => ({

@@ -8,6 +8,7 @@ const reply = JSON.stringify({
   choices: [{ index: 0, message: { role: 'assistant', content: 'Hello from the benchmark backend.' }, logprobs: null, finish_reason: 'stop' }],
   usage: { prompt_tokens: 12, completion_tokens: 8, total_tokens: 20 },
 });
+const models = JSON.stringify({ object: 'list', data: [{ id: 'bench-model', object: 'model', created: 1732000000, owned_by: 'bench', max_model_len: 32768 }] });
 const event = (i) => `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1732000000, model: 'bench-model', choices: [{ index: 0, delta: { content: ` w${i}` }, logprobs: null, finish_reason: null }] })}\n\n`;
 
 const server = createServer((req, res) => {
@@ -15,6 +16,7 @@ const server = createServer((req, res) => {
   req.on('data', (c) => chunks.push(c));
   req.on('end', () => {
     if (req.url === '/health') return res.end('{"status":"ok"}');
+    if (req.url === '/v1/models') return res.end(models);
     const stream = chunks.length && Buffer.concat(chunks).includes('"stream":true');
     if (!stream) {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(reply) });

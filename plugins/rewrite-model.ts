@@ -1,7 +1,7 @@
 // Per attempt: when an alias chose the endpoint, send the name that endpoint serves. Only the
 // top-level `model` value changes; every other byte and the key order stay (Content-Length
 // follows the new body). Nothing happens when the name already matches or the body is not JSON.
-import { replaceModel } from '../engine/body-model.js';
+import { findModelField, replaceModel } from '../engine/body-model.js';
 import { definePlugin } from '../engine/plugin.js';
 
 export default definePlugin<Record<string, never>>({
@@ -10,11 +10,12 @@ export default definePlugin<Record<string, never>>({
   apply(hooks) {
     hooks.upstream.tap('rewrite-model', (ctx, up) => {
       const real = ctx.routing?.aliasTargets?.get(ctx.endpoint!);
-      if (!real) return;
+      if (!real || !up.body) return;
       ctx.model = real;
-      const field = ctx.modelSpan();
-      if (!field || field.value === real || !ctx.body) return;
-      up.body = replaceModel(ctx.body, field, real);
+      // The original body (span already found), or one a translator built.
+      const field = up.body === ctx.body ? ctx.modelSpan() : findModelField(up.body);
+      if (!field || field.value === real) return;
+      up.body = replaceModel(up.body, field, real);
     });
   },
 });

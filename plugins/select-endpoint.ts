@@ -1,12 +1,14 @@
 // Choose the candidate endpoints and the order they are tried in: the first gets the request,
-// the rest are the failover path. When the body names a model, candidates are the family's
-// routable endpoints serving it (model_registry.routing_strategy decides what happens when none
-// does); then the balancing strategy orders them: priority, round-robin, least-connections.
-import type { Context, RoutingInfo } from '../engine/context.js';
+// the rest are the failover path. When the body names a model, candidates are the routable
+// endpoints serving it — of the route's family, or of every family on routes that have none
+// (msgapi) — and model_registry.routing_strategy decides what happens when none does; then the
+// balancing strategy orders them: priority, round-robin, least-connections.
+import type { Context } from '../engine/context.js';
 import { parseDuration } from '../engine/duration.js';
 import type { Endpoint } from '../engine/endpoints.js';
 import { gwError } from '../engine/errors.js';
-import { definePlugin, type PluginEnv } from '../engine/plugin.js';
+import { definePlugin } from '../engine/plugin.js';
+import { familiesOf, modelCandidates, routableIn } from './lib/model-routing.js';
 
 type Order = (routable: readonly Endpoint[]) => readonly Endpoint[];
 
@@ -52,60 +54,10 @@ export const STRATEGIES: Record<string, () => Order> = {
   least_conn: leastConnections,
 };
 
-/**
- * The routing vocabulary of X-Gw-Routing-Reason:
- * model_found, alias, discovered, catalogue_empty, fallback_compatible, fallback_all,
- * model_not_found, model_unavailable, alias_not_found, alias_unavailable, no_compatible_endpoint.
- */
-function modelCandidates(ctx: Context, env: PluginEnv, routable: readonly Endpoint[], model: string, refreshed: boolean): readonly Endpoint[] | 'refresh' {
-  const family = env.profile!.name;
-  const { catalogue } = env;
-  const rs = env.config.model_registry.routing_strategy;
-  const decide = (decision: RoutingInfo['decision'], reason: string) => (ctx.routing = { strategy: rs.type, decision, reason });
-  const view = catalogue.family(family);
-  if (!view.known) {
-    decide('routed', 'catalogue_empty');
-    return routable;
-  }
-  const serving = catalogue.servedBy(family, model);
-  const live = serving.length ? routable.filter((e) => serving.includes(e)) : [];
-  if (live.length) {
-    decide('routed', refreshed ? 'discovered' : 'model_found');
-    return live;
-  }
-  if (rs.type === 'discovery' && rs.options.discovery_refresh_on_miss && !refreshed) return 'refresh';
-  if (rs.type === 'optimistic' && rs.options.fallback_behavior !== 'none') {
-    if (rs.options.fallback_behavior === 'all') {
-      decide('fallback', 'fallback_all');
-      return routable;
-    }
-    // Compatible: endpoints that may load it on demand (no list yet, or an empty one), or that
-    // serve models of the same kind (embedding or generation).
-    const embedding = catalogue.traitsOf(env.profile!, model).embedding;
-    const compatible = routable.filter((e) => {
-      const list = catalogue.listOf(e);
-      return !list || list.length === 0 || view.models.some((m) => m.endpoints.includes(e) && m.embedding === embedding);
-    });
-    if (compatible.length) {
-      decide('fallback', 'fallback_compatible');
-      return compatible;
-    }
-    decide('rejected', 'no_compatible_endpoint');
-    throw gwError('MODEL_NOT_FOUND', { model, provider: family, hint: 'no compatible endpoint is routable (model_registry.routing_strategy.options.fallback_behavior: compatible_only)' });
-  }
-  if (serving.length) {
-    decide('rejected', 'model_unavailable');
-    throw gwError('MODEL_UNAVAILABLE', { model, provider: family, endpoints: serving.map((e) => e.name).join(', ') });
-  }
-  decide('rejected', 'model_not_found');
-  throw gwError('MODEL_NOT_FOUND', { model, provider: family, hint: `GET /gw/models?provider=${family} lists what is served` });
-}
-
 interface Options { strategy?: string; model_routing: boolean }
 
 export default definePlugin<Options>({
   name: 'select-endpoint',
-  needsProfile: true,
   schema: {
     type: 'object', additionalProperties: false,
     properties: {
@@ -114,7 +66,8 @@ export default definePlugin<Options>({
     },
   },
   apply(hooks, o, env) {
-    const family = env.profile!.name;
+    const families = familiesOf(env);
+    const provider = env.profile?.name ?? env.pipeline;
     const order = STRATEGIES[o.strategy ?? env.config.proxy.load_balancer]();
     const { endpoints, discovery } = env;
     const rs = env.config.model_registry.routing_strategy;
@@ -130,19 +83,19 @@ export default definePlugin<Options>({
     };
 
     hooks.request.tapPromise('select-endpoint', async (ctx) => {
-      const routable = endpoints.routable(family);
+      const routable = routableIn(env, families);
       if (routable.length === 0) {
-        const configured = endpoints.endpoints(family).length;
-        throw gwError('ENDPOINT_UNAVAILABLE', { provider: family, reason: configured ? `${configured} configured, none routable` : 'no endpoint of this family is configured' });
+        const configured = families.reduce((n, f) => n + endpoints.endpoints(f.name).length, 0);
+        throw gwError('ENDPOINT_UNAVAILABLE', { provider, reason: configured ? `${configured} configured, none routable` : 'no endpoint of this family is configured' });
       }
       const aliasTargets = ctx.routing?.aliasTargets;
       if (aliasTargets) return finish(ctx, routable.filter((e) => aliasTargets.has(e)));
       const model = o.model_routing ? ctx.bodyModel() : undefined;
       if (!model) return finish(ctx, routable);
-      let list = modelCandidates(ctx, env, routable, model, false);
+      let list = modelCandidates(ctx, env, families, routable, model, false);
       if (list === 'refresh') {
         await Promise.race([discovery.refresh(routable), new Promise((r) => setTimeout(r, refreshTimeoutMs).unref())]);
-        list = modelCandidates(ctx, env, endpoints.routable(family), model, true) as readonly Endpoint[];
+        list = modelCandidates(ctx, env, families, routableIn(env, families), model, true) as readonly Endpoint[];
       }
       finish(ctx, list);
     });

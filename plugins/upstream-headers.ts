@@ -9,13 +9,12 @@ const DROP = new Set([
 
 export default definePlugin<Record<string, never>>({
   name: 'upstream-headers',
-  needsProfile: true,
   schema: { type: 'object', additionalProperties: false },
-  apply(hooks, _o, env) {
-    const forwardHost = env.profile!.request.forward_host_headers;
+  apply(hooks) {
     hooks.upstream.tap('upstream-headers', (ctx, up) => {
       const raw = ctx.req.rawHeaders;
       const ep = ctx.endpoint!;
+      const forwardHost = ep.profile.request.forward_host_headers;
       const own = ep.headerNames;
       const out = up.headers;
       let xff = '';

@@ -130,7 +130,7 @@ describe('request headers toward the backend', () => {
   it('sends X-Forwarded-Host and -Proto to deskrunner too, but not to other families', async () => {
     await (await request(`${gw.url}/gw/desk-runner/v1/models`)).body.dump();
     await (await request(`${gw.url}/gw/pagedengine/v1/models`)).body.dump();
-    expect(desk.received.at(-1)!.headers['x-forwarded-host']).toBeDefined();
+    expect(desk.traffic.at(-1)!.headers['x-forwarded-host']).toBeDefined();
     expect(paged.traffic.at(-1)!.headers['x-forwarded-host']).toBeUndefined();
     expect(paged.traffic.at(-1)!.headers['x-forwarded-proto']).toBeUndefined();
     expect(paged.traffic.at(-1)!.headers['x-forwarded-for']).toBe('127.0.0.1');
@@ -148,7 +148,7 @@ describe('request headers toward the backend', () => {
 
   it('forwards the caller Authorization to the hosted family', async () => {
     await (await request(`${gw.url}/gw/hosted/v1/models`, { headers: { authorization: 'Bearer sk-user' } })).body.dump();
-    expect(hostedA.received.at(-1)!.headers.authorization).toBe('Bearer sk-user');
+    expect(hostedA.traffic.at(-1)!.headers.authorization).toBe('Bearer sk-user');
   });
 
   it('keeps the endpoint base path in front of the forwarded path', async () => {

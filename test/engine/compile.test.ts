@@ -42,8 +42,8 @@ describe('pipeline compilation', () => {
   });
 
   it('refuses a family plugin on a plain path mount', async () => {
-    const dir = pipelineDir({ 'x.yaml': 'name: x\nmount: { paths: [/x] }\nsteps:\n  - use: select-endpoint\n  - use: forward\n' });
-    await expect(startWith(dir)).rejects.toThrow(/select-endpoint works on a backend family/);
+    const dir = pipelineDir({ 'x.yaml': 'name: x\nmount: { paths: [/x] }\nsteps:\n  - use: allowlist\n  - use: forward\n' });
+    await expect(startWith(dir)).rejects.toThrow(/allowlist works on a backend family/);
   });
 
   it('refuses two pipelines on one route', async () => {

@@ -1,0 +1,88 @@
+// Model-aware candidate selection, for one family (proxy routes) or across all (msgapi):
+// aliases first, then the routing strategy (strict, optimistic, discovery).
+//
+// X-Gw-Routing-Reason vocabulary: model_found, alias, discovered, catalogue_empty,
+// fallback_compatible, fallback_all, model_not_found, model_unavailable, alias_not_found,
+// alias_unavailable, no_compatible_endpoint.
+import type { Context, RoutingInfo } from '../../engine/context.js';
+import type { Endpoint } from '../../engine/endpoints.js';
+import { gwError } from '../../engine/errors.js';
+import type { PluginEnv } from '../../engine/plugin.js';
+import type { Profile } from '../../engine/profiles.js';
+
+/** The families a step works on: its route's family, or every family. */
+export const familiesOf = (env: PluginEnv): readonly Profile[] => (env.profile ? [env.profile] : env.profiles.list);
+
+export function routableIn(env: PluginEnv, families: readonly Profile[]): readonly Endpoint[] {
+  return families.length === 1 ? env.endpoints.routable(families[0].name) : families.flatMap((f) => env.endpoints.routable(f.name));
+}
+
+function servedBy(env: PluginEnv, families: readonly Profile[], model: string): Endpoint[] {
+  return families.flatMap((f) => env.catalogue.servedBy(f.name, model));
+}
+
+const label = (families: readonly Profile[]) => (families.length === 1 ? families[0].name : 'any family');
+
+/** Alias rules 1–3: endpoints serving any target (alias order), or a strict rejection, or nothing. */
+export function resolveAlias(ctx: Context, env: PluginEnv, families: readonly Profile[], model: string, targets: readonly string[]): void {
+  const strategy = env.config.model_registry.routing_strategy.type;
+  if (!families.some((f) => env.catalogue.family(f.name).known)) return;
+  const aliasTargets = new Map<Endpoint, string>();
+  for (const ep of routableIn(env, families)) {
+    const name = targets.find((t) => env.catalogue.servedBy(ep.family, t).includes(ep));
+    if (name) aliasTargets.set(ep, name);
+  }
+  if (aliasTargets.size > 0) {
+    ctx.routing = { strategy, decision: 'routed', reason: 'alias', aliasTargets };
+    return;
+  }
+  if (strategy !== 'strict') return; // routed as an ordinary name
+  const down = [...new Set(targets.flatMap((t) => servedBy(env, families, t)))];
+  ctx.routing = { strategy, decision: 'rejected', reason: down.length ? 'alias_unavailable' : 'alias_not_found' };
+  if (down.length) throw gwError('MODEL_UNAVAILABLE', { model, provider: label(families), endpoints: down.map((e) => e.name).join(', ') });
+  throw gwError('MODEL_NOT_FOUND', { model, provider: label(families), hint: `alias targets ${targets.join(', ')} are not discovered on any endpoint` });
+}
+
+/** Candidates for a named model, or 'refresh' when the discovery strategy wants a catalogue refresh first. */
+export function modelCandidates(ctx: Context, env: PluginEnv, families: readonly Profile[], routable: readonly Endpoint[], model: string, refreshed: boolean): readonly Endpoint[] | 'refresh' {
+  const { catalogue } = env;
+  const rs = env.config.model_registry.routing_strategy;
+  const decide = (decision: RoutingInfo['decision'], reason: string) => (ctx.routing = { strategy: rs.type, decision, reason });
+  if (!families.some((f) => catalogue.family(f.name).known)) {
+    decide('routed', 'catalogue_empty');
+    return routable;
+  }
+  const serving = servedBy(env, families, model);
+  const live = serving.length ? routable.filter((e) => serving.includes(e)) : [];
+  if (live.length) {
+    decide('routed', refreshed ? 'discovered' : 'model_found');
+    return live;
+  }
+  if (rs.type === 'discovery' && rs.options.discovery_refresh_on_miss && !refreshed) return 'refresh';
+  if (rs.type === 'optimistic' && rs.options.fallback_behavior !== 'none') {
+    if (rs.options.fallback_behavior === 'all') {
+      decide('fallback', 'fallback_all');
+      return routable;
+    }
+    // Compatible: endpoints that may load it on demand (no list yet, or an empty one), or that
+    // serve models of the same kind (embedding or generation).
+    const compatible = routable.filter((e) => {
+      const list = catalogue.listOf(e);
+      if (!list || list.length === 0) return true;
+      const embedding = catalogue.traitsOf(e.profile, model).embedding;
+      return catalogue.family(e.family).models.some((m) => m.endpoints.includes(e) && m.embedding === embedding);
+    });
+    if (compatible.length) {
+      decide('fallback', 'fallback_compatible');
+      return compatible;
+    }
+    decide('rejected', 'no_compatible_endpoint');
+    throw gwError('MODEL_NOT_FOUND', { model, provider: label(families), hint: 'no compatible endpoint is routable (model_registry.routing_strategy.options.fallback_behavior: compatible_only)' });
+  }
+  if (serving.length) {
+    decide('rejected', 'model_unavailable');
+    throw gwError('MODEL_UNAVAILABLE', { model, provider: label(families), endpoints: serving.map((e) => e.name).join(', ') });
+  }
+  decide('rejected', 'model_not_found');
+  throw gwError('MODEL_NOT_FOUND', { model, provider: label(families), hint: `GET /gw/models${families.length === 1 ? `?provider=${families[0].name}` : ''} lists what is served` });
+}

@@ -3,6 +3,7 @@
 // built whole and swapped in by one reference, so in-flight requests finish on the graph they began on.
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { configValue } from './config.js';
 import type { RouteInfo } from './context.js';
 import { createHooks, type Hooks } from './hooks.js';
 import type { PipelineDef } from './pipelines.js';
@@ -77,6 +78,7 @@ export function compileGraph(pipelines: readonly PipelineDef[], registry: Plugin
   const handler = (req: IncomingMessage, res: ServerResponse, _params: unknown, store: unknown) => run(store as RouteInfo, req, res);
 
   for (const def of pipelines) {
+    if (def.mount.enabled_by && configValue(runtime.config, def.mount.enabled_by) !== true) continue;
     const { problems: stepProblems, options } = checkSteps(def, registry);
     const entry = { file: def.file, pipeline: def.name, problems: stepProblems };
     problems.push(entry);
@@ -101,7 +103,7 @@ export function compileGraph(pipelines: readonly PipelineDef[], registry: Plugin
           const { hooks } = applySteps(def, registry, options, { ...runtime, pipeline: def.name, profile });
           for (const p of mountedPrefixes(profile, runtime)) {
             const prefix = `/gw/${p}`;
-            const info: RouteInfo = { pipeline: def.name, hooks, profile, prefix };
+            const info: RouteInfo = { pipeline: def.name, hooks, profile, prefix, errorFormat: def.error_format };
             mount(prefix, info);
             mount(`${prefix}/*`, info);
           }
@@ -109,7 +111,7 @@ export function compileGraph(pipelines: readonly PipelineDef[], registry: Plugin
       }
       if (def.mount.paths.length) {
         const { hooks } = applySteps(def, registry, options, { ...runtime, pipeline: def.name });
-        for (const path of def.mount.paths) mount(path, { pipeline: def.name, hooks });
+        for (const path of def.mount.paths) mount(path, { pipeline: def.name, hooks, errorFormat: def.error_format });
       }
     } catch (err) {
       entry.problems.push({ level: 'fail', field: '/steps', message: `a plugin failed to apply: ${(err as Error).message}` });

@@ -14,7 +14,7 @@ export interface AuthConfig {
   token?: string; token_file?: string;
 }
 export interface EndpointConfig {
-  name: string; type: string; url: string; priority?: number;
+  name: string; type: string; url: string; priority?: number; version?: string;
   health_check_url?: string; model_url?: string;
   check_interval: Duration; check_timeout: Duration;
   headers: Record<string, string>; auth?: AuthConfig;
@@ -97,6 +97,13 @@ const ENV_OVERRIDES: Record<string, Override> = {
   },
   GW_DISCOVERY_MODEL_DISCOVERY_INTERVAL: (c, v) => (durationRe.test(v.trim()) ? void (c.discovery.model_discovery.interval = v.trim()) : 'must be a duration such as 5m'),
 };
+
+/** A config value by dotted path ("translators.msgapi.enabled"), for YAML that names config keys. */
+export function configValue(config: GatewayConfig, path: string): unknown {
+  let v: unknown = config;
+  for (const key of path.split('.')) v = v && typeof v === 'object' ? (v as Record<string, unknown>)[key] : undefined;
+  return v;
+}
 
 export function deepFreeze<T>(value: T): T {
   if (value && typeof value === 'object' && !Object.isFrozen(value)) {

@@ -23,6 +23,8 @@ export interface RouteInfo {
   profile?: Profile;
   /** The mount prefix to strip, e.g. "/gw/localrunner". */
   prefix?: string;
+  /** How errors are rendered on this route. */
+  errorFormat?: 'gateway' | 'msgapi';
 }
 
 const CALLER_ID = /^[A-Za-z0-9._:\-]{1,128}$/;

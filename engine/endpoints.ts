@@ -24,6 +24,7 @@ export interface EndpointPlan {
   profile: Profile;
   url: URL;
   priority: number;
+  version?: string;
   healthUrl: string;
   modelUrl: string;
   checkIntervalMs: number;
@@ -63,6 +64,8 @@ export class Endpoint {
   /** The URL's own query string (without "?"), added to every forwarded request; never shown. */
   readonly query: string;
   readonly priority: number;
+  /** The backend's version when configured (feature checks such as msgapi min_version). */
+  readonly version: string | undefined;
   readonly healthUrl: string;
   readonly modelUrl: string;
   readonly checkIntervalMs: number;
@@ -96,6 +99,7 @@ export class Endpoint {
     this.query = plan.url.search.slice(1);
     this.breaker = new CircuitBreaker(breaker);
     this.priority = plan.priority;
+    this.version = plan.version;
     this.healthUrl = plan.healthUrl;
     this.modelUrl = plan.modelUrl;
     this.checkIntervalMs = plan.checkIntervalMs;
@@ -215,6 +219,7 @@ export function planEndpoint(ep: EndpointConfig, index: number, profiles: Profil
     profile,
     url,
     priority: ep.priority ?? profile.characteristics.default_priority,
+    version: ep.version,
     healthUrl: joinEndpointUrl(url, ep.health_check_url ?? profile.api.health_check_path ?? '/'),
     modelUrl: joinEndpointUrl(url, ep.model_url ?? profile.api.model_discovery_path ?? '/v1/models'),
     checkIntervalMs: duration('check_interval'),

@@ -83,17 +83,19 @@ export function gwError(key: ErrorKey, detail?: Detail): GatewayError {
   return new GatewayError(key, detail);
 }
 
-export function errorBody(err: GatewayError): string {
-  return JSON.stringify({ error: { message: err.message, type: err.type, code: err.code } });
+/** The spec's envelope; on messages-API routes it also carries that API's top-level `type: "error"`. */
+export function errorBody(err: GatewayError, format: 'gateway' | 'msgapi' = 'gateway'): string {
+  const error = { message: err.message, type: err.type, code: err.code };
+  return JSON.stringify(format === 'msgapi' ? { type: 'error', error } : { error });
 }
 
 /** Write the envelope, with any headers the pipeline has gathered (CORS, request id). */
-export function renderError(res: ServerResponse, err: GatewayError, headers: string[] = []): void {
+export function renderError(res: ServerResponse, err: GatewayError, headers: string[] = [], format: 'gateway' | 'msgapi' = 'gateway'): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const body = errorBody(err);
+  const body = errorBody(err, format);
   res.writeHead(err.status, [
     ...headers,
     'content-type', 'application/json; charset=utf-8',

@@ -15,7 +15,8 @@ export interface StepDef {
 export interface PipelineDef {
   name: string;
   description?: string;
-  mount: { per_profile: boolean; paths: string[]; methods: string[] };
+  mount: { per_profile: boolean; paths: string[]; methods: string[]; enabled_by?: string };
+  error_format: 'gateway' | 'msgapi';
   steps: StepDef[];
   file: string;
 }

@@ -32,6 +32,8 @@ export interface Profile {
     model_field_paths: string[];
     response_format: string;
     forward_host_headers: boolean;
+    supports_top_k: boolean;
+    stream_usage: boolean;
     parsing_rules?: { chat_completions_path?: string; completions_path?: string; model_field_name?: string; supports_streaming?: boolean };
   };
   models: {

@@ -27,7 +27,7 @@ export function createRunner(runtime: Pick<Runtime, 'stats' | 'log'>): RouteRunn
     } catch (e) {
       log.error({ req: ctx.id, err: e }, 'respond step failed while rendering an error');
     }
-    renderError(ctx.res, gw, ctx.replyHeaders);
+    renderError(ctx.res, gw, ctx.replyHeaders, ctx.route.errorFormat);
   };
 
   return (route: RouteInfo, req: IncomingMessage, res: ServerResponse) => {

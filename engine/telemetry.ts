@@ -11,6 +11,22 @@ export interface EndpointCounters {
 
 export type ModelCounters = EndpointCounters;
 
+/** Counters of one translator (the spec's translator statistics record). */
+export interface TranslatorCounters {
+  total: number;
+  succeeded: number;
+  failed: number;
+  passthrough: number;
+  translation: number;
+  streaming: number;
+  nonStreaming: number;
+  totalLatencyMs: number;
+  malformedChunks: number;
+  fallbackNoCompatibleEndpoints: number;
+  fallbackTranslatorDoesNotSupportPassthrough: number;
+  fallbackCannotPassthrough: number;
+}
+
 const WINDOW = 2048;
 const MAX_MODELS = 1000;
 
@@ -28,6 +44,7 @@ export class Stats {
   private samples = 0;
   private readonly perEndpoint = new Map<string, EndpointCounters>();
   readonly perModel = new Map<string, ModelCounters>();
+  readonly translators = new Map<string, TranslatorCounters>();
   private gcObserver: PerformanceObserver | null = null;
 
   endpoint(ep: Endpoint | string): EndpointCounters {
@@ -57,6 +74,18 @@ export class Stats {
       c.totalLatencyMs += latencyMs;
       if (failed) c.errors++;
     }
+  }
+
+  translator(name: string): TranslatorCounters {
+    let t = this.translators.get(name);
+    if (!t) {
+      t = {
+        total: 0, succeeded: 0, failed: 0, passthrough: 0, translation: 0, streaming: 0, nonStreaming: 0, totalLatencyMs: 0,
+        malformedChunks: 0, fallbackNoCompatibleEndpoints: 0, fallbackTranslatorDoesNotSupportPassthrough: 0, fallbackCannotPassthrough: 0,
+      };
+      this.translators.set(name, t);
+    }
+    return t;
   }
 
   /** Latency percentile over the recent window, in milliseconds (0 before any traffic). */

@@ -4,6 +4,7 @@ import accessLog from './access-log.js';
 import aliasResolve from './alias-resolve.js';
 import allowlist from './allowlist.js';
 import cors from './cors.js';
+import countTokens from './count-tokens.js';
 import endpointsReport from './endpoints-report.js';
 import forward from './forward.js';
 import gatewayHeaders from './gateway-headers.js';
@@ -15,17 +16,22 @@ import modelStatsReport from './model-stats-report.js';
 import modelsList from './models-list.js';
 import modelsRefresh from './models-refresh.js';
 import modelsReport from './models-report.js';
+import msgapiModels from './msgapi-models.js';
+import msgapiParse from './msgapi-parse.js';
 import processReport from './process-report.js';
 import readBody from './read-body.js';
 import rewriteModel from './rewrite-model.js';
 import selectEndpoint from './select-endpoint.js';
 import statusReport from './status-report.js';
+import translate from './translate.js';
+import translatorStatsReport from './translator-stats-report.js';
 import stats from './stats.js';
 import upstreamHeaders from './upstream-headers.js';
 import version from './version.js';
 
 export const BUILTIN_PLUGINS: readonly Plugin[] = [
-  accessLog, aliasResolve, allowlist, cors, endpointsReport, forward, gatewayHeaders, healthReport,
+  accessLog, aliasResolve, allowlist, cors, countTokens, endpointsReport, forward, gatewayHeaders, healthReport,
   interceptModels, matchPrefix, modelDetail, modelStatsReport, modelsList, modelsRefresh, modelsReport,
-  processReport, readBody, rewriteModel, selectEndpoint, stats, statusReport, upstreamHeaders, version,
+  msgapiModels, msgapiParse, processReport, readBody, rewriteModel, selectEndpoint, stats, statusReport,
+  translate, translatorStatsReport, upstreamHeaders, version,
 ];

@@ -47,6 +47,19 @@ export interface Behaviour {
   chunkDelayMs: number;
   /** The next this-many model-list requests answer 500. */
   listFailures: number;
+  /** Chat streams send nothing but [DONE]. */
+  emptyStream: boolean;
+  /** Chat streams carry a line that is not JSON. */
+  malformedChunk: boolean;
+  /** Override the chat finish_reason (and, for "stop", the matched stop sequence vLLM-style). */
+  finishReason: string | null;
+  stopMatched: string | null;
+}
+
+/** A tool call the fake makes when the request offers tools. */
+export interface FakeToolCall {
+  name: string;
+  arguments: string;
 }
 
 export interface FakeOptions {
@@ -55,12 +68,15 @@ export interface FakeOptions {
   models?: FakeModel[];
   /** The text generation routes reply with (split into stream chunks on spaces). */
   reply?: string;
+  /** Tool calls made (after the reply text) when the request offers tools. */
+  toolCalls?: FakeToolCall[];
   port?: number;
 }
 
 const DEFAULT_BEHAVIOUR: Behaviour = {
   delayMs: 0, hang: false, status: 0, resetBeforeResponse: false, resetOnRequest: false, closeReusedSockets: false,
   resetAfterChunks: -1, healthStatus: 200, healthDelayMs: 0, healthHeaders: {}, chunkDelayMs: 0, listFailures: 0,
+  emptyStream: false, malformedChunk: false, finishReason: null, stopMatched: null,
 };
 const SERVED = Symbol('requests served on this socket');
 
@@ -69,6 +85,9 @@ export class FakeBackend {
   readonly name: string;
   models: FakeModel[];
   reply: string;
+  toolCalls: FakeToolCall[];
+  /** Reasoning text sent before the reply (reasoning_content), when set. */
+  reasoning = '';
   readonly received: Recorded[] = [];
   /** Generation requests that ran to the point of producing output (for double-execution checks). */
   executions = 0;
@@ -89,6 +108,7 @@ export class FakeBackend {
     // Every fake serves "test-model" too, for tests whose subject is not model routing.
     this.models = opts.models ?? [{ name: `${opts.family}-model-1`, digest: `sha256:${opts.family}1` }, { name: 'test-model' }];
     this.reply = opts.reply ?? `Hello from ${this.name}`;
+    this.toolCalls = opts.toolCalls ?? [];
     this.wantedPort = opts.port ?? 0;
     this.routes = routesFor(opts.family);
   }

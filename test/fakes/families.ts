@@ -1,7 +1,7 @@
 // The routes each fake family answers. Paths not listed here get an echo of what arrived.
 import type { ServerResponse } from 'node:http';
 import type { FakeBackend, Recorded } from './backend.js';
-import { chatCompletion, completion, embeddings, modelList, pieces, sendJson, vector, type ListFormat } from './openai.js';
+import { chatCompletion, completion, embeddings, modelList, nativeMessages, pieces, sendJson, vector, type ListFormat } from './openai.js';
 
 export interface Handler {
   /** health: exempt from failure behaviours; generate: counted as an execution and subject to `status`. */
@@ -29,7 +29,10 @@ const list = (format: ListFormat): Handler => ({ kind: 'list', fn: (f, _r, res) 
 const gen = (fn: Handler['fn']): Handler => ({ kind: 'generate', fn });
 const other = (fn: Handler['fn']): Handler => ({ kind: 'other', fn });
 
-/** The chat-completions routes under a base ("" or "/api/v1" or "/engines"). */
+/** The messages API, on the families that declare native support. */
+const messages: Table = { 'POST /v1/messages': gen(nativeMessages) };
+
+/** The chat-completions routes under a base ("" or "/api" or "/engines"). */
 function common(base: string, listFormat: ListFormat = 'common'): Table {
   return {
     [`GET ${base}/v1/models`]: list(listFormat),
@@ -70,6 +73,7 @@ const cppCompletion: Handler['fn'] = async (f, r, res) => {
 
 const FAMILIES: Record<string, () => Table> = {
   localrunner: () => ({
+    ...messages,
     'GET /': health(() => 'Local runner is running'),
     'GET /api/tags': list('localrunner'),
     'POST /api/chat': gen(ndjson('message')),
@@ -80,12 +84,14 @@ const FAMILIES: Record<string, () => Table> = {
     ...common(''),
   }),
   deskrunner: () => ({
+    ...messages,
     ...common('', 'deskrunner'),
     'GET /v1/models': { ...list('deskrunner'), kind: 'health' },
     'GET /api/v1/models': list('deskrunner'),
     'GET /api/v0/models': list('deskrunner-legacy'),
   }),
   cppengine: () => ({
+    ...messages,
     'GET /health': health(() => ({ status: 'ok' })),
     ...common(''),
     'POST /completion': gen(cppCompletion),
@@ -96,6 +102,7 @@ const FAMILIES: Record<string, () => Table> = {
   }),
   'hosted-compatible': () => ({ ...common('', 'hosted'), 'GET /v1/models': { ...list('hosted'), kind: 'health' } }),
   pagedengine: () => ({
+    ...messages,
     'GET /health': health(() => ({ status: 'ok', model_loaded: true, gpu_memory_usage: 0.42, num_requests_running: 0, num_requests_waiting: 0 })),
     ...common('', 'pagedengine'),
     'GET /metrics': other((_f, _r, res) => {
@@ -114,6 +121,7 @@ const FAMILIES: Record<string, () => Table> = {
     'POST /api/v1/load': other((f, r, res) => sendJson(res, 200, { status: 'success', message: 'loaded', model: r.json?.model }, f)),
   }),
   mlxmulti: () => ({
+    ...messages,
     'GET /health': health(() => ({ status: 'ok' })),
     ...common(''),
     'GET /v1/models/status': list('mlxmulti-status'),

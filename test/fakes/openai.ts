@@ -27,23 +27,66 @@ function usage(rec: Recorded, text: string) {
 export async function chatCompletion(fake: FakeBackend, rec: Recorded, res: ServerResponse): Promise<void> {
   const model = modelOf(fake, rec);
   const id = `chatcmpl-${fake.name}-${fake.executions}`;
+  const b = fake.behaviour;
   const text = fake.reply;
+  const calls = Array.isArray(rec.json?.tools) && rec.json.tools.length ? fake.toolCalls : [];
+  const finish = b.finishReason ?? (calls.length ? 'tool_calls' : 'stop');
+  const stopReason = b.stopMatched !== null ? { stop_reason: b.stopMatched } : {};
+  const callId = (i: number) => `call_${fake.name}_${i}`;
   if (!rec.json?.stream) {
+    const message: Record<string, unknown> = { role: 'assistant', content: text || null };
+    if (fake.reasoning) message.reasoning_content = fake.reasoning;
+    if (calls.length) message.tool_calls = calls.map((c, i) => ({ id: callId(i), type: 'function', function: { name: c.name, arguments: c.arguments } }));
     sendJson(res, 200, {
       id, object: 'chat.completion', created: CREATED, model, system_fingerprint: 'fp_fake',
-      choices: [{ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: 'stop' }],
+      choices: [{ index: 0, message, logprobs: null, finish_reason: finish, ...stopReason }],
       usage: usage(rec, text),
     }, fake);
     return;
   }
-  const chunk = (delta: object, finish: string | null, extra: object = {}) =>
-    `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: CREATED, model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...extra })}\n\n`;
-  const out = [chunk({ role: 'assistant', content: '' }, null), ...pieces(text).map((p) => chunk({ content: p }, null)), chunk({}, 'stop')];
-  if (rec.json?.stream_options?.include_usage) {
-    out.push(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: CREATED, model, choices: [], usage: usage(rec, text) })}\n\n`);
+  const chunk = (delta: object, finishReason: string | null, extra: object = {}) =>
+    `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: CREATED, model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason, ...(finishReason ? stopReason : {}) }], ...extra })}\n\n`;
+  const out: string[] = [];
+  if (!b.emptyStream) {
+    out.push(chunk({ role: 'assistant', content: '' }, null));
+    if (fake.reasoning) out.push(...pieces(fake.reasoning).map((p) => chunk({ reasoning_content: p }, null)));
+    if (b.malformedChunk) out.push('data: {"this is not": json\n\n');
+    if (text) out.push(...pieces(text).map((p) => chunk({ content: p }, null)));
+    calls.forEach((c, i) => {
+      out.push(chunk({ tool_calls: [{ index: i, id: callId(i), type: 'function', function: { name: c.name, arguments: '' } }] }, null));
+      // Arguments arrive in small pieces, as real backends send them.
+      for (let k = 0; k < c.arguments.length; k += 7) out.push(chunk({ tool_calls: [{ index: i, function: { arguments: c.arguments.slice(k, k + 7) } }] }, null));
+    });
+    out.push(chunk({}, finish));
+    if (rec.json?.stream_options?.include_usage) {
+      out.push(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: CREATED, model, choices: [], usage: usage(rec, text) })}\n\n`);
+    }
   }
   out.push('data: [DONE]\n\n');
   await fake.writeStream(res, out, 'text/event-stream');
+}
+
+/** The messages API itself, for families that declare native support (passthrough). */
+export async function nativeMessages(fake: FakeBackend, rec: Recorded, res: ServerResponse): Promise<void> {
+  const model = modelOf(fake, rec);
+  const message = {
+    id: `msg_01native${fake.executions}`, type: 'message', role: 'assistant', model,
+    content: [{ type: 'text', text: fake.reply }], stop_reason: 'end_turn', stop_sequence: null,
+    usage: { input_tokens: 7, output_tokens: 5 },
+  };
+  if (!rec.json?.stream) {
+    sendJson(res, 200, message, fake);
+    return;
+  }
+  const ev = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+  await fake.writeStream(res, [
+    ev('message_start', { message: { ...message, content: [], stop_reason: null, usage: { input_tokens: 7, output_tokens: 1 } } }),
+    ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+    ...pieces(fake.reply).map((p) => ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text: p } })),
+    ev('content_block_stop', { index: 0 }),
+    ev('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 5 } }),
+    ev('message_stop', {}),
+  ], 'text/event-stream');
 }
 
 export async function completion(fake: FakeBackend, rec: Recorded, res: ServerResponse): Promise<void> {

@@ -1,0 +1,87 @@
+// Chat-completions reply → messages-API reply, and the pieces the stream translator shares.
+import { randomBytes } from 'node:crypto';
+import type { Block, Message, StopReason } from './types.js';
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** An id in the messages API's style: the prefix, then 22 base62 characters. */
+export function newId(prefix: 'msg_01' | 'toolu_01'): string {
+  const bytes = randomBytes(22);
+  let out = prefix;
+  for (const b of bytes) out += BASE62[b % 62];
+  return out;
+}
+
+/** finish_reason → stop_reason; a stop caused by one of the request's stop sequences says which. */
+export function stopReason(finish: string | null | undefined, matched: unknown, stopSequences: readonly string[] | undefined, hadToolCalls: boolean): { reason: StopReason; sequence: string | null } {
+  if (finish === 'tool_calls' || finish === 'function_call' || (hadToolCalls && (finish === 'stop' || !finish))) return { reason: 'tool_use', sequence: null };
+  if (finish === 'length') return { reason: 'max_tokens', sequence: null };
+  if (finish === 'content_filter') return { reason: 'refusal', sequence: null };
+  if (typeof matched === 'string' && stopSequences?.includes(matched)) return { reason: 'stop_sequence', sequence: matched };
+  return { reason: 'end_turn', sequence: null };
+}
+
+/** Tool arguments as an object; text that is not a JSON object is kept under `_raw`. */
+export function parseArguments(args: unknown): unknown {
+  if (args && typeof args === 'object') return args;
+  if (typeof args !== 'string' || args.trim() === '') return {};
+  try {
+    const v = JSON.parse(args);
+    return v && typeof v === 'object' && !Array.isArray(v) ? v : { _raw: args };
+  } catch {
+    return { _raw: args };
+  }
+}
+
+interface ChatChoice {
+  message?: { content?: string | null; reasoning_content?: string; reasoning?: string; tool_calls?: Array<{ id?: string; function?: { name?: string; arguments?: unknown } }> };
+  finish_reason?: string | null;
+  stop_reason?: unknown;
+}
+interface ChatReply {
+  model?: string;
+  choices?: ChatChoice[];
+  usage?: { prompt_tokens?: number; completion_tokens?: number };
+}
+
+export function toMessage(reply: ChatReply, fallback: { model: string; inputTokens: number; stopSequences?: string[] }): Message {
+  const choice = reply.choices?.[0] ?? {};
+  const msg = choice.message ?? {};
+  const content: Block[] = [];
+  const thinking = msg.reasoning_content ?? msg.reasoning;
+  if (thinking) content.push({ type: 'thinking', thinking, signature: '' });
+  if (msg.content) content.push({ type: 'text', text: msg.content });
+  for (const call of msg.tool_calls ?? []) {
+    content.push({ type: 'tool_use', id: call.id || newId('toolu_01'), name: call.function?.name ?? '', input: parseArguments(call.function?.arguments) });
+  }
+  const { reason, sequence } = stopReason(choice.finish_reason, choice.stop_reason, fallback.stopSequences, (msg.tool_calls?.length ?? 0) > 0);
+  const outputChars = (msg.content ?? '').length + (thinking ?? '').length + (msg.tool_calls ?? []).reduce((n, c) => n + String(c.function?.arguments ?? '').length, 0);
+  return {
+    id: newId('msg_01'),
+    type: 'message',
+    role: 'assistant',
+    content,
+    model: reply.model ?? fallback.model,
+    stop_reason: reason,
+    stop_sequence: sequence,
+    usage: { input_tokens: reply.usage?.prompt_tokens ?? fallback.inputTokens, output_tokens: reply.usage?.completion_tokens ?? Math.floor(outputChars / 4) },
+  };
+}
+
+const ERROR_TYPES: Record<number, string> = {
+  400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error',
+  413: 'request_too_large', 429: 'rate_limit_error', 503: 'overloaded_error', 529: 'overloaded_error',
+};
+
+/** A backend error in the messages API's error shape (the backend's status is kept by the caller). */
+export function errorReply(status: number, body: string): { type: 'error'; error: { type: string; message: string } } {
+  let message = body.slice(0, 2000) || `backend answered ${status}`;
+  try {
+    const j = JSON.parse(body);
+    const e = j?.error;
+    message = typeof e === 'string' ? e : typeof e?.message === 'string' ? e.message : typeof j?.message === 'string' ? j.message : typeof j?.detail === 'string' ? j.detail : message;
+  } catch {
+    // not JSON: the text is the message
+  }
+  return { type: 'error', error: { type: ERROR_TYPES[status] ?? 'api_error', message } };
+}

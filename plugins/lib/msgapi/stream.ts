@@ -1,0 +1,218 @@
+// Chat-completions SSE → messages-API named events, as the chunks arrive:
+// message_start; per block content_block_start, content_block_delta…, content_block_stop (a
+// block closes when the stream switches between thinking, text and tool use; tool arguments
+// are buffered until the call is complete); message_delta; message_stop. Every frame's
+// `event:` equals its data's `type`.
+import { StringDecoder } from 'node:string_decoder';
+import { newId, parseArguments, stopReason } from './response.js';
+import type { Message } from './types.js';
+
+const MAX_LINE = 1024 * 1024;
+
+export function sse(type: string, data: Record<string, unknown>): string {
+  return `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+}
+
+interface PendingTool {
+  id: string;
+  name: string;
+  args: string;
+}
+
+export interface StreamOptions {
+  model: string;
+  inputTokens: number;
+  stopSequences?: string[];
+}
+
+export class StreamTranslator {
+  /** Backend chunks that were not JSON and were skipped. */
+  malformed = 0;
+  done = false;
+  private readonly decoder = new StringDecoder('utf8');
+  private pending = '';
+  private skippingLongLine = false;
+  private index = -1;
+  private open: 'text' | 'thinking' | null = null;
+  private pinged = false;
+  private readonly tools = new Map<number, PendingTool>();
+  private hadTools = false;
+  private finish: string | null = null;
+  private matched: unknown = undefined;
+  private promptTokens: number | undefined;
+  private completionTokens: number | undefined;
+  private outputChars = 0;
+
+  constructor(private readonly o: StreamOptions) {}
+
+  start(id = newId('msg_01')): string {
+    return sse('message_start', {
+      message: { id, type: 'message', role: 'assistant', model: this.o.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: this.o.inputTokens, output_tokens: 0 } },
+    });
+  }
+
+  /** Events for a piece of the backend's SSE body (possibly none yet). Each byte is searched once. */
+  feed(chunk: Buffer): string {
+    if (this.done) return '';
+    let text = this.decoder.write(chunk);
+    let out = '';
+    while (text.length) {
+      const nl = text.indexOf('\n');
+      if (this.skippingLongLine) {
+        if (nl < 0) return out;
+        this.skippingLongLine = false;
+        text = text.slice(nl + 1);
+        continue;
+      }
+      if (nl < 0) {
+        this.pending += text;
+        if (this.pending.length > MAX_LINE) {
+          // A line this long is no chunk we can use: drop it through its end.
+          this.malformed++;
+          this.pending = '';
+          this.skippingLongLine = true;
+        }
+        return out;
+      }
+      const line = (this.pending + text.slice(0, nl)).replace(/\r$/, '');
+      this.pending = '';
+      text = text.slice(nl + 1);
+      out += this.line(line);
+      if (this.done) return out;
+    }
+    return out;
+  }
+
+  /** The closing events (if [DONE] did not already produce them). */
+  end(): string {
+    if (this.done) return '';
+    const rest = this.pending + this.decoder.end();
+    this.pending = '';
+    return (rest.trim() ? this.line(rest.trim()) : '') + (this.done ? '' : this.finishEvents());
+  }
+
+  /** The backend failed mid-stream: an error event, and nothing after it. */
+  fail(message: string): string {
+    if (this.done) return '';
+    this.done = true;
+    return sse('error', { error: { type: 'api_error', message } });
+  }
+
+  private line(line: string): string {
+    if (!line.startsWith('data:')) return ''; // comments, event names, blank separators
+    const data = line.slice(5).trim();
+    if (data === '[DONE]') return this.finishEvents();
+    let chunk: any;
+    try {
+      chunk = JSON.parse(data);
+    } catch {
+      this.malformed++;
+      return '';
+    }
+    if (chunk?.usage) {
+      this.promptTokens = chunk.usage.prompt_tokens ?? this.promptTokens;
+      this.completionTokens = chunk.usage.completion_tokens ?? this.completionTokens;
+    }
+    if (chunk?.error) return this.fail(typeof chunk.error === 'string' ? chunk.error : chunk.error.message ?? 'backend error');
+    const choice = chunk?.choices?.[0];
+    if (!choice) return '';
+    let out = '';
+    const delta = choice.delta ?? {};
+    const thinking = delta.reasoning_content ?? delta.reasoning;
+    if (typeof thinking === 'string' && thinking) out += this.textual('thinking', thinking);
+    if (typeof delta.content === 'string' && delta.content) out += this.textual('text', delta.content);
+    for (const call of delta.tool_calls ?? []) out += this.toolDelta(call);
+    if (choice.finish_reason) {
+      this.finish = choice.finish_reason;
+      this.matched = choice.stop_reason;
+      out += this.flushTools();
+    }
+    return out;
+  }
+
+  private blockStart(block: Record<string, unknown>): string {
+    this.index++;
+    let out = sse('content_block_start', { index: this.index, content_block: block });
+    if (!this.pinged) {
+      this.pinged = true;
+      out += sse('ping', {});
+    }
+    return out;
+  }
+
+  private closeOpen(): string {
+    if (!this.open) return '';
+    this.open = null;
+    return sse('content_block_stop', { index: this.index });
+  }
+
+  private textual(kind: 'text' | 'thinking', text: string): string {
+    let out = this.flushTools();
+    if (this.open !== kind) {
+      out += this.closeOpen();
+      out += this.blockStart(kind === 'text' ? { type: 'text', text: '' } : { type: 'thinking', thinking: '', signature: '' });
+      this.open = kind;
+    }
+    this.outputChars += text.length;
+    return out + sse('content_block_delta', { index: this.index, delta: kind === 'text' ? { type: 'text_delta', text } : { type: 'thinking_delta', thinking: text } });
+  }
+
+  private toolDelta(call: { index?: number; id?: string; function?: { name?: string; arguments?: string } }): string {
+    const i = call.index ?? 0;
+    let out = '';
+    let tool = this.tools.get(i);
+    if (!tool) {
+      // A new call: the earlier ones are complete.
+      out += this.flushTools();
+      tool = { id: call.id || newId('toolu_01'), name: '', args: '' };
+      this.tools.set(i, tool);
+      this.hadTools = true;
+    }
+    if (call.function?.name) tool.name += call.function.name;
+    if (call.function?.arguments) tool.args += call.function.arguments;
+    return out;
+  }
+
+  private flushTools(): string {
+    if (this.tools.size === 0) return '';
+    let out = this.closeOpen();
+    for (const t of this.tools.values()) {
+      const args = t.args.trim() ? JSON.stringify(parseArguments(t.args)) : '{}';
+      this.outputChars += t.args.length;
+      out += this.blockStart({ type: 'tool_use', id: t.id, name: t.name, input: {} });
+      out += sse('content_block_delta', { index: this.index, delta: { type: 'input_json_delta', partial_json: args } });
+      out += sse('content_block_stop', { index: this.index });
+    }
+    this.tools.clear();
+    return out;
+  }
+
+  private finishEvents(): string {
+    const out = this.flushTools() + this.closeOpen();
+    this.done = true;
+    const { reason, sequence } = stopReason(this.finish, this.matched, this.o.stopSequences, this.hadTools);
+    const usage: Record<string, number> = { output_tokens: this.completionTokens ?? Math.floor(this.outputChars / 4) };
+    if (this.promptTokens !== undefined) usage.input_tokens = this.promptTokens;
+    return out + sse('message_delta', { delta: { stop_reason: reason, stop_sequence: sequence }, usage }) + sse('message_stop', {});
+  }
+}
+
+/** The whole event sequence for a finished message (a backend that answered a stream request with JSON). */
+export function eventsForMessage(m: Message): string {
+  let out = sse('message_start', { message: { ...m, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: m.usage.input_tokens, output_tokens: 0 } } });
+  m.content.forEach((b, index) => {
+    if (b.type === 'text') {
+      out += sse('content_block_start', { index, content_block: { type: 'text', text: '' } });
+      out += sse('content_block_delta', { index, delta: { type: 'text_delta', text: (b as { text: string }).text } });
+    } else if (b.type === 'thinking') {
+      out += sse('content_block_start', { index, content_block: { type: 'thinking', thinking: '', signature: '' } });
+      out += sse('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: (b as { thinking: string }).thinking } });
+    } else if (b.type === 'tool_use') {
+      const t = b as { id: string; name: string; input: unknown };
+      out += sse('content_block_start', { index, content_block: { type: 'tool_use', id: t.id, name: t.name, input: {} } });
+      out += sse('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: JSON.stringify(t.input) } });
+    }
+    out += sse('content_block_stop', { index });
+  });
+  return out + sse('message_delta', { delta: { stop_reason: m.stop_reason, stop_sequence: m.stop_sequence }, usage: { output_tokens: m.usage.output_tokens } }) + sse('message_stop', {});
+}

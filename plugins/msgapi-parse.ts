@@ -1,0 +1,18 @@
+// Read the messages request: JSON with a model, messages and max_tokens. Fields the translator
+// does not know are ignored, not rejected (clients add fields over time).
+import { gwError } from '../engine/errors.js';
+import { definePlugin } from '../engine/plugin.js';
+import { invalidReason } from './lib/msgapi/request.js';
+
+export default definePlugin<Record<string, never>>({
+  name: 'msgapi-parse',
+  schema: { type: 'object', additionalProperties: false },
+  apply(hooks) {
+    hooks.request.tap('msgapi-parse', (ctx) => {
+      const body = ctx.json();
+      if (body === undefined) throw gwError('INVALID_JSON', { reason: ctx.body?.length ? 'it does not parse' : 'the body is empty' });
+      const why = invalidReason(body);
+      if (why) throw gwError('BAD_REQUEST', { reason: why });
+    });
+  },
+});

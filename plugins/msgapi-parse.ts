@@ -4,14 +4,19 @@ import { gwError } from '../engine/errors.js';
 import { definePlugin } from '../engine/plugin.js';
 import { invalidReason } from './lib/msgapi/request.js';
 
-export default definePlugin<Record<string, never>>({
+interface Options { max_tokens_required: boolean }
+
+export default definePlugin<Options>({
   name: 'msgapi-parse',
-  schema: { type: 'object', additionalProperties: false },
-  apply(hooks) {
+  schema: {
+    type: 'object', additionalProperties: false,
+    properties: { max_tokens_required: { type: 'boolean', default: true, description: 'count_tokens requests carry no max_tokens' } },
+  },
+  apply(hooks, o) {
     hooks.request.tap('msgapi-parse', (ctx) => {
       const body = ctx.json();
       if (body === undefined) throw gwError('INVALID_JSON', { reason: ctx.body?.length ? 'it does not parse' : 'the body is empty' });
-      const why = invalidReason(body);
+      const why = invalidReason(body, o.max_tokens_required);
       if (why) throw gwError('BAD_REQUEST', { reason: why });
     });
   },

@@ -99,7 +99,7 @@ export function estimateInputTokens(req: MessagesRequest): number {
 }
 
 /** Why a body is not a messages request the translator can take, or undefined when it is. */
-export function invalidReason(body: unknown): string | undefined {
+export function invalidReason(body: unknown, maxTokensRequired = true): string | undefined {
   const b = body as Partial<MessagesRequest> | null;
   if (!b || typeof b !== 'object' || Array.isArray(b)) return 'the body must be a JSON object';
   if (typeof b.model !== 'string' || !b.model) return 'model: a model name is required';
@@ -108,7 +108,7 @@ export function invalidReason(body: unknown): string | undefined {
     if (!m || (m.role !== 'user' && m.role !== 'assistant')) return `messages[${i}].role: must be user or assistant`;
     if (typeof m.content !== 'string' && !Array.isArray(m.content)) return `messages[${i}].content: must be a string or an array of content blocks`;
   }
-  if (typeof b.max_tokens !== 'number' || !Number.isInteger(b.max_tokens) || b.max_tokens < 1) return 'max_tokens: a positive integer is required';
+  if ((maxTokensRequired || b.max_tokens !== undefined) && (typeof b.max_tokens !== 'number' || !Number.isInteger(b.max_tokens) || b.max_tokens < 1)) return 'max_tokens: a positive integer is required';
   if (b.stop_sequences !== undefined && (!Array.isArray(b.stop_sequences) || b.stop_sequences.some((s) => typeof s !== 'string'))) return 'stop_sequences: must be an array of strings';
   if (b.tools !== undefined && (!Array.isArray(b.tools) || b.tools.some((t) => !t || typeof t.name !== 'string'))) return 'tools: each tool needs a name';
   return undefined;

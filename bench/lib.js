@@ -1,13 +1,22 @@
 // Shared pieces of the benchmarks: processes on loopback, and the three ways of measuring.
 import autocannon from 'autocannon';
-import { fork, spawn } from 'node:child_process';
-import { mkdtempSync, openSync, writeFileSync } from 'node:fs';
+import { fork, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'undici';
 
 export const here = new URL('.', import.meta.url).pathname;
+
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+/** CPU time (user + system) a process has used so far, in milliseconds (Linux /proc). */
+export function cpuMs(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS) * 1000;
+}
+
 const children = [];
 export const stopAll = () => children.forEach((c) => c.kill());
 const headers = { 'content-type': 'application/json' };
@@ -21,16 +30,18 @@ export function freePort() {
   });
 }
 
+/** A helper process that reports its port over IPC: { port, pid }. */
 export function forkReady(script, args) {
   return new Promise((resolve, reject) => {
     const child = fork(join(here, script), args, { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
     children.push(child);
-    child.once('message', (m) => resolve(m.port));
+    child.once('message', (m) => resolve({ port: m.port, pid: child.pid }));
     child.once('exit', (code) => reject(new Error(`${script} exited ${code}`)));
   });
 }
 
-/** `gw serve` on a free port with the given config lines (and optional pipeline files); logs to a file. */
+/** `gw serve` on a free port with the given config lines (and optional pipeline files); logs to a
+ *  file. Resolves with { port, pid }. */
 export async function startGateway(configLines, pipelines = {}) {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'gw-bench-'));
@@ -45,7 +56,7 @@ export async function startGateway(configLines, pipelines = {}) {
   children.push(child);
   for (let i = 0; i < 100; i++) {
     try {
-      if ((await fetch(`http://127.0.0.1:${port}/internal/health`)).ok) return port;
+      if ((await fetch(`http://127.0.0.1:${port}/internal/health`)).ok) return { port, pid: child.pid };
     } catch {}
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -74,17 +85,60 @@ export async function sequential(targets, count) {
     }
   }
   await Promise.all(clients.map((c) => c.close()));
-  return times.map((list) => {
-    list.sort((a, b) => a - b);
+  return times.map((raw) => {
+    const list = [...raw].sort((a, b) => a - b);
     const mean = list.reduce((a, b) => a + b, 0) / list.length;
-    return { p50_us: percentile(list, 50), p99_us: percentile(list, 99), mean_us: mean, rps: 1e6 / mean };
+    return { p50_us: percentile(list, 50), p99_us: percentile(list, 99), mean_us: mean, rps: 1e6 / mean, raw };
   });
 }
 
-export async function load(url, path, body, connections, duration) {
+/** b's extra time over a, from requests made back to back: the median of the paired differences,
+ *  relative to a's median. Wake-up jitter hits both of a pair alike and cancels. */
+export function pairedAdded(a, b) {
+  const diffs = a.raw.map((t, i) => b.raw[i] - t).sort((x, y) => x - y);
+  return diffs[diffs.length >> 1] / a.p50_us;
+}
+
+/** One load run; with a pid, also the CPU time that process spent per request (µs). */
+export async function load(url, path, body, connections, duration, pid) {
+  const cpu0 = pid ? cpuMs(pid) : 0;
   const r = await autocannon({ url: url + path, method: 'POST', headers, body, connections, duration, pipelining: 1 });
   if (r.non2xx || r.errors) throw new Error(`load errors: ${r.non2xx} non-2xx, ${r.errors} errors`);
-  return { rps: r.requests.average, p50_ms: r.latency.p50, p99_ms: r.latency.p99 };
+  return { rps: r.requests.average, p50_ms: r.latency.p50, p99_ms: r.latency.p99, cpu_us: pid ? ((cpuMs(pid) - cpu0) * 1000) / r.requests.total : undefined };
+}
+
+/**
+ * Load several targets in alternating rounds (a, b, a, b…), so drift on a two-core machine
+ * falls on each alike; req/s over all of a target's rounds.
+ */
+export async function loadAlternating(targets, connections, rounds, seconds) {
+  // A warm-up round each first, so JIT compilation does not land in the first measured round.
+  for (const { url, path, body } of targets) await autocannon({ url: url + path, method: 'POST', headers, body, connections, duration: 1, pipelining: 1 });
+  const totals = targets.map(() => ({ requests: 0, seconds: 0, cpu: 0, p50: [], p99: [], rounds: [], cpuRounds: [] }));
+  for (let r = 0; r < rounds; r++) {
+    for (let k = 0; k < targets.length; k++) {
+      const { url, path, body, pid } = targets[k];
+      const cpu0 = cpuMs(pid);
+      const res = await autocannon({ url: url + path, method: 'POST', headers, body, connections, duration: seconds, pipelining: 1 });
+      const used = cpuMs(pid) - cpu0;
+      totals[k].cpu += used;
+      totals[k].cpuRounds.push((used * 1000) / res.requests.total);
+      if (res.non2xx || res.errors) throw new Error(`load errors: ${res.non2xx} non-2xx, ${res.errors} errors`);
+      totals[k].requests += res.requests.total;
+      totals[k].rounds.push(res.requests.total / res.duration);
+      totals[k].seconds += res.duration;
+      totals[k].p50.push(res.latency.p50);
+      totals[k].p99.push(res.latency.p99);
+    }
+  }
+  return totals.map((t) => ({ rps: t.requests / t.seconds, cpu_us: (t.cpu * 1000) / t.requests, cpu_rounds: t.cpuRounds, p50_ms: Math.max(...t.p50), p99_ms: Math.max(...t.p99) }));
+}
+
+/** b's extra CPU time per request over a's: the median over the alternating rounds of b/a − 1. */
+export function cpuAdded(a, b) {
+  const ratios = a.cpu_rounds.map((x, i) => b.cpu_rounds[i] / x - 1).sort((x, y) => x - y);
+  const mid = ratios.length >> 1;
+  return ratios.length % 2 ? ratios[mid] : (ratios[mid - 1] + ratios[mid]) / 2;
 }
 
 /** Sequential streams: time to the first body byte and to the end, milliseconds. */

@@ -2,18 +2,27 @@
 //  1. proxy path — (a) direct to a lean fake backend, (b) the floor pass-through proxy,
 //     (c) the gateway: non-streaming chat at concurrency 1 and 64, streaming first byte and total;
 //  2. model routing — the gateway with alias resolution and body rewrite against the gateway
-//     with no body inspection, on a 2 KB and a 200 KB chat body.
+//     with no body inspection, on a 2 KB and a 200 KB chat body;
+//  3. messages API translation — the same chat request as a messages request, translated both
+//     ways, against plain proxying, streaming and not, at concurrency 16.
+// "Time per request" in the A/B comparisons is the CPU time the gateway process spends per request
+// (from /proc, over alternating load rounds): unlike req/s on a two-core machine shared by four busy
+// processes, it does not depend on how the scheduler mixes them.
 // Results go to bench/RESULTS.md. Usage: npm run bench [-- --quick]
 import { writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { forkReady, here, load, round, sequential, startGateway, stopAll, streaming } from './lib.js';
+import { cpuAdded, forkReady, here, load, loadAlternating, pairedAdded, round, sequential, startGateway, stopAll, streaming } from './lib.js';
 
 const quick = process.argv.includes('--quick');
 const DURATION = quick ? 3 : 10;
 const SEQUENTIAL = quick ? 1000 : 5000;
 const STREAMS = quick ? 100 : 300;
+/** Alternating rounds for the A/B comparisons, and seconds per round. */
+const ROUNDS = quick ? 3 : 7;
+const ROUND_S = quick ? 1.5 : 2;
 
+const pct = (x) => `${x >= 0 ? '+' : ''}${round(x * 100, 1)}%`;
 const chatBody = JSON.stringify({
   model: 'bench-model', stream: false, max_tokens: 64, temperature: 0.7,
   messages: [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Say hello to the benchmark in one short sentence, please.' }],
@@ -28,51 +37,59 @@ function sizedBody(bytes, model) {
   return JSON.stringify({ messages, temperature: 0.2, stream: false, model });
 }
 
-const endpointLines = (backendPort) => ['discovery:', '  static:', '    endpoints:', `      - { name: bench, type: pagedengine, url: "http://127.0.0.1:${backendPort}", check_interval: 5s }`];
+const endpointLines = (backendPort, type = 'pagedengine') => ['discovery:', '  static:', '    endpoints:', `      - { name: bench, type: ${type}, url: "http://127.0.0.1:${backendPort}", check_interval: 5s }`];
 
+// The built-in proxy pipeline with every step that reads the body removed or told not to.
 const PLAIN_PROXY = `name: proxy
 mount: { per_profile: true }
 steps:
+  - use: cors
   - use: match-prefix
   - use: allowlist
+  - use: intercept-models
   - use: read-body
   - use: select-endpoint
     with: { model_routing: false }
   - use: forward
   - use: upstream-headers
+  - use: gateway-headers
+    with: { model_header: false }
   - use: stats
+    with: { per_model: false }
   - use: access-log
 `;
 
 async function proxySection(backendPort) {
-  const floorPort = await forkReady('floor-proxy.js', [`http://127.0.0.1:${backendPort}`, '0']);
-  const gwPort = await startGateway(['logging: { level: info }', ...endpointLines(backendPort)]);
+  const floor = await forkReady('floor-proxy.js', [`http://127.0.0.1:${backendPort}`, '0']);
+  const gw = await startGateway(['logging: { level: info }', ...endpointLines(backendPort)]);
   const targets = {
-    direct: [`http://127.0.0.1:${backendPort}`, '/v1/chat/completions'],
-    floor: [`http://127.0.0.1:${floorPort}`, '/gw/pagedengine/v1/chat/completions'],
-    gateway: [`http://127.0.0.1:${gwPort}`, '/gw/pagedengine/v1/chat/completions'],
+    direct: { url: `http://127.0.0.1:${backendPort}`, path: '/v1/chat/completions' },
+    floor: { url: `http://127.0.0.1:${floor.port}`, path: '/gw/pagedengine/v1/chat/completions', pid: floor.pid },
+    gateway: { url: `http://127.0.0.1:${gw.port}`, path: '/gw/pagedengine/v1/chat/completions', pid: gw.pid },
   };
   const r = { direct: {}, floor: {}, gateway: {} };
-  for (const [url, path] of Object.values(targets)) await load(url, path, chatBody, 64, 2); // warm-up
-  const c1 = await sequential(Object.values(targets).map(([url, path]) => ({ url, path, body: chatBody })), SEQUENTIAL);
+  for (const t of Object.values(targets)) await load(t.url, t.path, chatBody, 64, 2); // warm-up
+  const c1 = await sequential(Object.values(targets).map((t) => ({ ...t, body: chatBody })), SEQUENTIAL);
   Object.keys(targets).forEach((name, i) => (r[name].c1 = c1[i]));
-  for (const [name, [url, path]] of Object.entries(targets)) r[name].c64 = await load(url, path, chatBody, 64, DURATION);
-  for (const [name, [url, path]] of Object.entries(targets)) r[name].stream = await streaming(url, path, streamBody, STREAMS);
+  for (const [name, t] of Object.entries(targets)) r[name].c64 = await load(t.url, t.path, chatBody, 64, DURATION, t.pid);
+  for (const [name, t] of Object.entries(targets)) r[name].stream = await streaming(t.url, t.path, streamBody, STREAMS);
   const ratio = r.gateway.c64.rps / r.floor.c64.rps;
   const added = r.gateway.c1.p50_us - r.floor.c1.p50_us;
   const ttfb = r.gateway.stream.ttfb_p50_ms - r.direct.stream.ttfb_p50_ms;
-  const row = (n, x) => `| ${n} | ${round(x.c1.p50_us, 0)} | ${round(x.c1.p99_us, 0)} | ${round(x.c1.rps, 0)} | ${round(x.c64.rps, 0)} | ${x.c64.p50_ms} | ${x.c64.p99_ms} | ${round(x.stream.ttfb_p50_ms, 2)} | ${round(x.stream.total_p50_ms, 2)} |`;
-  return { raw: r, md: `## 1. Proxy path
+  const cpu = (x) => (x.c64.cpu_us === undefined ? '—' : round(x.c64.cpu_us, 0));
+  const row = (n, x) => `| ${n} | ${round(x.c1.p50_us, 0)} | ${round(x.c1.p99_us, 0)} | ${round(x.c64.rps, 0)} | ${x.c64.p50_ms} | ${x.c64.p99_ms} | ${cpu(x)} | ${round(x.stream.ttfb_p50_ms, 2)} | ${round(x.stream.total_p50_ms, 2)} |`;
+  return `## 1. Proxy path
 
 - **direct** — the lean fake backend (bench/backend.js).
 - **floor** — the simplest undici pass-through proxy (bench/floor-proxy.js), the floor for Node.
-- **gateway** — \`gw serve\` with the built-in proxy pipeline (allowlist, body buffering, model routing,
+- **gateway** — \`gw serve\` with the built-in proxy pipeline (CORS, allowlist, body buffering, model routing,
   balancing, breaker-aware failover, headers both ways, stats, one info log line per request to a file).
 
 Non-streaming chat (${chatBody.length}-byte body): concurrency 1 = ${SEQUENTIAL} sequential requests per target, one keep-alive
-connection each, the three targets taking turns request by request; concurrency 64 = autocannon, ${DURATION} s. Streaming chat: ${STREAMS} sequential streams of 10 SSE events 2 ms apart.
+connection each, the three targets taking turns request by request; concurrency 64 = autocannon, ${DURATION} s, with the CPU
+time the proxy process spent per request. Streaming chat: ${STREAMS} sequential streams of 10 SSE events 2 ms apart.
 
-| target | c1 p50 µs | c1 p99 µs | c1 req/s | c64 req/s | c64 p50 ms | c64 p99 ms | stream first byte p50 ms | stream total p50 ms |
+| target | c1 p50 µs | c1 p99 µs | c64 req/s | c64 p50 ms | c64 p99 ms | CPU µs/request | stream first byte p50 ms | stream total p50 ms |
 |---|---|---|---|---|---|---|---|---|
 ${row('direct', r.direct)}
 ${row('floor', r.floor)}
@@ -83,58 +100,93 @@ ${row('gateway', r.gateway)}
 | gateway req/s at c64 ≥ 70% of floor | ${round(ratio * 100, 1)}% | ${ratio >= 0.7 ? 'met' : 'NOT met'} |
 | gateway p50 at c1 ≤ floor + 150 µs | ${added >= 0 ? '+' : ''}${round(added, 0)} µs | ${added <= 150 ? 'met' : 'NOT met'} |
 | stream first byte ≤ direct + 2 ms | +${round(ttfb, 2)} ms | ${ttfb <= 2 ? 'met' : 'NOT met'} |
-` };
+`;
 }
 
 async function routingSection(backendPort) {
-  const plainPort = await startGateway(['logging: { level: info }', ...endpointLines(backendPort)], { 'proxy.yaml': PLAIN_PROXY });
-  const routedPort = await startGateway(['logging: { level: info }', 'model_aliases: { bench-alias: [bench-model] }', ...endpointLines(backendPort)]);
+  const plainGw = await startGateway(['logging: { level: info }', ...endpointLines(backendPort)], { 'proxy.yaml': PLAIN_PROXY });
+  const routedGw = await startGateway(['logging: { level: info }', 'model_aliases: { bench-alias: [bench-model] }', ...endpointLines(backendPort)]);
   const path = '/gw/pagedengine/v1/chat/completions';
   const rows = [];
   let verdict = '';
   for (const size of [2048, 204800]) {
     const body = sizedBody(size, 'bench-alias');
-    const n = size > 10_000 ? Math.ceil(SEQUENTIAL / 5) : SEQUENTIAL;
-    const [plainC1, routedC1] = await sequential([plainPort, routedPort].map((port) => ({ url: `http://127.0.0.1:${port}`, path, body })), n);
-    const plain = { c1: plainC1, c16: await load(`http://127.0.0.1:${plainPort}`, path, body, 16, DURATION) };
-    const routed = { c1: routedC1, c16: await load(`http://127.0.0.1:${routedPort}`, path, body, 16, DURATION) };
-    const c1 = routed.c1.mean_us / plain.c1.mean_us - 1;
-    const c16 = plain.c16.rps / routed.c16.rps - 1;
-    rows.push(`| ${round(body.length / 1024, 1)} KB | ${round(plain.c1.mean_us, 0)} | ${round(routed.c1.mean_us, 0)} | ${c1 >= 0 ? '+' : ''}${round(c1 * 100, 1)}% | ${round(plain.c16.rps, 0)} | ${round(routed.c16.rps, 0)} | ${c16 >= 0 ? '+' : ''}${round(c16 * 100, 1)}% |`);
-    if (size === 2048) verdict = `| body inspection on the 2 KB body adds ≤ 10% per request | c1 ${c1 >= 0 ? '+' : ''}${round(c1 * 100, 1)}%, c16 ${c16 >= 0 ? '+' : ''}${round(c16 * 100, 1)}% | ${Math.max(c1, c16) <= 0.1 ? 'met' : 'NOT met'} |`;
+    const targets = [plainGw, routedGw].map((g) => ({ url: `http://127.0.0.1:${g.port}`, path, body, pid: g.pid }));
+    const [plainC1, routedC1] = await sequential(targets, size > 10_000 ? Math.ceil(SEQUENTIAL / 5) : SEQUENTIAL);
+    const [plain, routed] = await loadAlternating(targets, 16, ROUNDS, ROUND_S);
+    const c1 = pairedAdded(plainC1, routedC1);
+    const cpu = cpuAdded(plain, routed);
+    rows.push(`| ${round(body.length / 1024, 1)} KB | ${round(plainC1.p50_us, 0)} | ${round(routedC1.p50_us, 0)} | ${pct(c1)} | ${round(plain.rps, 0)} | ${round(routed.rps, 0)} | ${round(plain.cpu_us, 0)} | ${round(routed.cpu_us, 0)} | ${pct(cpu)} |`);
+    if (size === 2048) verdict = `| body inspection on the 2 KB body adds ≤ 10% per request | CPU ${pct(cpu)}, c1 latency ${pct(c1)} | ${Math.max(cpu, c1) <= 0.1 ? 'met' : 'NOT met'} |`;
   }
-  return { md: `## 2. Model routing and alias rewrite
+  return `## 2. Model routing and alias rewrite
 
-- **plain** — the gateway with a proxy pipeline that never looks into the body (no aliases, no model
-  routing, no X-Gw-Model): the cost of proxying alone.
+- **plain** — the built-in proxy pipeline with the steps that read the body removed (alias-resolve,
+  rewrite-model) or told not to (model routing, X-Gw-Model, per-model stats): the cost of proxying alone.
 - **routed** — the built-in pipeline with \`model_aliases: { bench-alias: [bench-model] }\`: the body's model is
   found (byte scan, no full parse), the alias resolved through the catalogue, candidates filtered by model,
   and the body rewritten to \`bench-model\` on its way out.
 
 Chat bodies with the messages first and \`"model": "bench-alias"\` last (the worst place for the scan).
-c1 = mean time per request over sequential requests; c16 = autocannon with 16 connections, ${DURATION} s
-(time per request = 1 / req/s).
+c1 = sequential requests, the two gateways taking turns; "added" is the median of the paired differences (each
+routed request minus the plain one just before it) over the plain median. c16 = autocannon with 16 connections,
+${ROUNDS} alternating rounds of ${ROUND_S} s per gateway after a warm-up round, with each gateway's CPU time per request;
+"CPU added" is the median over the rounds of the ratio routed / plain − 1.
 
-| body | plain c1 µs | routed c1 µs | c1 added | plain c16 req/s | routed c16 req/s | c16 added |
-|---|---|---|---|---|---|---|
+| body | plain c1 p50 µs | routed c1 p50 µs | c1 added | plain c16 req/s | routed c16 req/s | plain CPU µs/req | routed CPU µs/req | CPU added |
+|---|---|---|---|---|---|---|---|---|
 ${rows.join('\n')}
 
 | target (issue 4) | measured | verdict |
 |---|---|---|
 ${verdict}
-` };
+`;
+}
+
+async function translationSection(backendPort) {
+  // mlxsingle has no native messages API, so every messages request is translated.
+  const gw = await startGateway(['logging: { level: info }', ...endpointLines(backendPort, 'mlxsingle')]);
+  const url = `http://127.0.0.1:${gw.port}`;
+  const messages = [{ role: 'user', content: 'Say hello to the benchmark in one short sentence, please.' }];
+  const rows = [];
+  const verdicts = [];
+  for (const stream of [false, true]) {
+    const plain = JSON.stringify({ model: 'bench-model', stream, max_tokens: 64, temperature: 0.7, messages: [{ role: 'system', content: 'You are a helpful assistant.' }, ...messages] });
+    const translated = JSON.stringify({ model: 'bench-model', stream, max_tokens: 64, temperature: 0.7, system: 'You are a helpful assistant.', messages });
+    const [a, b] = await loadAlternating([{ url, path: '/gw/mlxsingle/v1/chat/completions', body: plain, pid: gw.pid }, { url, path: '/gw/msgapi/v1/messages', body: translated, pid: gw.pid }], 16, ROUNDS, ROUND_S);
+    const added = cpuAdded(a, b);
+    const kind = stream ? 'streaming (10 SSE events)' : 'non-streaming';
+    rows.push(`| ${kind} | ${round(a.rps, 0)} | ${round(b.rps, 0)} | ${round(a.cpu_us, 0)} | ${round(b.cpu_us, 0)} | ${pct(added)} |`);
+    verdicts.push(`| translation adds ≤ 20% per request at c16, ${kind} | ${pct(added)} | ${added <= 0.2 ? 'met' : 'NOT met'} |`);
+  }
+  return `## 3. Messages API translation
+
+The same chat request at concurrency 16 (autocannon, ${ROUNDS} alternating rounds of ${ROUND_S} s per kind) to one gateway in front
+of the lean backend registered as \`mlxsingle\` (no native messages API, so every messages request is translated):
+**plain** — \`POST /gw/mlxsingle/v1/chat/completions\` proxied as is; **translated** — the equivalent
+\`POST /gw/msgapi/v1/messages\`, translated to chat-completions and its reply (or stream) translated back.
+Time per request = the gateway's CPU time per request; "translation adds" is the median over the rounds of translated / plain − 1.
+
+| request | plain req/s | translated req/s | plain CPU µs/req | translated CPU µs/req | translation adds |
+|---|---|---|---|---|---|
+${rows.join('\n')}
+
+| target (issue 5) | measured | verdict |
+|---|---|---|
+${verdicts.join('\n')}
+`;
 }
 
 async function main() {
-  const backendPort = await forkReady('backend.js', ['0']);
-  const sections = [await proxySection(backendPort), await routingSection(backendPort)];
+  const { port: backendPort } = await forkReady('backend.js', ['0']);
+  const sections = [await proxySection(backendPort), await routingSection(backendPort), await translationSection(backendPort)];
   const md = `# Benchmark results
 
 Machine: ${cpus().length} × ${cpus()[0].model}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}.
 Command: \`npm run bench\` (bench/run.js${quick ? ' --quick' : ''}). Backend, proxies and gateways each run in a process of
 their own, the load generator in the bench process; all on 127.0.0.1; every figure below comes from this one run.
 
-${sections.map((s) => s.md).join('\n')}`;
+${sections.join('\n')}`;
   writeFileSync(join(here, 'RESULTS.md'), md);
   console.log(md);
 }

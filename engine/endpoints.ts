@@ -279,6 +279,9 @@ export class EndpointRegistry extends EventEmitter {
     }
   }
 
+  /** Routable endpoints of every family, in configuration order; replaced, never mutated. */
+  routableAll: readonly Endpoint[] = [];
+
   /** Routable endpoints of a family, in configuration order; the array is replaced, never mutated. */
   routable(family: string): readonly Endpoint[] {
     return this.families.get(family)?.routable ?? [];
@@ -294,6 +297,7 @@ export class EndpointRegistry extends EventEmitter {
     ep.state = state;
     const fam = this.families.get(ep.family)!;
     fam.routable = fam.endpoints.filter((e) => e.routable);
+    this.routableAll = this.all.filter((e) => e.routable);
     this.emit('state', ep, from, state, reason);
   }
 

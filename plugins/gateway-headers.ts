@@ -3,17 +3,22 @@
 import { formatDuration } from '../engine/duration.js';
 import { definePlugin } from '../engine/plugin.js';
 
-export default definePlugin<Record<string, never>>({
+interface Options { model_header: boolean }
+
+export default definePlugin<Options>({
   name: 'gateway-headers',
-  schema: { type: 'object', additionalProperties: false },
-  apply(hooks, _o, env) {
+  schema: {
+    type: 'object', additionalProperties: false,
+    properties: { model_header: { type: 'boolean', default: true, description: 'X-Gw-Model (reads the body\'s model when no step set one)' } },
+  },
+  apply(hooks, o, env) {
     const family = env.profile?.name;
     hooks.respond.tap('gateway-headers', (ctx) => {
       const h = ctx.replyHeaders;
       h.push('x-gw-request-id', ctx.id);
       const ep = ctx.endpoint;
       if (ep) h.push('x-gw-endpoint', ep.name);
-      const model = ctx.model ?? ctx.bodyModel();
+      const model = o.model_header ? ctx.model ?? ctx.bodyModel() : undefined;
       if (model) h.push('x-gw-model', model);
       const type = ep?.family ?? family;
       if (type) h.push('x-gw-backend-type', type);

@@ -1,13 +1,18 @@
 // Count the finished request against its endpoint and model for the status routes.
 import { definePlugin } from '../engine/plugin.js';
 
-export default definePlugin<Record<string, never>>({
+interface Options { per_model: boolean }
+
+export default definePlugin<Options>({
   name: 'stats',
-  schema: { type: 'object', additionalProperties: false },
-  apply(hooks, _o, env) {
+  schema: {
+    type: 'object', additionalProperties: false,
+    properties: { per_model: { type: 'boolean', default: true, description: 'Count per model too (reads the body\'s model when no step set one)' } },
+  },
+  apply(hooks, o, env) {
     const stats = env.stats;
     hooks.done.tap('stats', (ctx) => {
-      stats.record(ctx.endpoint, ctx.elapsedMs(), ctx.status >= 500, ctx.model ?? ctx.bodyModel());
+      stats.record(ctx.endpoint, ctx.elapsedMs(), ctx.status >= 500, o.per_model ? ctx.model ?? ctx.bodyModel() : undefined);
     });
   },
 });

@@ -46,9 +46,14 @@ export class Catalogue extends EventEmitter {
   private readonly lists = new Map<Endpoint, Entry>();
   private readonly views = new Map<string, FamilyView>();
   private readonly traits = new Map<string, TraitMatcher>();
+  /** Name → endpoints of every family (msgapi routes across families); rebuilt after a change. */
+  private anyIndex: Map<string, Endpoint[]> | null = null;
+
+  private readonly familyNames: readonly string[];
 
   constructor(private readonly endpoints: readonly Endpoint[]) {
     super();
+    this.familyNames = [...new Set(endpoints.map((e) => e.family))];
   }
 
   set(ep: Endpoint, models: DiscoveredModel[], at = Date.now()): void {
@@ -104,10 +109,25 @@ export class Catalogue extends EventEmitter {
     return byName.get(model) ?? (model.includes(':') ? undefined : byName.get(`${model}:latest`)) ?? [];
   }
 
+  /** Endpoints of any family listing the model ("name" also matches "name:latest"). */
+  servedByAny(model: string): readonly Endpoint[] {
+    if (!this.anyIndex) {
+      const index = new Map<string, Endpoint[]>();
+      for (const family of this.familyNames) {
+        for (const [name, eps] of this.family(family).byName) index.set(name, [...(index.get(name) ?? []), ...eps]);
+      }
+      this.anyIndex = index;
+    }
+    return this.anyIndex.get(model) ?? (model.includes(':') ? undefined : this.anyIndex.get(`${model}:latest`)) ?? [];
+  }
+
+  anyKnown(): boolean {
+    return this.familyNames.some((f) => this.family(f).known);
+  }
+
   /** Every model of every family, families in profile order. */
   all(): CatalogueModel[] {
-    const families = [...new Set(this.endpoints.map((e) => e.family))];
-    return families.flatMap((f) => this.family(f).models);
+    return this.familyNames.flatMap((f) => this.family(f).models);
   }
 
   traitsOf(profile: Profile, name: string): ModelTraits {
@@ -118,6 +138,7 @@ export class Catalogue extends EventEmitter {
 
   private changed(family: string): void {
     this.views.delete(family);
+    this.anyIndex = null;
     this.emit('change', family);
   }
 

@@ -13,12 +13,13 @@ import type { Profile } from '../../engine/profiles.js';
 /** The families a step works on: its route's family, or every family. */
 export const familiesOf = (env: PluginEnv): readonly Profile[] => (env.profile ? [env.profile] : env.profiles.list);
 
+/** `families` is either one family or every family (familiesOf), so the all-families lists serve the latter. */
 export function routableIn(env: PluginEnv, families: readonly Profile[]): readonly Endpoint[] {
-  return families.length === 1 ? env.endpoints.routable(families[0].name) : families.flatMap((f) => env.endpoints.routable(f.name));
+  return families.length === 1 ? env.endpoints.routable(families[0].name) : env.endpoints.routableAll;
 }
 
-function servedBy(env: PluginEnv, families: readonly Profile[], model: string): Endpoint[] {
-  return families.flatMap((f) => env.catalogue.servedBy(f.name, model));
+function servedBy(env: PluginEnv, families: readonly Profile[], model: string): readonly Endpoint[] {
+  return families.length === 1 ? env.catalogue.servedBy(families[0].name, model) : env.catalogue.servedByAny(model);
 }
 
 const label = (families: readonly Profile[]) => (families.length === 1 ? families[0].name : 'any family');
@@ -26,7 +27,7 @@ const label = (families: readonly Profile[]) => (families.length === 1 ? familie
 /** Alias rules 1–3: endpoints serving any target (alias order), or a strict rejection, or nothing. */
 export function resolveAlias(ctx: Context, env: PluginEnv, families: readonly Profile[], model: string, targets: readonly string[]): void {
   const strategy = env.config.model_registry.routing_strategy.type;
-  if (!families.some((f) => env.catalogue.family(f.name).known)) return;
+  if (!(families.length === 1 ? env.catalogue.family(families[0].name).known : env.catalogue.anyKnown())) return;
   const aliasTargets = new Map<Endpoint, string>();
   for (const ep of routableIn(env, families)) {
     const name = targets.find((t) => env.catalogue.servedBy(ep.family, t).includes(ep));
@@ -48,7 +49,7 @@ export function modelCandidates(ctx: Context, env: PluginEnv, families: readonly
   const { catalogue } = env;
   const rs = env.config.model_registry.routing_strategy;
   const decide = (decision: RoutingInfo['decision'], reason: string) => (ctx.routing = { strategy: rs.type, decision, reason });
-  if (!families.some((f) => catalogue.family(f.name).known)) {
+  if (!(families.length === 1 ? catalogue.family(families[0].name).known : catalogue.anyKnown())) {
     decide('routed', 'catalogue_empty');
     return routable;
   }

@@ -4,11 +4,18 @@ import type { Block, Message, StopReason } from './types.js';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
+// Random bytes drawn 4 KiB at a time: one system call per ~180 ids, not one per id.
+let pool = Buffer.alloc(0);
+let offset = 0;
+
 /** An id in the messages API's style: the prefix, then 22 base62 characters. */
 export function newId(prefix: 'msg_01' | 'toolu_01'): string {
-  const bytes = randomBytes(22);
+  if (offset + 22 > pool.length) {
+    pool = randomBytes(4096);
+    offset = 0;
+  }
   let out = prefix;
-  for (const b of bytes) out += BASE62[b % 62];
+  for (let i = 0; i < 22; i++) out += BASE62[pool[offset++] % 62];
   return out;
 }
 

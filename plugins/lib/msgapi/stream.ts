@@ -13,6 +13,12 @@ export function sse(type: string, data: Record<string, unknown>): string {
   return `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
 }
 
+/** The most frequent frame, built without an intermediate object: one JSON.stringify of the text. */
+function deltaFrame(index: number, kind: 'text_delta' | 'thinking_delta', text: string): string {
+  const field = kind === 'text_delta' ? 'text' : 'thinking';
+  return `event: content_block_delta\ndata: {"type":"content_block_delta","index":${index},"delta":{"type":"${kind}","${field}":${JSON.stringify(text)}}}\n\n`;
+}
+
 interface PendingTool {
   id: string;
   name: string;
@@ -154,7 +160,7 @@ export class StreamTranslator {
       this.open = kind;
     }
     this.outputChars += text.length;
-    return out + sse('content_block_delta', { index: this.index, delta: kind === 'text' ? { type: 'text_delta', text } : { type: 'thinking_delta', thinking: text } });
+    return out + deltaFrame(this.index, kind === 'text' ? 'text_delta' : 'thinking_delta', text);
   }
 
   private toolDelta(call: { index?: number; id?: string; function?: { name?: string; arguments?: string } }): string {

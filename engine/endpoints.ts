@@ -281,6 +281,8 @@ export class EndpointRegistry extends EventEmitter {
 
   /** Routable endpoints of every family, in configuration order; replaced, never mutated. */
   routableAll: readonly Endpoint[] = [];
+  /** Bumped on every health state change, so callers can cache what they derive from it. */
+  version = 0;
 
   /** Routable endpoints of a family, in configuration order; the array is replaced, never mutated. */
   routable(family: string): readonly Endpoint[] {
@@ -298,6 +300,7 @@ export class EndpointRegistry extends EventEmitter {
     const fam = this.families.get(ep.family)!;
     fam.routable = fam.endpoints.filter((e) => e.routable);
     this.routableAll = this.all.filter((e) => e.routable);
+    this.version++;
     this.emit('state', ep, from, state, reason);
   }
 

@@ -4,7 +4,7 @@
 // alias wins over a real model of the same name. With no endpoint for any target the request is
 // routed with the alias as an ordinary name, except in strict mode, where it is rejected.
 import { definePlugin } from '../engine/plugin.js';
-import { familiesOf, resolveAlias } from './lib/model-routing.js';
+import { familiesOf, resolveAlias, type AliasCache } from './lib/model-routing.js';
 
 export default definePlugin<Record<string, never>>({
   name: 'alias-resolve',
@@ -13,10 +13,11 @@ export default definePlugin<Record<string, never>>({
     const aliases = new Map(Object.entries(env.config.model_aliases));
     if (aliases.size === 0) return;
     const families = familiesOf(env);
+    const cache: AliasCache = new Map();
     hooks.request.tap('alias-resolve', (ctx) => {
       const model = ctx.bodyModel();
       const targets = model ? aliases.get(model) : undefined;
-      if (model && targets) resolveAlias(ctx, env, families, model, targets);
+      if (model && targets) resolveAlias(ctx, env, families, model, targets, cache);
     });
   },
 });

@@ -136,7 +136,11 @@ export class Catalogue extends EventEmitter {
     return m(name);
   }
 
+  /** Bumped on every change, so callers can cache what they derive from the catalogue. */
+  version = 0;
+
   private changed(family: string): void {
+    this.version++;
     this.views.delete(family);
     this.anyIndex = null;
     this.emit('change', family);

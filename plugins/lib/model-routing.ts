@@ -24,15 +24,27 @@ function servedBy(env: PluginEnv, families: readonly Profile[], model: string): 
 
 const label = (families: readonly Profile[]) => (families.length === 1 ? families[0].name : 'any family');
 
-/** Alias rules 1–3: endpoints serving any target (alias order), or a strict rejection, or nothing. */
-export function resolveAlias(ctx: Context, env: PluginEnv, families: readonly Profile[], model: string, targets: readonly string[]): void {
-  const strategy = env.config.model_registry.routing_strategy.type;
-  if (!(families.length === 1 ? env.catalogue.family(families[0].name).known : env.catalogue.anyKnown())) return;
-  const aliasTargets = new Map<Endpoint, string>();
+/** Per alias: which routable endpoint serves which real name, valid while neither the catalogue
+ *  nor endpoint health changed (the map is shared by the requests in between, never mutated). */
+export type AliasCache = Map<string, { catalogue: number; health: number; targets: Map<Endpoint, string> }>;
+
+function aliasTargetsOf(env: PluginEnv, families: readonly Profile[], model: string, targets: readonly string[], cache: AliasCache): Map<Endpoint, string> {
+  const hit = cache.get(model);
+  if (hit && hit.catalogue === env.catalogue.version && hit.health === env.endpoints.version) return hit.targets;
+  const map = new Map<Endpoint, string>();
   for (const ep of routableIn(env, families)) {
     const name = targets.find((t) => env.catalogue.servedBy(ep.family, t).includes(ep));
-    if (name) aliasTargets.set(ep, name);
+    if (name) map.set(ep, name);
   }
+  cache.set(model, { catalogue: env.catalogue.version, health: env.endpoints.version, targets: map });
+  return map;
+}
+
+/** Alias rules 1–3: endpoints serving any target (alias order), or a strict rejection, or nothing. */
+export function resolveAlias(ctx: Context, env: PluginEnv, families: readonly Profile[], model: string, targets: readonly string[], cache: AliasCache): void {
+  const strategy = env.config.model_registry.routing_strategy.type;
+  if (!(families.length === 1 ? env.catalogue.family(families[0].name).known : env.catalogue.anyKnown())) return;
+  const aliasTargets = aliasTargetsOf(env, families, model, targets, cache);
   if (aliasTargets.size > 0) {
     ctx.routing = { strategy, decision: 'routed', reason: 'alias', aliasTargets };
     return;

@@ -131,14 +131,23 @@ export async function loadAlternating(targets, connections, rounds, seconds) {
       totals[k].p99.push(res.latency.p99);
     }
   }
-  return totals.map((t) => ({ rps: t.requests / t.seconds, cpu_us: (t.cpu * 1000) / t.requests, cpu_rounds: t.cpuRounds, p50_ms: Math.max(...t.p50), p99_ms: Math.max(...t.p99) }));
+  return totals.map((t) => ({ rps: t.requests / t.seconds, rps_rounds: t.rounds, cpu_us: (t.cpu * 1000) / t.requests, cpu_rounds: t.cpuRounds, p50_ms: Math.max(...t.p50), p99_ms: Math.max(...t.p99) }));
+}
+
+function medianOf(values) {
+  const v = [...values].sort((x, y) => x - y);
+  const mid = v.length >> 1;
+  return v.length % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
 }
 
 /** b's extra CPU time per request over a's: the median over the alternating rounds of b/a − 1. */
 export function cpuAdded(a, b) {
-  const ratios = a.cpu_rounds.map((x, i) => b.cpu_rounds[i] / x - 1).sort((x, y) => x - y);
-  const mid = ratios.length >> 1;
-  return ratios.length % 2 ? ratios[mid] : (ratios[mid - 1] + ratios[mid]) / 2;
+  return medianOf(a.cpu_rounds.map((x, i) => b.cpu_rounds[i] / x - 1));
+}
+
+/** b's extra wall time per request (connections / req/s) over a's: the median over the rounds. */
+export function timeAdded(a, b) {
+  return medianOf(a.rps_rounds.map((x, i) => x / b.rps_rounds[i] - 1));
 }
 
 /** Sequential streams: time to the first body byte and to the end, milliseconds. */

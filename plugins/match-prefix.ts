@@ -2,13 +2,18 @@
 // base path is added when the request is sent).
 import { definePlugin } from '../engine/plugin.js';
 
-export default definePlugin<Record<string, never>>({
+interface Options { prefix?: string }
+
+export default definePlugin<Options>({
   name: 'match-prefix',
-  schema: { type: 'object', additionalProperties: false },
-  apply(hooks) {
+  schema: {
+    type: 'object', additionalProperties: false,
+    properties: { prefix: { type: 'string', pattern: '^/', description: 'The prefix to strip on path mounts (per-profile mounts know theirs)' } },
+  },
+  apply(hooks, o) {
     hooks.request.tap('match-prefix', (ctx) => {
       const url = ctx.req.url ?? '/';
-      const prefix = ctx.route.prefix ?? '';
+      const prefix = ctx.route.prefix ?? o.prefix ?? '';
       // The router may have matched a percent-encoded spelling of the prefix: cut at the next slash then.
       let cut = url.startsWith(prefix) ? prefix.length : url.indexOf('/', '/gw/'.length);
       if (cut < 0) cut = url.length;

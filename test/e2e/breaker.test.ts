@@ -3,15 +3,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { FakeBackend } from '../fakes/index.js';
-import { endpoint, startGateway, type Started } from '../helpers/gateway.js';
+import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 
 let gw: Started | null = null;
 let fakes: FakeBackend[] = [];
 afterEach(async () => {
-  await gw?.close();
-  gw = null;
-  for (const f of fakes) await f.stop();
-  fakes = [];
+  await closeAll(gw, fakes);
+  [gw, fakes] = [null, []];
 });
 
 async function setup(n: number, openTimeout = '30s') {

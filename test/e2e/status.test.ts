@@ -7,15 +7,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { fnv1a36 } from '../../engine/hash.js';
 import { FakeBackend } from '../fakes/index.js';
-import { endpoint, startGateway, type Started } from '../helpers/gateway.js';
+import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 
 let gw: Started | null = null;
 let fakes: FakeBackend[] = [];
 afterEach(async () => {
-  await gw?.close();
-  gw = null;
-  for (const f of fakes) await f.stop();
-  fakes = [];
+  await closeAll(gw, fakes);
+  [gw, fakes] = [null, []];
 });
 
 const get = async (path: string, headers: Record<string, string> = {}) => {

@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { backoffDelay, retryAfterMs } from '../../engine/health.js';
 import { FakeBackend } from '../fakes/index.js';
-import { endpoint, startGateway, type Started } from '../helpers/gateway.js';
+import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function until(cond: () => boolean, ms = 3000) {
@@ -14,10 +14,8 @@ async function until(cond: () => boolean, ms = 3000) {
 let gw: Started | null = null;
 let fakes: FakeBackend[] = [];
 afterEach(async () => {
-  await gw?.close();
-  gw = null;
-  for (const f of fakes) await f.stop();
-  fakes = [];
+  await closeAll(gw, fakes);
+  [gw, fakes] = [null, []];
 });
 
 async function setup(family: string, extra: Record<string, unknown> = {}, before?: (f: FakeBackend) => void) {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { Gateway } from '../../engine/gateway.js';
+import type { FakeBackend } from '../fakes/index.js';
 
 export interface Started {
   gw: Gateway;
@@ -42,4 +43,10 @@ export async function startGateway(config: Record<string, any>, env: NodeJS.Proc
   const gw = await Gateway.create({ configFile, env, logDestination: destination });
   const addr = await gw.listen();
   return { gw, url: `http://127.0.0.1:${addr.port}`, logs, configFile, close: () => gw.close() };
+}
+
+/** Close what a test started: its gateway, then its fakes. */
+export async function closeAll(gw: Started | null, fakes: readonly FakeBackend[]): Promise<void> {
+  await gw?.close();
+  for (const f of fakes) await f.stop();
 }

@@ -90,13 +90,6 @@ export class Context {
     return this.parsed;
   }
 
-  /** Replace the body (a step that rewrote it keeps bytes, parse and model field in step). */
-  setBody(bytes: Buffer, parsed: unknown = NOT_PARSED): void {
-    this.body = bytes;
-    this.parsed = parsed;
-    this.modelField = NOT_PARSED;
-  }
-
   /** Where the top-level `model` string of a JSON object body sits, found once without a full parse. */
   modelSpan(): ModelField | null {
     if (this.modelField === NOT_PARSED) this.modelField = this.body && this.body.length > 0 ? findModelField(this.body) : null;

@@ -4,6 +4,7 @@
 import { Agent, request } from 'undici';
 import type { Logger } from 'pino';
 import type { Endpoint, EndpointRegistry, HealthState } from './endpoints.js';
+import { SingleFlight } from './single-flight.js';
 
 const BACKOFF_CAP_MS = 60_000;
 
@@ -44,7 +45,7 @@ function judge(ep: Endpoint, status: number, retryAfter: string | string[] | und
 
 export class HealthMonitor {
   private readonly timers = new Map<Endpoint, NodeJS.Timeout>();
-  private readonly inFlight = new Map<Endpoint, Promise<void>>();
+  private readonly inFlight = new SingleFlight<Endpoint, void>();
   // Health probes use their own connections, so they never occupy or age the proxy's sockets.
   private readonly agent = new Agent({ keepAliveTimeout: 2_500, keepAliveMaxTimeout: 2_500 });
   private stopped = false;
@@ -60,7 +61,7 @@ export class HealthMonitor {
     this.stopped = true;
     for (const t of this.timers.values()) clearTimeout(t);
     this.timers.clear();
-    await Promise.allSettled(this.inFlight.values());
+    await this.inFlight.drain();
     await this.agent.close();
   }
 
@@ -73,12 +74,7 @@ export class HealthMonitor {
 
   /** One check now; a second call while one runs joins it instead of piling up. */
   check(ep: Endpoint): Promise<void> {
-    let running = this.inFlight.get(ep);
-    if (!running) {
-      running = this.probe(ep).finally(() => this.inFlight.delete(ep));
-      this.inFlight.set(ep, running);
-    }
-    return running;
+    return this.inFlight.run(ep, () => this.probe(ep));
   }
 
   private schedule(ep: Endpoint, delayMs: number): void {

@@ -26,5 +26,3 @@ export function createHooks(): Hooks {
     done: new SyncHook<[Context]>(['ctx']),
   });
 }
-
-export const HOOK_NAMES = ['request', 'upstream', 'dispatch', 'respond', 'done'] as const;

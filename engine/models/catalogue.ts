@@ -70,9 +70,6 @@ export class Catalogue extends EventEmitter {
     }
   }
 
-  isStale(ep: Endpoint): boolean {
-    return this.lists.get(ep)?.stale ?? true;
-  }
 
   clear(ep: Endpoint): void {
     if (this.lists.delete(ep)) this.changed(ep.family);
@@ -81,10 +78,6 @@ export class Catalogue extends EventEmitter {
   /** The list an endpoint reported, or undefined when it has not reported one. */
   listOf(ep: Endpoint): readonly DiscoveredModel[] | undefined {
     return this.lists.get(ep)?.models;
-  }
-
-  refreshedAt(ep: Endpoint): number | undefined {
-    return this.lists.get(ep)?.at;
   }
 
   /** Drop lists not refreshed for `maxAgeMs` (stale); returns the endpoints dropped. */

@@ -9,6 +9,7 @@ import type { GatewayConfig } from '../config.js';
 import { parseDuration } from '../duration.js';
 import type { Endpoint, EndpointRegistry } from '../endpoints.js';
 import { describeError } from '../health.js';
+import { SingleFlight } from '../single-flight.js';
 import type { Catalogue } from './catalogue.js';
 import { ModelListError, parseModelList } from './parse.js';
 
@@ -29,7 +30,7 @@ export class DiscoveryService {
   private readonly timeoutMs: number;
   private readonly workers: number;
   private readonly attempts: number;
-  private readonly inFlight = new Map<Endpoint, Promise<DiscoveryResult>>();
+  private readonly inFlight = new SingleFlight<Endpoint, DiscoveryResult>();
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly agent = new Agent({ keepAliveTimeout: 2_500, keepAliveMaxTimeout: 2_500 });
   private stopped = false;
@@ -65,7 +66,7 @@ export class DiscoveryService {
   async stop(): Promise<void> {
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
-    await Promise.allSettled(this.inFlight.values());
+    await this.inFlight.drain();
     await this.agent.close();
   }
 
@@ -83,12 +84,7 @@ export class DiscoveryService {
 
   /** One endpoint; a call while one runs joins it. */
   discover(ep: Endpoint): Promise<DiscoveryResult> {
-    let running = this.inFlight.get(ep);
-    if (!running) {
-      running = this.fetchWithRetries(ep).finally(() => this.inFlight.delete(ep));
-      this.inFlight.set(ep, running);
-    }
-    return running;
+    return this.inFlight.run(ep, () => this.fetchWithRetries(ep));
   }
 
   private async fetchWithRetries(ep: Endpoint): Promise<DiscoveryResult> {

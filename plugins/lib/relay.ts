@@ -21,20 +21,22 @@ function listed(flat: string[], name: string): boolean {
   return false;
 }
 
-type Controller = Parameters<NonNullable<Dispatcher.DispatchHandler['onRequestStart']>>[0];
+export type Controller = Parameters<NonNullable<Dispatcher.DispatchHandler['onRequestStart']>>[0];
 
-class RelayHandler implements Dispatcher.DispatchHandler {
+/** What every attempt handler shares: a client that leaves cancels the upstream request, and
+ *  the attempt settles exactly once. */
+export abstract class AttemptHandler implements Dispatcher.DispatchHandler {
   private controller: Controller | null = null;
   private settled = false;
   private readonly onClientClose = () => {
     if (!this.ctx.res.writableFinished) this.controller?.abort(new ClientGone());
   };
 
-  constructor(private readonly ctx: Context, private readonly resolve: (o: Outcome) => void) {
+  constructor(protected readonly ctx: Context, private readonly resolve: (o: Outcome) => void) {
     ctx.res.once('close', this.onClientClose);
   }
 
-  private settle(o: Outcome): void {
+  protected settle(o: Outcome): void {
     if (this.settled) return;
     this.settled = true;
     this.ctx.res.off('close', this.onClientClose);
@@ -45,6 +47,20 @@ class RelayHandler implements Dispatcher.DispatchHandler {
     this.controller = controller;
     if (this.ctx.res.destroyed) controller.abort(new ClientGone());
   }
+
+  abstract onResponseError(controller: Controller, error: Error): void;
+}
+
+/** Send one attempt through the dispatcher with the given handler. */
+export function dispatchAttempt(dispatcher: Dispatcher, up: UpstreamRequest, handler: AttemptHandler): void {
+  try {
+    dispatcher.dispatch({ path: up.path, method: up.method, headers: up.headers, body: up.body }, handler);
+  } catch (err) {
+    handler.onResponseError(null as unknown as Controller, err as Error);
+  }
+}
+
+class RelayHandler extends AttemptHandler {
 
   onResponseStart(_c: Controller, status: number, headers: Record<string, string | string[] | undefined>): void {
     if (status < 200) return; // 1xx informational: the final head follows
@@ -95,14 +111,7 @@ class RelayHandler implements Dispatcher.DispatchHandler {
 }
 
 export function relay(ctx: Context, dispatcher: Dispatcher, up: UpstreamRequest): Promise<Outcome> {
-  return new Promise((resolve) => {
-    const handler = new RelayHandler(ctx, resolve);
-    try {
-      dispatcher.dispatch({ path: up.path, method: up.method, headers: up.headers, body: up.body }, handler);
-    } catch (err) {
-      handler.onResponseError(null as unknown as Controller, err as Error);
-    }
-  });
+  return new Promise((resolve) => dispatchAttempt(dispatcher, up, new RelayHandler(ctx, resolve)));
 }
 
 /**

@@ -3,6 +3,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { FakeBackend } from '../fakes/index.js';
+import { compareVersions } from '../../plugins/translate.js';
 import { endpoint, startGateway, type Started } from '../helpers/gateway.js';
 
 // mlxsingle speaks chat-completions only (translation); localrunner declares native support (passthrough).
@@ -160,6 +161,30 @@ describe('passthrough', () => {
     const final = await client().messages.stream({ model: 'native-alias', max_tokens: 32, messages: [{ role: 'user', content: 'hi' }] }).finalMessage();
     expect(final.content).toEqual([{ type: 'text', text: 'Native hello' }]);
     expect(native.traffic[0].json.model).toBe('llama-native');
+  });
+});
+
+describe('passthrough min_version', () => {
+  it('translates for an endpoint whose configured version is below the profile minimum', async () => {
+    const old = await startGateway({ discovery: { static: { endpoints: [endpoint('old', 'localrunner', native.url, { version: '0.13.2' })] } } });
+    try {
+      const res = await request(`${old.url}/gw/msgapi/v1/messages`, { method: 'POST', body: JSON.stringify({ model: 'llama-native', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }) });
+      const reply = (await res.body.json()) as any;
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['x-gw-mode']).toBeUndefined();
+      expect(native.traffic[0].url).toBe('/v1/chat/completions');
+      expect(reply.content).toEqual([{ type: 'text', text: 'Native hello' }]);
+    } finally {
+      await old.close();
+    }
+  });
+
+  it('compares versions numerically, build numbers too', () => {
+    expect(compareVersions('0.11.1', '0.11.0')).toBe(1);
+    expect(compareVersions('0.9.9', '0.11.1')).toBe(-1);
+    expect(compareVersions('b4847', 'b4847')).toBe(0);
+    expect(compareVersions('b4900', 'b4847')).toBe(1);
+    expect(compareVersions('dev', '0.1')).toBeUndefined();
   });
 });
 

@@ -3,7 +3,7 @@ import selectEndpoint, { STRATEGIES } from '../../plugins/select-endpoint.js';
 import type { Endpoint } from '../../engine/endpoints.js';
 import { applyPlugin, profiles, stubContext, testEnv } from '../helpers/plugin.js';
 
-const ep = (name: string, priority: number, active = 0) => ({ name, priority, active }) as unknown as Endpoint;
+const ep = (name: string, priority: number, active = 0) => ({ name, priority, active, state: 'healthy' }) as unknown as Endpoint;
 const names = (list: readonly Endpoint[]) => list.map((e) => e.name).join('');
 
 describe('balancing strategies', () => {
@@ -37,6 +37,16 @@ describe('select-endpoint', () => {
     const { ctx } = stubContext(hooks);
     await expect(hooks.request.promise(ctx)).rejects.toMatchObject({ status: 503, type: 'endpoint_unavailable', message: expect.stringContaining('mlxmulti') });
   });
+  it('gives Busy and Warming endpoints only what the Healthy ones cannot take', async () => {
+    const busy = { name: 'busy', priority: 100, active: 0, state: 'busy' } as unknown as Endpoint;
+    const healthy = { name: 'ok', priority: 1, active: 0, state: 'healthy' } as unknown as Endpoint;
+    const endpoints = { routable: () => [busy, healthy], endpoints: () => [] };
+    const hooks = applyPlugin(selectEndpoint, { strategy: 'priority' }, testEnv({ profile: profiles.byName.get('mlxmulti'), endpoints: endpoints as never }));
+    const { ctx } = stubContext(hooks);
+    await hooks.request.promise(ctx);
+    expect(names(ctx.candidates)).toBe('okbusy');
+  });
+
   it('puts the ordered candidates on the context', async () => {
     const endpoints = { routable: () => [ep('a', 1), ep('b', 9)], endpoints: () => [] };
     const hooks = applyPlugin(selectEndpoint, { strategy: 'priority' }, testEnv({ profile: profiles.byName.get('mlxmulti'), endpoints: endpoints as never }));

@@ -4,11 +4,10 @@
 // errors keep their status and take the messages API's error shape.
 import type { Dispatcher } from 'undici';
 import type { Context, UpstreamRequest } from '../../../engine/context.js';
-import { ClientGone, type Outcome } from '../relay.js';
+import { AttemptHandler, ClientGone, dispatchAttempt, type Controller, type Outcome } from '../relay.js';
 import { errorReply, toMessage } from './response.js';
 import { eventsForMessage, StreamTranslator, type StreamOptions } from './stream.js';
 
-type Controller = Parameters<NonNullable<Dispatcher.DispatchHandler['onRequestStart']>>[0];
 const MAX_BUFFERED = 64 * 1024 * 1024;
 
 export interface TranslateOptions extends StreamOptions {
@@ -17,27 +16,22 @@ export interface TranslateOptions extends StreamOptions {
   onMalformed(count: number): void;
 }
 
-class TranslateHandler implements Dispatcher.DispatchHandler {
-  private controller: Controller | null = null;
-  private settled = false;
+class TranslateHandler extends AttemptHandler {
   private status = 0;
   private translator: StreamTranslator | null = null;
   private readonly chunks: Buffer[] = [];
   private size = 0;
-  private readonly onClientClose = () => {
-    if (!this.ctx.res.writableFinished) this.controller?.abort(new ClientGone());
-  };
 
-  constructor(private readonly ctx: Context, private readonly o: TranslateOptions, private readonly resolve: (o: Outcome) => void) {
-    ctx.res.once('close', this.onClientClose);
+  constructor(ctx: Context, private readonly o: TranslateOptions, resolve: (o: Outcome) => void) {
+    super(ctx, resolve);
   }
 
-  private settle(o: Outcome): void {
-    if (this.settled) return;
-    this.settled = true;
-    this.ctx.res.off('close', this.onClientClose);
-    if (this.translator?.malformed) this.o.onMalformed(this.translator.malformed);
-    this.resolve(o);
+  private reported = false;
+
+  protected override settle(o: Outcome): void {
+    if (!this.reported && this.translator?.malformed) this.o.onMalformed(this.translator.malformed);
+    this.reported = true;
+    super.settle(o);
   }
 
   private head(status: number, contentType: string, length?: number): void {
@@ -49,11 +43,6 @@ class TranslateHandler implements Dispatcher.DispatchHandler {
     if (length !== undefined) headers.push('content-length', String(length));
     else headers.push('cache-control', 'no-cache');
     ctx.res.writeHead(status, headers);
-  }
-
-  onRequestStart(controller: Controller): void {
-    this.controller = controller;
-    if (this.ctx.res.destroyed) controller.abort(new ClientGone());
   }
 
   onResponseStart(_c: Controller, status: number, headers: Record<string, string | string[] | undefined>): void {
@@ -132,12 +121,5 @@ class TranslateHandler implements Dispatcher.DispatchHandler {
 }
 
 export function translate(ctx: Context, dispatcher: Dispatcher, up: UpstreamRequest, o: TranslateOptions): Promise<Outcome> {
-  return new Promise((resolve) => {
-    const handler = new TranslateHandler(ctx, o, resolve);
-    try {
-      dispatcher.dispatch({ path: up.path, method: up.method, headers: up.headers, body: up.body }, handler);
-    } catch (err) {
-      handler.onResponseError(null as unknown as Controller, err as Error);
-    }
-  });
+  return new Promise((resolve) => dispatchAttempt(dispatcher, up, new TranslateHandler(ctx, o, resolve)));
 }

@@ -3,8 +3,9 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    testTimeout: 20_000,
-    hookTimeout: 20_000,
+    // Generous: tests wait on signals within budgets sized for a loaded 2-core machine.
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
     // Two cores: files run in parallel on forks; every server binds 127.0.0.1:0.
     pool: 'forks',
   },

@@ -25,6 +25,11 @@ async function serve(opts) {
     else console.error(`gw: failed to start: ${err?.stack ?? err}`);
     process.exit(1);
   }
+  // Requests contain their own errors (a request that fails gets a 500); this is the last line
+  // of defence, so that whatever escapes them costs one request and never the process.
+  const log = gateway.runtime.log;
+  process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection; the gateway keeps serving'));
+  process.on('uncaughtException', (err) => log.error({ err }, 'uncaught exception; the gateway keeps serving'));
   let stopping = false;
   const stop = (signal) => {
     if (stopping) return;

@@ -1,6 +1,6 @@
 // Configuration per CONTRACT.md: file lookup, schema defaults, typo detection, environment
 // overrides (they win over the file; an invalid value warns and falls back), deep-frozen result.
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { DURATION_PATTERN } from './duration.js';
 import { ConfigError } from './errors.js';
@@ -22,6 +22,7 @@ export interface EndpointConfig {
 export interface GatewayConfig {
   server: {
     host: string; port: number; shutdown_timeout: Duration;
+    read_header_timeout: Duration; body_idle_timeout: Duration; idle_timeout: Duration;
     request_limits: { max_body_size: number; max_header_size: number };
     rate_limits: {
       global_requests_per_minute: number; per_ip_requests_per_minute: number;
@@ -137,6 +138,10 @@ export function checkConfig(file: string | null, env: NodeJS.ProcessEnv = proces
   const fileLevel = normaliseLevel(cfg.logging.level);
   if (!fileLevel) problems.push({ level: 'warn', field: 'logging.level', message: `${JSON.stringify(cfg.logging.level)} is not a log level; using info`, fix: 'use debug, info, warn or error' });
   cfg.logging.level = fileLevel ?? 'info';
+  const given = raw as { proxy?: { profiles_dir?: unknown }; pipelines?: { dir?: unknown } };
+  problems.push(...folderProblems('proxy.profiles_dir', cfg.proxy.profiles_dir, given.proxy?.profiles_dir !== undefined, 'profiles'));
+  problems.push(...folderProblems('pipelines.dir', cfg.pipelines.dir, given.pipelines?.dir !== undefined, 'pipelines'));
+  if (problems.some((p) => p.level === 'fail')) return { problems };
   for (const [name, apply] of Object.entries(ENV_OVERRIDES)) {
     const value = env[name];
     if (value === undefined) continue;
@@ -144,6 +149,17 @@ export function checkConfig(file: string | null, env: NodeJS.ProcessEnv = proces
     if (why) problems.push({ level: 'warn', field: name, message: `environment value ${JSON.stringify(value)} ${why}; ignored, using the configured value` });
   }
   return { loaded: { config: deepFreeze(cfg), source, problems }, problems };
+}
+
+/** A custom folder that is missing drops the user's customisations without a word: say so. The
+ *  default folder may well not exist (nothing customised); a folder named explicitly should. */
+function folderProblems(field: string, dir: string, explicit: boolean, what: string): Problem[] {
+  const abs = resolve(dir);
+  if (!existsSync(abs)) {
+    return explicit ? [{ level: 'warn', field, message: `folder ${abs} does not exist; no custom ${what} are loaded`, fix: `create it, or correct the path (relative paths resolve against the working directory, ${process.cwd()})` }] : [];
+  }
+  if (!statSync(abs).isDirectory()) return [{ level: 'fail', field, message: `${abs} is not a folder`, fix: `point ${field} at a folder of YAML files` }];
+  return [];
 }
 
 /** For serving: the config, or a ConfigError naming the file, the field and the fix. */

@@ -6,7 +6,9 @@ const DURATION = new RegExp(DURATION_PATTERN);
 export function parseDuration(text: string): number {
   const m = DURATION.exec(text);
   if (!m) throw new Error(`"${text}" is not a duration; write a number with a unit: 500ms, 5s, 5m, 1h`);
-  return Math.round(parseFloat(text) * UNIT_MS[m[2]]);
+  const ms = parseFloat(text) * UNIT_MS[m[2]];
+  // A positive duration never rounds down to zero (a zero interval would spin).
+  return ms > 0 ? Math.max(1, Math.round(ms)) : 0;
 }
 
 /** A duration string with a unit, for headers and status output: "0.412ms", "1.25s". */

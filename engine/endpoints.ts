@@ -78,8 +78,6 @@ export class Endpoint {
   state: HealthState = 'unknown';
   /** Proxied requests in flight (least-connections balancing). */
   active = 0;
-  /** Connections the pool has opened: unchanged across a request means it rode a reused socket. */
-  socketsOpened = 0;
   lastCheck: Date | null = null;
   lastLatencyMs = 0;
   lastError = '';
@@ -106,18 +104,22 @@ export class Endpoint {
     this.checkTimeoutMs = plan.checkTimeoutMs;
     this.headers = plan.headers;
     this.headerNames = new Set(plan.headers.filter((_, i) => i % 2 === 0));
+    this.replaySafePaths = new Set(plan.profile.api.replay_safe_paths);
     this.pool = new Pool(this.origin, this.dispatcherOptions());
+  }
+
+  private readonly replaySafePaths: ReadonlySet<string>;
+
+  /** May this request be sent again after a connection-level failure? Safe methods always;
+   *  others only on the paths the profile lists (inference), never on model management. */
+  replaySafe(method: string, pathname: string): boolean {
+    return method === 'GET' || method === 'HEAD' || method === 'OPTIONS' || this.replaySafePaths.has(pathname);
   }
 
   /** Options for this endpoint's pool, and for a one-off fresh connection to it. */
   dispatcherOptions() {
-    const connector = buildConnector({ timeout: this.timeouts.connectMs });
     return {
-      connect: (opts: Parameters<typeof connector>[0], done: Parameters<typeof connector>[1]) =>
-        connector(opts, (err, socket) => {
-          if (!err) this.socketsOpened++;
-          done(err, socket as never);
-        }),
+      connect: buildConnector({ timeout: this.timeouts.connectMs }),
       headersTimeout: this.timeouts.responseMs,
       bodyTimeout: this.timeouts.idleMs,
       // Retire idle sockets before common upstream idle timeouts (about 3 s) close them under us.
@@ -268,9 +270,13 @@ export class EndpointRegistry extends EventEmitter {
   constructor(plans: EndpointPlan[], config: GatewayConfig) {
     super();
     const p = config.proxy;
-    const timeouts = { connectMs: parseDuration(p.connection_timeout), responseMs: parseDuration(p.response_timeout), idleMs: parseDuration(p.stream_idle_timeout) };
     const breaker = { healthFailures: p.circuit_breaker.health_failures, proxyFailures: p.circuit_breaker.proxy_failures, openMs: parseDuration(p.circuit_breaker.open_timeout) };
-    this.all = plans.map((plan) => new Endpoint(plan, timeouts, breaker));
+    this.all = plans.map((plan) => new Endpoint(plan, {
+      connectMs: parseDuration(p.connection_timeout),
+      // The family's own timeout (the native runner's 5m) wins over the gateway-wide default.
+      responseMs: parseDuration(plan.profile.characteristics.timeout ?? p.response_timeout),
+      idleMs: parseDuration(p.stream_idle_timeout),
+    }, breaker));
     assignIds(this.all);
     for (const ep of this.all) {
       const fam = this.families.get(ep.family) ?? { endpoints: [], routable: [] };

@@ -1,6 +1,7 @@
 // The one table of gateway error codes and the one renderer of the spec's envelope
 // {error:{message,type,code}}. Every code here is documented in README.md (a test checks).
 import type { ServerResponse } from 'node:http';
+import { clip, writeHead } from './head.js';
 
 type Detail = Record<string, unknown>;
 interface ErrorSpec {
@@ -12,14 +13,18 @@ interface ErrorSpec {
 }
 
 export const ERROR_CODES = {
-  ROUTE_NOT_FOUND: { status: 404, type: 'not_found', message: (d) => `no route for ${d.method} ${d.path}` },
+  ROUTE_NOT_FOUND: { status: 404, type: 'not_found', message: (d) => `no route for ${clip(d.method)} ${clip(d.path)}` },
+  UNSAFE_PATH: {
+    status: 400, type: 'bad_request',
+    message: (d) => `path ${clip(d.path)} has ${d.reason}; the gateway forwards only normalised paths — send the path without it`,
+  },
   PATH_NOT_ALLOWED: {
     status: 404, type: 'not_found',
-    message: (d) => `path ${d.path} is not in the ${d.provider} allowlist (profile api.paths); the backend was not contacted`,
+    message: (d) => `path ${clip(d.path)} is not in the ${d.provider} allowlist (profile api.paths); the backend was not contacted`,
   },
   PATH_NOT_SUPPORTED: {
     status: 501, type: 'not_implemented',
-    message: (d) => `path ${d.path} of ${d.provider} is not supported through the gateway; the backend was not contacted`,
+    message: (d) => `path ${clip(d.path)} of ${d.provider} is not supported through the gateway; the backend was not contacted`,
   },
   ENDPOINT_UNAVAILABLE: {
     status: 503, type: 'endpoint_unavailable', code: 503,
@@ -31,36 +36,44 @@ export const ERROR_CODES = {
   },
   MODEL_NOT_FOUND: {
     status: 404, type: 'not_found',
-    message: (d) => `model ${d.model} is not served by ${d.provider ? `any ${d.provider} endpoint` : 'any endpoint'}${d.hint ? `; ${d.hint}` : ''}`,
+    message: (d) => `model ${clip(d.model)} is not served by ${d.provider ? `any ${d.provider} endpoint` : 'any endpoint'}${d.hint ? `; ${d.hint}` : ''}`,
   },
   MODEL_UNAVAILABLE: {
     status: 503, type: 'model_unavailable',
-    message: (d) => `model ${d.model} is served only by ${d.provider} endpoints that are not routable now (${d.endpoints})`,
+    message: (d) => `model ${clip(d.model)} is served only by ${d.provider} endpoints that are not routable now (${d.endpoints})`,
   },
   NO_ENDPOINTS: { status: 503, type: 'service_unavailable', message: () => 'no healthy endpoints: the model catalogue is empty until one recovers' },
   INVALID_FORMAT: {
     status: 400, type: 'bad_request',
-    message: (d) => `format "${d.format}" is not supported; use one of: ${d.allowed}`,
+    message: (d) => `format "${clip(d.format)}" is not supported; use one of: ${d.allowed}`,
   },
   INVALID_PROVIDER: {
     status: 400, type: 'bad_request',
-    message: (d) => `provider "${d.provider}" is not a backend family; use one of: ${d.allowed}`,
+    message: (d) => `provider "${clip(d.provider)}" is not a backend family; use one of: ${d.allowed}`,
   },
   INVALID_CAPABILITY: {
     status: 400, type: 'bad_request',
-    message: (d) => `capability "${d.capability}" is not known; use one of: chat, completion, embedding, vision`,
+    message: (d) => `capability "${clip(d.capability)}" is not known; use one of: chat, completion, embedding, vision`,
   },
   BODY_TOO_LARGE: {
     status: 413, type: 'request_too_large',
     message: (d) => `request body is larger than the ${d.limit}-byte limit`,
   },
+  BODY_TIMEOUT: {
+    status: 408, type: 'request_timeout',
+    message: (d) => `no byte of the request body arrived for ${d.timeout} (server.body_idle_timeout); the connection is closed`,
+  },
   INVALID_JSON: { status: 400, type: 'bad_request', message: (d) => `request body is not valid JSON: ${d.reason}` },
   BAD_REQUEST: { status: 400, type: 'bad_request', message: (d) => String(d.reason) },
   UPSTREAM_TIMEOUT: {
     status: 504, type: 'gateway_timeout',
-    message: (d) => `endpoint ${d.endpoint} did not answer within ${d.timeout}`,
+    message: (d) => `endpoint ${d.endpoint} sent no reply head within ${d.timeout}${d.detail ? `; ${d.detail}` : ''}`,
   },
   UPSTREAM_ERROR: { status: 502, type: 'bad_gateway', message: (d) => `endpoint ${d.endpoint} failed: ${d.reason}` },
+  UPSTREAM_STREAM_BROKEN: {
+    status: 502, type: 'bad_gateway',
+    message: (d) => `endpoint ${d.endpoint} ${d.reason} after the reply had started; the reply is incomplete`,
+  },
   INTERNAL_ERROR: { status: 500, type: 'internal_error', message: () => 'internal gateway error; see the gateway log' },
 } satisfies Record<string, ErrorSpec>;
 
@@ -96,7 +109,7 @@ export function renderError(res: ServerResponse, err: GatewayError, headers: str
     return;
   }
   const body = errorBody(err, format);
-  res.writeHead(err.status, [
+  writeHead(res, err.status, [
     ...headers,
     'content-type', 'application/json; charset=utf-8',
     'content-length', String(Buffer.byteLength(body)),

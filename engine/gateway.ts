@@ -12,11 +12,13 @@ import { loadConfig } from './config.js';
 import { parseDuration } from './duration.js';
 import { planEndpoints } from './endpoints.js';
 import { ConfigError, gwError, renderError } from './errors.js';
+import { clip } from './head.js';
 import { createLogger } from './logger.js';
 import { PACKAGE_ROOT } from './paths.js';
 import { checkPipelines } from './pipelines.js';
 import { PluginRegistry } from './plugin.js';
 import { loadProfiles } from './profiles.js';
+import { unsafePath } from './request-path.js';
 import { createRunner } from './run.js';
 import { createRuntime, type Runtime } from './runtime.js';
 import { formatProblem } from './schema.js';
@@ -81,17 +83,30 @@ export class Gateway {
   }
 
   private readonly onRequest = (req: IncomingMessage, res: ServerResponse) => {
-    const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    const path = q < 0 ? url : url.slice(0, q);
-    const found = this.graph.router.find(req.method as HTTPMethod, path);
-    if (found === null) {
-      renderError(res, gwError('ROUTE_NOT_FOUND', { method: req.method, path }));
-      // Status-route misses are worth seeing (spec: 4xx under /internal/ log at info).
-      if (path.startsWith('/internal/')) this.runtime.log.info({ method: req.method, path, status: 404 }, 'request');
-      return;
+    try {
+      const url = req.url ?? '/';
+      const q = url.indexOf('?');
+      const path = q < 0 ? url : url.slice(0, q);
+      const unsafe = unsafePath(path);
+      if (unsafe) {
+        renderError(res, gwError('UNSAFE_PATH', { path, reason: unsafe }));
+        this.runtime.log.info({ method: req.method, path: clip(path), status: 400 }, 'request refused: unsafe path');
+        return;
+      }
+      const found = this.graph.router.find(req.method as HTTPMethod, path);
+      if (found === null) {
+        renderError(res, gwError('ROUTE_NOT_FOUND', { method: req.method, path }));
+        // Status-route misses are worth seeing (spec: 4xx under /internal/ log at info).
+        if (path.startsWith('/internal/')) this.runtime.log.info({ method: req.method, path: clip(path), status: 404 }, 'request');
+        return;
+      }
+      found.handler(req, res, found.params, found.store, found.searchParams);
+    } catch (err) {
+      // A bug must cost one request, never the process.
+      this.runtime.log.error({ err, method: req.method }, 'unexpected error while routing a request');
+      if (!res.headersSent) renderError(res, gwError('INTERNAL_ERROR'));
+      else res.destroy();
     }
-    found.handler(req, res, found.params, found.store, found.searchParams);
   };
 
   /** First health round, then listen. Resolves with the bound address. */
@@ -99,8 +114,20 @@ export class Gateway {
     const { config, health, discovery, log } = this.runtime;
     await health.start();
     await discovery.start();
-    const server = createServer({ maxHeaderSize: config.server.request_limits.max_header_size, requestTimeout: 0 }, this.onRequest);
-    server.keepAliveTimeout = 5_000;
+    const srv = config.server;
+    const headerMs = parseDuration(srv.read_header_timeout);
+    const server = createServer({
+      maxHeaderSize: srv.request_limits.max_header_size,
+      // A client has read_header_timeout to send its head, from the moment it connects (so a
+      // connection that never sends a request is closed too); Node checks on this interval.
+      headersTimeout: headerMs,
+      connectionsCheckingInterval: Math.min(1_000, Math.max(50, Math.floor(headerMs / 4))),
+      // Bodies are timed by read-body (idle, not total: uploads may be long); replies may stream for hours.
+      requestTimeout: 0,
+    }, this.onRequest);
+    server.keepAliveTimeout = parseDuration(srv.idle_timeout);
+    // Expect: 100-continue is answered by read-body once the declared length is known to fit.
+    server.on('checkContinue', this.onRequest);
     const stats = this.runtime.stats;
     stats.observeGc();
     server.on('connection', (socket) => {

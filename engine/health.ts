@@ -49,6 +49,8 @@ export class HealthMonitor {
   // Health probes use their own connections, so they never occupy or age the proxy's sockets.
   private readonly agent = new Agent({ keepAliveTimeout: 2_500, keepAliveMaxTimeout: 2_500 });
   private stopped = false;
+  /** Aborts the checks under way at shutdown: stopping never waits on a backend that hangs. */
+  private readonly halt = new AbortController();
 
   constructor(private readonly registry: EndpointRegistry, private readonly log: Logger) {}
 
@@ -59,17 +61,21 @@ export class HealthMonitor {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.halt.abort();
     for (const t of this.timers.values()) clearTimeout(t);
     this.timers.clear();
     await this.inFlight.drain();
     await this.agent.close();
   }
 
-  /** A proxied request hit a connection error: take the endpoint out of rotation at once. */
+  /** A proxied request hit a connection error: take the endpoint out of rotation at once, and
+   *  check it again at once rather than after check_interval — a backend that is fine (one
+   *  dropped connection) is routable again as soon as its health route answers. */
   markFailed(ep: Endpoint, reason: string): void {
     ep.lastError = reason;
     if (ep.state !== 'unhealthy') this.log.warn({ endpoint: ep.name, id: ep.id, from: ep.state, reason }, 'endpoint unhealthy');
     this.registry.setState(ep, 'unhealthy', reason);
+    if (!this.stopped) void this.check(ep);
   }
 
   /** One check now; a second call while one runs joins it instead of piling up. */
@@ -93,7 +99,7 @@ export class HealthMonitor {
       const res = await request(ep.healthUrl, {
         method: 'GET',
         headers: ep.headers as string[],
-        signal: AbortSignal.timeout(ep.checkTimeoutMs),
+        signal: AbortSignal.any([this.halt.signal, AbortSignal.timeout(ep.checkTimeoutMs)]),
         dispatcher: this.agent,
       });
       await res.body.dump();

@@ -1,6 +1,7 @@
 // The plugin contract ({name, schema, apply}) and the registry: built-ins plus third-party
 // plugins named in the config by path or package name, loaded under the same contract.
 import type { ValidateFunction } from 'ajv';
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -79,10 +80,15 @@ export class PluginRegistry {
   async loadThirdParty(specs: readonly string[], cwd = process.cwd()): Promise<{ spec: string; names: string[]; error?: string }[]> {
     const results = [];
     for (const spec of specs) {
+      const isPath = spec.startsWith('.') || spec.startsWith('/');
+      const target = isPath ? resolve(cwd, spec) : spec;
       try {
-        const isPath = spec.startsWith('.') || spec.startsWith('/');
-        const target = isPath ? resolve(cwd, spec) : createRequire(join(cwd, 'package.json')).resolve(spec);
-        const mod = await import(pathToFileURL(target).href);
+        if (isPath && !existsSync(target)) {
+          results.push({ spec, names: [], error: `cannot load: ${target} does not exist (relative paths resolve against the working directory, ${cwd})` });
+          continue;
+        }
+        const file = isPath ? target : createRequire(join(cwd, 'package.json')).resolve(spec);
+        const mod = await import(pathToFileURL(file).href);
         const exported: unknown[] = Array.isArray(mod.plugins) ? mod.plugins : [mod.default ?? mod.plugin];
         const names: string[] = [];
         let error: string | undefined;
@@ -94,8 +100,8 @@ export class PluginRegistry {
         results.push({ spec, names, error });
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
-        const why = code === 'MODULE_NOT_FOUND' || code === 'ERR_MODULE_NOT_FOUND' ? 'not found (check the path, or npm install the package)' : (err as Error).message;
-        results.push({ spec, names: [], error: `cannot load: ${why}` });
+        const notFound = !isPath && (code === 'MODULE_NOT_FOUND' || code === 'ERR_MODULE_NOT_FOUND') && (err as Error).message.includes(spec);
+        results.push({ spec, names: [], error: `cannot load: ${notFound ? `package ${spec} is not installed (npm install ${spec})` : (err as Error).message}` });
       }
     }
     return results;

@@ -21,6 +21,7 @@ export interface Profile {
     paths: string[];
     forward_all: boolean;
     unsupported_paths: string[];
+    replay_safe_paths: string[];
     intercepts: { path: string; format: 'common' | 'npuengine' | 'localrunner' | 'deskrunner' | 'pagedengine' }[];
     model_discovery_path?: string;
     health_check_path?: string;
@@ -74,6 +75,9 @@ function loadOne(file: string): { profile?: Profile; problems: Problem[] } {
   }
   const problems = explain(validate, raw);
   if (problems.some((p) => p.level === 'fail')) return { problems };
+  const api = (raw as Profile).api;
+  const unlisted = api.forward_all ? [] : api.replay_safe_paths.filter((p) => !api.paths.includes(p));
+  if (unlisted.length) problems.push({ level: 'warn', field: 'api.replay_safe_paths', message: `${unlisted.join(', ')} not in api.paths: the allowlist refuses them anyway`, fix: 'add them to api.paths or remove them here' });
   return { profile: { ...(raw as Omit<Profile, 'source'>), source: file }, problems };
 }
 

@@ -30,6 +30,16 @@ export function createRunner(runtime: Pick<Runtime, 'stats' | 'log'>): RouteRunn
     renderError(ctx.res, gw, ctx.replyHeaders, ctx.route.errorFormat);
   };
 
+  /** The last guard: whatever went wrong while answering, this request ends and nothing else does. */
+  const failSafely = (ctx: Context, err: unknown) => {
+    try {
+      fail(ctx, err);
+    } catch (e) {
+      log.error({ req: ctx.id, err: e }, 'could not render an error reply; closing the connection');
+      ctx.res.destroy();
+    }
+  };
+
   return (route: RouteInfo, req: IncomingMessage, res: ServerResponse) => {
     const ctx = new Context(req, res, route);
     const hooks = route.hooks;
@@ -45,6 +55,6 @@ export function createRunner(runtime: Pick<Runtime, 'stats' | 'log'>): RouteRunn
     hooks.request
       .promise(ctx)
       .then((answered) => (answered === true ? undefined : hooks.dispatch.promise(ctx)))
-      .catch((err) => fail(ctx, err));
+      .catch((err) => failSafely(ctx, err));
   };
 }

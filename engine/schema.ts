@@ -60,9 +60,26 @@ export function closest(word: string, candidates: Iterable<string>): string | un
   return bestDistance <= allowed ? best : undefined;
 }
 
+// Values under these keys may be credentials: a problem names the field and the expected type,
+// never the value (a mistyped header must not print the token it holds).
+const SECRET_KEY = /^(headers|auth)$|pass|secret|token|api.?key|authori[sz]ation|cookie|credential/i;
+
+function isSecret(pointer: string): boolean {
+  return pointer.split('/').some((part) => SECRET_KEY.test(part));
+}
+
+function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+const DURATION = /^[0-9]+(\.[0-9]+)?(ms|s|m|h)$/;
+
 function describe(e: ErrorObject, base: string): Problem {
   const field = fieldName(e.instancePath, base);
   const where = field || '(top level)';
+  const shown = isSecret(e.instancePath) ? `${kindOf(e.data)} (value not shown: it may be a secret)` : JSON.stringify(e.data);
   switch (e.keyword) {
     case 'additionalProperties': {
       const key = String(e.params.additionalProperty);
@@ -73,18 +90,21 @@ function describe(e: ErrorObject, base: string): Problem {
       return { level: 'warn', field: full, message: `unknown key "${key}" is ignored`, fix: known.length ? `known keys here: ${known.join(', ')}` : undefined };
     }
     case 'enum':
-      return { level: 'fail', field: where, message: `value ${JSON.stringify(e.data)} is not allowed`, fix: `use one of: ${(e.params.allowedValues as unknown[]).join(', ')}` };
+      return { level: 'fail', field: where, message: `value ${shown} is not allowed`, fix: `use one of: ${(e.params.allowedValues as unknown[]).join(', ')}` };
     case 'const':
-      return { level: 'fail', field: where, message: `value ${JSON.stringify(e.data)} is not allowed`, fix: `use ${JSON.stringify(e.params.allowedValue)}` };
+      return { level: 'fail', field: where, message: `value ${shown} is not allowed`, fix: `use ${JSON.stringify(e.params.allowedValue)}` };
     case 'required':
       return { level: 'fail', field: where, message: `missing required key "${e.params.missingProperty}"`, fix: `add ${field ? `${field}.` : ''}${e.params.missingProperty}` };
     case 'type':
-      return { level: 'fail', field: where, message: `must be ${e.params.type}, got ${JSON.stringify(e.data)}` };
+      return { level: 'fail', field: where, message: `must be ${e.params.type}, got ${shown}` };
     case 'pattern':
       if (String(e.params.pattern).includes('ms|s|m|h')) {
-        return { level: 'fail', field: where, message: `${JSON.stringify(e.data)} is not a duration`, fix: 'write a number with a unit: 500ms, 5s, 5m, 1h' };
+        if (typeof e.data === 'string' && DURATION.test(e.data)) {
+          return { level: 'fail', field: where, message: `${shown} must be more than zero`, fix: 'write a duration above zero, such as 5s; zero would make the gateway spin or time out at once' };
+        }
+        return { level: 'fail', field: where, message: `${shown} is not a duration`, fix: 'write a number with a unit: 500ms, 5s, 5m, 1h' };
       }
-      return { level: 'fail', field: where, message: `${JSON.stringify(e.data)} does not match ${e.params.pattern}` };
+      return { level: 'fail', field: where, message: `${shown} does not match ${e.params.pattern}` };
     default:
       return { level: 'fail', field: where, message: e.message ?? 'is invalid' };
   }

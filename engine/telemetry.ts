@@ -2,6 +2,7 @@
 // recent samples for p95/p99), per-endpoint counts, connections and garbage collection.
 import { PerformanceObserver } from 'node:perf_hooks';
 import type { Endpoint } from './endpoints.js';
+import { clip, ECHO_MAX } from './head.js';
 
 export interface EndpointCounters {
   requests: number;
@@ -56,7 +57,8 @@ export class Stats {
 
   record(ep: Endpoint | null, latencyMs: number, failed: boolean, model?: string): void {
     if (model) {
-      // Clients choose model names: keep the table bounded.
+      // Clients choose model names: keep the table bounded, in entries and in key size.
+      if (model.length > ECHO_MAX) model = clip(model);
       if (!this.perModel.has(model) && this.perModel.size >= MAX_MODELS) model = '(other)';
       let m = this.perModel.get(model);
       if (!m) this.perModel.set(model, (m = { requests: 0, errors: 0, totalLatencyMs: 0 }));

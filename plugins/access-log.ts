@@ -1,6 +1,7 @@
 // One log line per finished request: method, path (never the query, which may carry keys),
 // status, endpoint, model, time. With `polling: true` (status routes), successful GET/HEAD
 // polls (2xx, 304) log at debug and everything else at info.
+import { clip } from '../engine/head.js';
 import { definePlugin } from '../engine/plugin.js';
 
 interface Options { level: 'debug' | 'info'; polling: boolean }
@@ -22,9 +23,10 @@ export default definePlugin<Options>({
       const level = o.polling ? (quietPoll ? 'debug' : 'info') : o.level;
       if (!log.isLevelEnabled(level)) return;
       const aborted = !ctx.res.writableFinished;
+      const model = ctx.model ?? ctx.bodyModel();
       log[level]({
-        req: ctx.id, method, path: ctx.route.prefix ? ctx.route.prefix + ctx.pathname : ctx.pathname,
-        status: ctx.status, endpoint: ctx.endpoint?.name, model: ctx.model ?? ctx.bodyModel(),
+        req: ctx.id, method, path: clip(ctx.route.prefix ? ctx.route.prefix + ctx.pathname : ctx.pathname),
+        status: ctx.status, endpoint: ctx.endpoint?.name, model: model === undefined ? undefined : clip(model),
         ms: Math.round(ctx.elapsedMs() * 1000) / 1000, attempts: ctx.attempts || undefined, aborted: aborted || undefined,
       }, 'request');
     });

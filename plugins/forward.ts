@@ -1,5 +1,6 @@
 // The terminal step of the proxy routes: send the request to the candidate endpoints in order
-// (see lib/attempts.ts for what is retried where) and relay the reply as it streams.
+// (see lib/attempts.ts for what is retried where; the profile's api.replay_safe_paths say which
+// requests may be sent twice) and relay the reply as it streams.
 import type { UpstreamRequest } from '../engine/context.js';
 import { definePlugin } from '../engine/plugin.js';
 import { runAttempts } from './lib/attempts.js';
@@ -16,12 +17,13 @@ export default definePlugin<Options>({
   },
   apply(hooks, o, env) {
     const maxRetries = o.max_retries ?? env.config.proxy.max_retries;
-    hooks.dispatch.tapPromise('forward', (ctx) =>
-      runAttempts(ctx, env, maxRetries, (ep, dispatcher) => {
-        const up: UpstreamRequest = { method: ctx.req.method ?? 'GET', path: ep.upstreamPath(ctx.path), headers: [], body: ctx.body };
+    hooks.dispatch.tapPromise('forward', (ctx) => {
+      const method = ctx.req.method ?? 'GET';
+      return runAttempts(ctx, env, maxRetries, (ep) => ep.replaySafe(method, ctx.pathname), (ep, dispatcher) => {
+        const up: UpstreamRequest = { method, path: ep.upstreamPath(ctx.path), headers: [], body: ctx.body };
         hooks.upstream.call(ctx, up);
         return relay(ctx, dispatcher, up);
-      }),
-    );
+      });
+    });
   },
 });

@@ -13,7 +13,8 @@ export default definePlugin<Record<string, never>>({
   schema: { type: 'object', additionalProperties: false },
   apply(hooks, _o, env) {
     const { catalogue } = env;
-    const aliases = env.config.model_aliases;
+    // A Map: the id comes from the request, and "__proto__" or "constructor" must read as names.
+    const aliases = new Map(Object.entries(env.config.model_aliases));
     hooks.dispatch.tap('model-detail', (ctx) => {
       let id: string;
       try {
@@ -23,7 +24,7 @@ export default definePlugin<Record<string, never>>({
       }
       const all = catalogue.all();
       const byName = (name: string) => all.find((m) => m.id === name) ?? all.find((m) => m.names.includes(name));
-      const targets = aliases[id];
+      const targets = aliases.get(id);
       const found = targets ? targets.map(byName).find(Boolean) : byName(id);
       if (!found) throw gwError('MODEL_NOT_FOUND', { model: id, hint: 'GET /gw/models lists what is served' });
       return replyJson(ctx, 200, targets ? { ...unifiedRecord(found), alias: id } : unifiedRecord(found));

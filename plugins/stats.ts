@@ -1,5 +1,6 @@
 // Count the finished request against its endpoint and model for the status routes.
 import { definePlugin } from '../engine/plugin.js';
+import { brokeAfterStart } from './lib/relay.js';
 
 interface Options { per_model: boolean }
 
@@ -12,7 +13,9 @@ export default definePlugin<Options>({
   apply(hooks, o, env) {
     const stats = env.stats;
     hooks.done.tap('stats', (ctx) => {
-      stats.record(ctx.endpoint, ctx.elapsedMs(), ctx.status >= 500, o.per_model ? ctx.model ?? ctx.bodyModel() : undefined);
+      // A stream that broke after its 200 head is an upstream failure too.
+      const failed = ctx.status >= 500 || brokeAfterStart(ctx);
+      stats.record(ctx.endpoint, ctx.elapsedMs(), failed, o.per_model ? ctx.model ?? ctx.bodyModel() : undefined);
     });
   },
 });

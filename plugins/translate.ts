@@ -60,7 +60,8 @@ export default definePlugin<Options>({
       const st = state(ctx);
       st.stream = req.stream === true;
       const inputTokens = estimateInputTokens(req);
-      return runAttempts(ctx, env, maxRetries, (ep, dispatcher) => {
+      // The messages API is inference: replay-safe on every endpoint.
+      return runAttempts(ctx, env, maxRetries, () => true, (ep, dispatcher) => {
         const { mode, fallback } = modeFor(ep, o.passthrough);
         st.mode = mode;
         st.fallback = fallback;

@@ -5,6 +5,8 @@ import { definePlugin } from '../engine/plugin.js';
 const DROP = new Set([
   'host', 'connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer',
   'transfer-encoding', 'upgrade', 'content-length', 'x-gw-request-id', 'x-forwarded-for',
+  // The body is already read: the client's 100-continue handshake ended here.
+  'expect',
 ]);
 
 export default definePlugin<Record<string, never>>({

@@ -34,6 +34,8 @@ export class DiscoveryService {
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly agent = new Agent({ keepAliveTimeout: 2_500, keepAliveMaxTimeout: 2_500 });
   private stopped = false;
+  /** Aborts the requests under way at shutdown: stopping never waits on a backend that hangs. */
+  private readonly halt = new AbortController();
 
   constructor(private readonly registry: EndpointRegistry, private readonly catalogue: Catalogue, config: GatewayConfig, private readonly log: Logger) {
     const d = config.discovery.model_discovery;
@@ -65,6 +67,7 @@ export class DiscoveryService {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.halt.abort();
     for (const t of this.timers) clearInterval(t);
     await this.inFlight.drain();
     await this.agent.close();
@@ -90,9 +93,9 @@ export class DiscoveryService {
   private async fetchWithRetries(ep: Endpoint): Promise<DiscoveryResult> {
     let error = '';
     for (let attempt = 0; attempt < this.attempts && !this.stopped; attempt++) {
-      if (attempt > 0) await new Promise((r) => setTimeout(r, RETRY_BASE_MS * 2 ** (attempt - 1)));
+      if (attempt > 0) await new Promise((r) => setTimeout(r, RETRY_BASE_MS * 2 ** (attempt - 1)).unref());
       try {
-        const res = await request(ep.modelUrl, { headers: ep.headers as string[], signal: AbortSignal.timeout(this.timeoutMs), dispatcher: this.agent });
+        const res = await request(ep.modelUrl, { headers: ep.headers as string[], signal: AbortSignal.any([this.halt.signal, AbortSignal.timeout(this.timeoutMs)]), dispatcher: this.agent });
         if (res.statusCode !== 200) {
           await res.body.dump();
           throw new ModelListError(`model list answered ${res.statusCode}`);

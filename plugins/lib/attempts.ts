@@ -1,48 +1,50 @@
 // The attempt loop shared by the terminal steps that send to endpoints (forward, translate).
 // Before any response byte reached the client:
 // - an open circuit breaker skips the endpoint (its health is left alone);
-// - refused, reset, connect timeout, unreachable: the endpoint is marked unhealthy and the same
-//   request (body replayed) goes to the next candidate, each at most once, within max_retries;
-// - a clean close after the backend took the request: on a reused keep-alive socket (a stale
-//   socket race) it is retried once on a fresh connection; otherwise idempotent methods fail
-//   over and others are not retried, so a generation is never run twice.
-// Once a byte has been relayed nothing is retried.
+// - refused, connect timeout, unreachable: no backend saw the request; the endpoint is marked
+//   unhealthy (and probed again at once) and the request goes to the next candidate;
+// - reset, closed, no reply head in time: the backend may have read the request. A replay-safe
+//   request (inference) goes to the next candidate like above — after one retry on a fresh
+//   connection when a pooled socket reset or closed, since a socket the backend closed while
+//   idle fails this way and says nothing about the backend. Any other request (model
+//   management) is never sent twice: 502 or 504. It always rides a fresh connection, so a
+//   stale pooled socket cannot be what failed it.
+// Each endpoint is tried once, within max_retries; once a byte has been relayed nothing is retried.
 import type { Dispatcher } from 'undici';
 import { Client } from 'undici';
 import type { Context } from '../../engine/context.js';
+import { formatDuration } from '../../engine/duration.js';
 import type { Endpoint } from '../../engine/endpoints.js';
 import { gwError } from '../../engine/errors.js';
 import type { PluginEnv } from '../../engine/plugin.js';
-import { ClientGone, connectionFailure, type ConnectionFailure, type Outcome } from './relay.js';
+import { brokeAfterStart, ClientGone, connectionFailure, NOT_SENT, StepFailed, unsendable, type ConnectionFailure, type Outcome } from './relay.js';
 
 /** One attempt at one endpoint through the given dispatcher (its pool, or a fresh connection). */
 export type Perform = (ep: Endpoint, dispatcher: Dispatcher) => Promise<Outcome>;
 
-const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
-
-async function tracked(ep: Endpoint, dispatcher: Dispatcher, perform: Perform): Promise<{ outcome: Outcome; reused: boolean }> {
-  const opened = ep.socketsOpened;
+async function tracked(ep: Endpoint, dispatcher: Dispatcher, perform: Perform): Promise<Outcome> {
   ep.active++;
   try {
-    const outcome = await perform(ep, dispatcher);
-    return { outcome, reused: ep.socketsOpened === opened };
+    return await perform(ep, dispatcher);
   } finally {
     ep.active--;
   }
 }
 
+/** One attempt on a connection of its own, closed afterwards. */
 async function fresh(ep: Endpoint, perform: Perform): Promise<Outcome> {
   const client = new Client(ep.origin, ep.dispatcherOptions());
   try {
-    return (await tracked(ep, client, perform)).outcome;
+    return await tracked(ep, client, perform);
   } finally {
     void client.close();
   }
 }
 
-export async function runAttempts(ctx: Context, env: PluginEnv, maxRetries: number, perform: Perform): Promise<true> {
+const failureOf = (o: Outcome): ConnectionFailure | undefined => (o.relayed ? undefined : connectionFailure(o.error));
+
+export async function runAttempts(ctx: Context, env: PluginEnv, maxRetries: number, replaySafe: (ep: Endpoint) => boolean, perform: Perform): Promise<true> {
   const { log, health } = env;
-  const idempotent = IDEMPOTENT.has(ctx.req.method ?? 'GET');
   let skipped = 0;
   let failed = 0;
   let last: ConnectionFailure | undefined;
@@ -55,38 +57,58 @@ export async function runAttempts(ctx: Context, env: PluginEnv, maxRetries: numb
     }
     ctx.attempts++;
     ctx.endpoint = ep;
-    let { outcome, reused } = await tracked(ep, ep.pool, perform);
-    let failure = outcome.relayed ? undefined : connectionFailure(outcome.error);
-    if (failure === 'closed' && reused) {
-      log.debug({ req: ctx.id, endpoint: ep.name }, 'reused connection closed before a reply; retrying on a fresh one');
-      outcome = await fresh(ep, perform);
-      failure = outcome.relayed ? undefined : connectionFailure(outcome.error);
+    const safe = replaySafe(ep);
+    let outcome: Outcome;
+    let failure: ConnectionFailure | undefined;
+    try {
+      outcome = safe ? await tracked(ep, ep.pool, perform) : await fresh(ep, perform);
+      failure = failureOf(outcome);
+      if (safe && (failure === 'reset' || failure === 'closed')) {
+        log.debug({ req: ctx.id, endpoint: ep.name, failure }, 'pooled connection failed before a reply; retrying on a fresh one');
+        outcome = await fresh(ep, perform);
+        failure = failureOf(outcome);
+      }
+    } catch (err) {
+      // A step threw while preparing the attempt: a gateway bug, not the endpoint's failure.
+      ep.breaker.release(ticket);
+      throw err;
     }
     if (outcome.relayed) {
       const transient = ep.profile.health.transient_statuses.includes(ctx.status);
       if (ctx.error instanceof ClientGone) ep.breaker.release(ticket);
       else if (ctx.error || (ctx.status >= 500 && !transient)) ep.breaker.failure(ticket);
       else ep.breaker.success(ticket);
+      if (brokeAfterStart(ctx)) log.warn({ req: ctx.id, endpoint: ep.name, err: ctx.error }, 'the reply broke off after it had started');
       return true;
     }
+    const error = outcome.error;
+    if (error instanceof StepFailed) {
+      ep.breaker.release(ticket);
+      throw error.failure;
+    }
+    if (unsendable(error)) {
+      ep.breaker.release(ticket);
+      throw gwError('BAD_REQUEST', { reason: `the request cannot be forwarded as it is: ${error.message}` });
+    }
     ep.breaker.failure(ticket);
-    if (!failure || (failure === 'closed' && !idempotent)) {
-      const code = (outcome.error as { code?: string }).code;
-      if (code === 'UND_ERR_HEADERS_TIMEOUT') throw gwError('UPSTREAM_TIMEOUT', { endpoint: ep.name, timeout: env.config.proxy.response_timeout });
-      const reason = failure === 'closed'
-        ? `closed the connection after receiving the ${ctx.req.method} request; not retried, so it never runs twice`
-        : code ?? outcome.error.message;
-      throw gwError('UPSTREAM_ERROR', { endpoint: ep.name, reason });
+    const timeout = formatDuration(ep.timeouts.responseMs);
+    if (!failure) throw gwError('UPSTREAM_ERROR', { endpoint: ep.name, reason: (error as { code?: string }).code ?? error.message });
+    health.markFailed(ep, failure === 'timeout' ? `no reply head within ${timeout}` : `connection ${failure}`);
+    if (!safe && !NOT_SENT.has(failure)) {
+      if (failure === 'timeout') throw gwError('UPSTREAM_TIMEOUT', { endpoint: ep.name, timeout, detail: 'not sent again: this route is not replay-safe (model management)' });
+      throw gwError('UPSTREAM_ERROR', {
+        endpoint: ep.name,
+        reason: `connection ${failure} after the backend may have read the ${ctx.req.method} request; not sent again, so it never runs twice (model-management routes are not replay-safe)`,
+      });
     }
     failed++;
     last = failure;
-    health.markFailed(ep, `connection ${failure}`);
-    log.warn({ req: ctx.id, endpoint: ep.name, failure }, 'connection failed; trying the next endpoint');
+    log.warn({ req: ctx.id, endpoint: ep.name, failure }, 'attempt failed; trying the next endpoint');
   }
   const provider = ctx.route.profile?.name ?? ctx.route.pipeline;
   if (failed === 0 && skipped > 0) throw gwError('CIRCUIT_BREAKER', { provider, skipped });
   throw gwError('ENDPOINT_UNAVAILABLE', {
     provider,
-    reason: `${failed} endpoint${failed === 1 ? '' : 's'} failed to connect${last ? ` (last: ${last})` : ''}, ${skipped} skipped for an open circuit breaker`,
+    reason: `${failed} endpoint${failed === 1 ? '' : 's'} failed${last ? ` (last: ${last})` : ''}, ${skipped} skipped for an open circuit breaker`,
   });
 }

@@ -3,6 +3,8 @@
 // ways, and a client that goes away cancels the upstream request.
 import type { Dispatcher } from 'undici';
 import type { Context, UpstreamRequest } from '../../engine/context.js';
+import { writeHead } from '../../engine/head.js';
+import { brokenReason, endBroken } from './broken-stream.js';
 
 /** How an attempt ended: relayed (fully or cut after the first byte), or failed before any byte. */
 export type Outcome = { relayed: true } | { relayed: false; error: Error };
@@ -13,6 +15,27 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'p
 export class ClientGone extends Error {
   constructor() {
     super('client closed the connection');
+  }
+}
+
+/** A step of ours failed while the reply head was being written (a respond tap that threw): a
+ *  gateway bug for a 500, not a failure of the endpoint. */
+export class StepFailed extends Error {
+  constructor(readonly failure: unknown) {
+    super('a step failed while writing the reply head');
+  }
+}
+
+/** Run the respond hook and write the head; a throw there is ours, and nothing was sent yet. */
+export function startReply(ctx: Context, status: number, headersOf: () => string[]): void {
+  ctx.status = status;
+  ctx.responseStarted = true;
+  try {
+    ctx.hooks.respond.call(ctx, status);
+    writeHead(ctx.res, status, headersOf());
+  } catch (err) {
+    ctx.responseStarted = false;
+    throw new StepFailed(err);
   }
 }
 
@@ -48,7 +71,22 @@ export abstract class AttemptHandler implements Dispatcher.DispatchHandler {
     if (this.ctx.res.destroyed) controller.abort(new ClientGone());
   }
 
-  abstract onResponseError(controller: Controller, error: Error): void;
+  /** undici turns a throw from here into an 'error' event nobody listens to (a crash): never throw. */
+  onResponseError(controller: Controller, error: Error): void {
+    if (error instanceof StepFailed) {
+      this.settle({ relayed: false, error });
+      return;
+    }
+    try {
+      this.failed(controller, error);
+    } catch (err) {
+      this.ctx.res.destroy();
+      this.settle({ relayed: false, error: new StepFailed(err) });
+    }
+  }
+
+  /** The attempt failed (before the reply, or while relaying it). */
+  protected abstract failed(controller: Controller, error: Error): void;
 }
 
 /** Send one attempt through the dispatcher with the given handler. */
@@ -61,28 +99,32 @@ export function dispatchAttempt(dispatcher: Dispatcher, up: UpstreamRequest, han
 }
 
 class RelayHandler extends AttemptHandler {
+  private headers: Record<string, string | string[] | undefined> = {};
+  /** The last chunk relayed: whether the stream stopped mid-line decides how it is ended. */
+  private lastChunk: Buffer | null = null;
 
   onResponseStart(_c: Controller, status: number, headers: Record<string, string | string[] | undefined>): void {
     if (status < 200) return; // 1xx informational: the final head follows
     const ctx = this.ctx;
-    ctx.status = status;
-    ctx.responseStarted = true;
-    ctx.hooks.respond.call(ctx, status);
-    const ours = ctx.replyHeaders;
-    const out: string[] = [];
-    for (const name in headers) {
-      const value = headers[name];
-      if (value === undefined || HOP_BY_HOP.has(name) || listed(ours, name)) continue;
-      if (typeof value === 'string') out.push(name, value);
-      else for (const v of value) out.push(name, v);
-    }
-    for (let i = 0; i < ours.length; i++) out.push(ours[i]);
-    ctx.res.writeHead(status, out);
+    this.headers = headers;
+    startReply(ctx, status, () => {
+      const ours = ctx.replyHeaders;
+      const out: string[] = [];
+      for (const name in headers) {
+        const value = headers[name];
+        if (value === undefined || HOP_BY_HOP.has(name) || listed(ours, name)) continue;
+        if (typeof value === 'string') out.push(name, value);
+        else for (const v of value) out.push(name, v);
+      }
+      for (let i = 0; i < ours.length; i++) out.push(ours[i]);
+      return out;
+    });
     // A reply without a length is a stream: send the head now so the client sees it before the first event.
     if (headers['content-length'] === undefined) ctx.res.flushHeaders();
   }
 
   onResponseData(controller: Controller, chunk: Buffer): void {
+    this.lastChunk = chunk;
     if (!this.ctx.res.write(chunk)) {
       controller.pause();
       this.ctx.res.once('drain', () => controller.resume());
@@ -94,15 +136,15 @@ class RelayHandler extends AttemptHandler {
     this.settle(RELAYED);
   }
 
-  onResponseError(_c: Controller, error: Error): void {
+  protected failed(_c: Controller, error: Error): void {
     const ctx = this.ctx;
     if (error instanceof ClientGone || ctx.res.destroyed) {
       ctx.error = error;
       this.settle(RELAYED);
     } else if (ctx.responseStarted) {
-      // Bytes already reached the client: no retry, no splice; end its stream.
+      // The head already reached the client: no retry, no splice; end its stream saying why.
       ctx.error = error;
-      ctx.res.destroy(error);
+      endBroken(ctx, this.headers, this.lastChunk, brokenReason(error, ctx.endpoint?.timeouts.idleMs ?? 0));
       this.settle(RELAYED);
     } else {
       this.settle({ relayed: false, error });
@@ -115,31 +157,45 @@ export function relay(ctx: Context, dispatcher: Dispatcher, up: UpstreamRequest)
 }
 
 /**
- * How an attempt failed before any response byte:
- * - refused, connect timeout, unreachable: the request never reached a backend;
- * - reset: the connection was reset (RST), so the backend did not take the whole request;
- * - closed: the backend closed the connection cleanly after taking the request — it may have run it.
+ * How an attempt failed before any response byte reached the client:
+ * - refused, connect timeout, unreachable: no backend saw the request (NOT_SENT);
+ * - reset, closed: the connection died without a reply — the backend may have read the request;
+ * - timeout: no reply head within the endpoint's response timeout — it is probably running it.
  */
-export type ConnectionFailure = 'refused' | 'reset' | 'closed' | 'connect timeout' | 'unreachable';
+export type ConnectionFailure = 'refused' | 'connect timeout' | 'unreachable' | 'reset' | 'closed' | 'timeout';
+export const NOT_SENT: ReadonlySet<ConnectionFailure> = new Set(['refused', 'connect timeout', 'unreachable']);
 
-const CONNECTION_CODES: Record<string, ConnectionFailure> = {
-  ECONNREFUSED: 'refused',
-  ECONNRESET: 'reset',
-  EPIPE: 'reset',
-  UND_ERR_SOCKET: 'closed',
-  UND_ERR_CONNECT_TIMEOUT: 'connect timeout',
-  ETIMEDOUT: 'connect timeout',
-  EHOSTUNREACH: 'unreachable',
-  ENETUNREACH: 'unreachable',
-  EHOSTDOWN: 'unreachable',
-  ENOTFOUND: 'unreachable',
-  EAI_AGAIN: 'unreachable',
-  EADDRNOTAVAIL: 'unreachable',
-};
+const CONNECTION_CODES = new Map<string, ConnectionFailure>([
+  ['ECONNREFUSED', 'refused'],
+  ['ECONNRESET', 'reset'],
+  ['EPIPE', 'reset'],
+  ['UND_ERR_SOCKET', 'closed'],
+  ['UND_ERR_CONNECT_TIMEOUT', 'connect timeout'],
+  ['ETIMEDOUT', 'connect timeout'],
+  ['EHOSTUNREACH', 'unreachable'],
+  ['ENETUNREACH', 'unreachable'],
+  ['EHOSTDOWN', 'unreachable'],
+  ['ENOTFOUND', 'unreachable'],
+  ['EAI_AGAIN', 'unreachable'],
+  ['EADDRNOTAVAIL', 'unreachable'],
+  ['UND_ERR_HEADERS_TIMEOUT', 'timeout'],
+]);
 
-/** A connection error (the request can go to another endpoint), or undefined. */
+/** A connection-level failure (the request may go to another endpoint), or undefined. */
 export function connectionFailure(err: unknown): ConnectionFailure | undefined {
   const e = err as { code?: string; errors?: { code?: string }[]; cause?: { code?: string } };
   const code = e?.code ?? e?.errors?.[0]?.code ?? e?.cause?.code;
-  return code ? CONNECTION_CODES[code] : undefined;
+  return code ? CONNECTION_CODES.get(code) : undefined;
+}
+
+/** undici refused to send the request as it is (a header it cannot forward, say): the client's
+ *  request is the problem, not the endpoint. */
+export function unsendable(err: unknown): boolean {
+  const code = (err as { code?: string })?.code;
+  return code === 'UND_ERR_INVALID_ARG' || code === 'UND_ERR_NOT_SUPPORTED' || code === 'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH';
+}
+
+/** The reply broke after its head reached the client (a failure of the endpoint, not the client's). */
+export function brokeAfterStart(ctx: Context): boolean {
+  return ctx.responseStarted && ctx.error !== null && !(ctx.error instanceof ClientGone);
 }

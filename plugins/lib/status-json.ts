@@ -2,6 +2,7 @@
 // left out), and 304 for a matching If-None-Match.
 import type { Context } from '../../engine/context.js';
 import { fnv1a36 } from '../../engine/hash.js';
+import { writeHead } from '../../engine/head.js';
 import { replyJson } from './reply.js';
 
 const VOLATILE = new Set(['timestamp', 'uptime', 'uptime_seconds', 'last_check', 'last_latency', 'latency', 'next_check']);
@@ -27,7 +28,7 @@ export function replyStatus(ctx: Context, body: unknown): true {
   if (etagMatches(ctx.req.headers['if-none-match'], etag)) {
     ctx.status = 304;
     ctx.hooks.respond.call(ctx, 304);
-    ctx.res.writeHead(304, [...ctx.replyHeaders, ...headers]);
+    writeHead(ctx.res, 304, [...ctx.replyHeaders, ...headers]);
     ctx.res.end();
     return true;
   }

@@ -49,7 +49,7 @@ describe('circuit breaker', () => {
     expect(r.body.error.message).toContain('1 skipped');
   });
 
-  it('says how many were skipped and how many failed to connect when both happen', async () => {
+  it('says how many were skipped and how many failed when both happen', async () => {
     await setup(2);
     fakes[0].behaviour.status = 500;
     for (let i = 0; i < 5; i++) await send(gw!);
@@ -57,7 +57,7 @@ describe('circuit breaker', () => {
     const r = await send(gw!);
     expect(r.status).toBe(503);
     expect(r.body.error.type).toBe('endpoint_unavailable');
-    expect(r.body.error.message).toContain('1 endpoint failed to connect');
+    expect(r.body.error.message).toContain('1 endpoint failed (last: refused)');
     expect(r.body.error.message).toContain('1 skipped for an open circuit breaker');
   });
 

@@ -2,12 +2,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { FakeBackend } from '../fakes/index.js';
-import { timedChunks } from '../helpers/http.js';
 
 const GW = resolve('bin/gw.js');
 const emptyDir = () => mkdtempSync(join(tmpdir(), 'gw-cli-'));
@@ -113,22 +113,42 @@ describe('gw version and help', () => {
   });
 });
 
+/** Resolve with the first output line matching `pattern` (a readiness signal), or reject if the process exits first. */
+function waitForLine(child: ChildProcess, pattern: RegExp, budgetMs = 60_000): Promise<RegExpMatchArray> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`no line matching ${pattern} within ${budgetMs} ms: ${out}`)), budgetMs);
+    const onData = (d: Buffer) => {
+      out += d;
+      const m = out.match(pattern);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m);
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`exited ${code} before ${pattern}: ${out}`));
+    });
+  });
+}
+
 describe('gw demo', () => {
   it('serves every family from simulated backends', async () => {
-    const port = 41000 + Math.floor(Math.random() * 2000);
-    const child = spawn(process.execPath, [GW, 'demo', '--port', String(port)], { cwd: emptyDir(), env: cleanEnv() });
+    const child = spawn(process.execPath, [GW, 'demo', '--port', '0'], { cwd: emptyDir(), env: cleanEnv() });
     children.push(child);
-    let health: any;
-    for (let i = 0; i < 50 && !health; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      health = await request(`http://localhost:${port}/internal/health`).then((r) => r.body.json(), () => undefined);
-    }
+    // The demo prints where it listens once it does: that line is the readiness signal.
+    const [, port] = await waitForLine(child, /behind http:\/\/localhost:(\d+)/);
+    const health = (await (await request(`http://localhost:${port}/internal/health`)).body.json()) as any;
     expect(health.status).toBe('healthy');
     expect(health.endpoints).toHaveLength(12);
     const res = await request(`http://localhost:${port}/gw/turboengine/generate`, { method: 'POST', body: '{"inputs":"hi"}' });
     expect(((await res.body.json()) as any).generated_text).toContain('turboengine');
+    const exited = new Promise((r) => child.on('exit', r));
     child.kill('SIGTERM');
-    expect(await new Promise((r) => child.on('exit', r))).toBe(0);
+    expect(await exited).toBe(0);
   });
 });
 
@@ -143,9 +163,18 @@ describe('gw serve', () => {
   });
 
   it('listens on 40114 with the built-in default (npm start)', async () => {
-    // Another gateway (a lingering run) may still hold the port for a moment.
-    for (let i = 0; i < 50 && (await portBusy(40114)); i++) await new Promise((r) => setTimeout(r, 100));
-    const { child, port } = await serve([]);
+    // Another gateway (a second suite running beside this one) may hold the port for a moment:
+    // wait for it to be free, and start again if another took it in between.
+    let started: Awaited<ReturnType<typeof serve>> | undefined;
+    const deadline = Date.now() + 60_000;
+    while (!started) {
+      while ((await portBusy(40114)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      started = await serve([]).catch((err: Error) => {
+        if (!/address in use/.test(err.message) || Date.now() > deadline) throw err;
+        return undefined;
+      });
+    }
+    const { child, port } = started;
     children.push(child);
     expect(port).toBe(40114);
     const res = await request('http://localhost:40114/internal/health');
@@ -161,14 +190,48 @@ describe('gw serve', () => {
     const file = configFile(`server: { host: 127.0.0.1, port: 0 }\ndiscovery:\n  static:\n    endpoints:\n      - { name: l, type: localrunner, url: "${fake.url}" }\n`);
     const { child, port } = await serve(['--config', file]);
     children.push(child);
-    const stream = timedChunks(`http://127.0.0.1:${port}/gw/localrunner/api/chat`, { body: '{"model":"test-model","messages":[]}' });
-    await new Promise((r) => setTimeout(r, 250));
+    // SIGTERM once the first chunk arrived: the stream is in flight for certain.
+    let firstChunk!: () => void;
+    const started = new Promise<void>((r) => (firstChunk = r));
+    const stream = new Promise<{ lines: string[]; error?: Error }>((resolve) => {
+      const req = httpRequest({ hostname: '127.0.0.1', port, path: '/gw/localrunner/api/chat', method: 'POST', agent: false }, (res) => {
+        let text = '';
+        res.on('data', (d) => {
+          text += d;
+          firstChunk();
+        });
+        res.on('end', () => resolve({ lines: text.trim().split('\n') }));
+        res.on('error', (error) => resolve({ lines: [], error }));
+      });
+      req.on('error', (error) => resolve({ lines: [], error }));
+      req.end('{"model":"test-model","messages":[]}');
+    });
+    await started;
     const exited = new Promise((r) => child.on('exit', r));
     child.kill('SIGTERM');
     const r = await stream;
     expect(r.error).toBeUndefined();
-    expect(JSON.parse(r.chunks.at(-1)!.text.trim().split('\n').at(-1)!).done).toBe(true);
+    expect(JSON.parse(r.lines.at(-1)!).done).toBe(true);
     expect(await exited).toBe(0);
     await fake.stop();
+  });
+
+  it('never prints a secret held in a mistyped value, in validate or in serve', async () => {
+    const file = configFile('discovery:\n  static:\n    endpoints:\n      - name: gpu\n        type: pagedengine\n        url: "http://127.0.0.1:1"\n        headers: { Authorization: { nested: "Bearer tok-SECRET-4711" } }\n');
+    const validated = await run(['validate', '--config', file]);
+    expect(validated.code).toBe(1);
+    expect(validated.out).toContain('discovery.static.endpoints[0].headers.Authorization: must be string, got an object (value not shown: it may be a secret)');
+    const served = await run(['serve', '--config', file]);
+    expect(served.code).toBe(1);
+    expect(served.err).toContain('headers.Authorization');
+    for (const text of [validated.out, validated.err, served.out, served.err]) expect(text).not.toContain('SECRET');
+  });
+
+  it('warns about a custom profiles folder that does not exist, naming it', async () => {
+    const dir = emptyDir();
+    const r = await run(['validate', '--config', configFile('proxy: { profiles_dir: ./my-profiles }\n')], { cwd: dir });
+    expect(r.code).toBe(0);
+    expect(r.out).toContain(`WARN config`);
+    expect(r.out).toContain(`proxy.profiles_dir: folder ${join(dir, 'my-profiles')} does not exist; no custom profiles are loaded`);
   });
 });

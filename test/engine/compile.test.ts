@@ -96,10 +96,10 @@ describe('third-party plugins', () => {
     writeFileSync(join(dir, 'clash.mjs'), 'export default { name: "forward", schema: {}, apply() {} };');
     const results = await registry.loadThirdParty(['./nope.mjs', join(dir, 'bad.mjs'), join(dir, 'clash.mjs'), 'no-such-package-xyz']);
     expect(results.map((r) => r.error)).toEqual([
-      'cannot load: not found (check the path, or npm install the package)',
+      `cannot load: ${join(process.cwd(), 'nope.mjs')} does not exist (relative paths resolve against the working directory, ${process.cwd()})`,
       'plugin name "Bad Name" must be kebab-case (e.g. my-plugin)',
       'plugin name forward is already taken by a built-in plugin; rename it',
-      'cannot load: not found (check the path, or npm install the package)',
+      'cannot load: package no-such-package-xyz is not installed (npm install no-such-package-xyz)',
     ]);
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { checkConfig, loadConfig, resolveConfigPath } from '../../engine/config.js';
 import { ConfigError } from '../../engine/errors.js';
+import { formatProblem } from '../../engine/schema.js';
 import { writeConfig } from '../helpers/gateway.js';
 import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -109,5 +110,79 @@ describe('config lookup', () => {
     expect(resolveConfigPath(undefined, {}, dir)).toBe(join(dir, 'config/config.yaml'));
     expect(resolveConfigPath(undefined, { GW_CONFIG: 'env.yaml' }, dir)).toBe(join(dir, 'env.yaml'));
     expect(resolveConfigPath('cli.yaml', { GW_CONFIG: 'env.yaml' }, dir)).toBe(join(dir, 'cli.yaml'));
+  });
+});
+
+describe('secrets in a config with a mistake', () => {
+  const SECRET = 'tok-SECRET-4711';
+  const withEndpoint = (extra: Record<string, unknown>) =>
+    writeConfig({ discovery: { static: { endpoints: [{ name: 'a', type: 'localrunner', url: 'http://127.0.0.1:1', ...extra }] } } });
+
+  it.each([
+    ['a header of the wrong type', { headers: { Authorization: { nested: SECRET } } }, 'headers.Authorization: must be string, got an object (value not shown'],
+    ['a header that is a number', { headers: { 'X-Api-Key': 4711 } }, 'headers.X-Api-Key: must be string, got a number (value not shown'],
+    ['an auth field of the wrong type', { auth: { type: 'basic', username: 'u', password: [SECRET] } }, 'auth.password: must be string, got an array (value not shown'],
+    ['an auth type misspelt with the token in it', { auth: { type: `bearer ${SECRET}` } }, 'auth.type: value a string (value not shown: it may be a secret) is not allowed'],
+  ])('names the field, never the value: %s', (_what, extra, message) => {
+    const { problems } = checkConfig(withEndpoint(extra), {});
+    const text = problems.map(formatProblem).join('\n');
+    expect(text).toContain(message);
+    expect(text).not.toContain(SECRET);
+    expect(text).not.toContain('4711');
+    expect(() => loadConfig(withEndpoint(extra), {})).toThrow(ConfigError);
+    try {
+      loadConfig(withEndpoint(extra), {});
+    } catch (err) {
+      expect(String((err as Error).message)).not.toContain(SECRET);
+    }
+  });
+
+  it('still shows values that are not secret', () => {
+    const { problems } = checkConfig(writeConfig({ proxy: { max_retries: 'three' } }), {});
+    expect(problems[0].message).toBe('must be integer, got "three"');
+  });
+});
+
+describe('harmful values', () => {
+  it.each([
+    ['check_interval', { discovery: { static: { endpoints: [{ name: 'a', type: 'localrunner', url: 'http://127.0.0.1:1', check_interval: '0s' }] } } }, 'discovery.static.endpoints[0].check_interval'],
+    ['check_timeout', { discovery: { static: { endpoints: [{ name: 'a', type: 'localrunner', url: 'http://127.0.0.1:1', check_timeout: '0ms' }] } } }, 'discovery.static.endpoints[0].check_timeout'],
+    ['model_discovery.interval', { discovery: { model_discovery: { interval: '0m' } } }, 'discovery.model_discovery.interval'],
+    ['response_timeout', { proxy: { response_timeout: '0.0s' } }, 'proxy.response_timeout'],
+    ['read_header_timeout', { server: { read_header_timeout: '0s' } }, 'server.read_header_timeout'],
+    ['body_idle_timeout', { server: { body_idle_timeout: '0s' } }, 'server.body_idle_timeout'],
+    ['idle_timeout', { server: { idle_timeout: '0s' } }, 'server.idle_timeout'],
+  ])('refuses a zero %s, saying why and what to write', (_what, config, field) => {
+    const { loaded, problems } = checkConfig(writeConfig(config), {});
+    expect(loaded).toBeUndefined();
+    expect(problems).toContainEqual(expect.objectContaining({ level: 'fail', field, message: expect.stringMatching(/must be more than zero$/), fix: expect.stringContaining('above zero, such as 5s') }));
+  });
+
+  it('accepts a zero shutdown_timeout (stop without waiting) and small positive durations', () => {
+    const { loaded } = checkConfig(writeConfig({ server: { shutdown_timeout: '0s', read_header_timeout: '0.5s' } }), {});
+    expect(loaded?.config.server.shutdown_timeout).toBe('0s');
+  });
+
+  it('never rounds a positive duration down to zero', async () => {
+    const { parseDuration } = await import('../../engine/duration.js');
+    expect(parseDuration('0.1ms')).toBe(1);
+    expect(parseDuration('0s')).toBe(0);
+  });
+
+  it('warns about a custom folder that does not exist, naming it; the default folder may be absent', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-cfg-'));
+    const { loaded, problems } = checkConfig(writeConfig({ proxy: { profiles_dir: join(dir, 'profles') }, pipelines: { dir: join(dir, 'pipes') } }), {});
+    expect(loaded).toBeDefined();
+    expect(problems).toContainEqual(expect.objectContaining({ level: 'warn', field: 'proxy.profiles_dir', message: `folder ${join(dir, 'profles')} does not exist; no custom profiles are loaded` }));
+    expect(problems).toContainEqual(expect.objectContaining({ level: 'warn', field: 'pipelines.dir', message: `folder ${join(dir, 'pipes')} does not exist; no custom pipelines are loaded` }));
+    expect(checkConfig(writeConfig({}), {}).problems).toEqual([]);
+  });
+
+  it('fails a folder setting that points at a file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-cfg-'));
+    writeFileSync(join(dir, 'file.yaml'), 'x: 1\n');
+    const { loaded, problems } = checkConfig(writeConfig({ proxy: { profiles_dir: join(dir, 'file.yaml') } }), {});
+    expect(loaded).toBeUndefined();
+    expect(problems[0]).toMatchObject({ level: 'fail', field: 'proxy.profiles_dir', message: `${join(dir, 'file.yaml')} is not a folder` });
   });
 });

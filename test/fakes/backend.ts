@@ -35,12 +35,18 @@ export interface Behaviour {
   /** Close a kept-alive connection when a second request arrives on it, without reading it:
    *  the server-side idle close that races a client reusing the socket. */
   closeReusedSockets: boolean;
+  /** The same, with a reset (RST) instead of a clean close. */
+  resetReusedSockets: boolean;
   /** Delay of the health route. */
   healthDelayMs: number;
   /** Extra headers on a failing health answer (Retry-After, say). */
   healthHeaders: Record<string, string>;
   /** Destroy the socket after this many stream chunks (streamed replies only). */
   resetAfterChunks: number;
+  /** Send this many stream chunks, then nothing more, keeping the connection open. */
+  stallAfterChunks: number;
+  /** JSON replies: send the head and this many bytes of the body, then die. */
+  cutBodyAt: number;
   /** Status of the health route (200 = healthy). */
   healthStatus: number;
   /** Milliseconds between stream chunks. */
@@ -75,7 +81,7 @@ export interface FakeOptions {
 
 const DEFAULT_BEHAVIOUR: Behaviour = {
   delayMs: 0, hang: false, status: 0, resetBeforeResponse: false, resetOnRequest: false, closeReusedSockets: false,
-  resetAfterChunks: -1, healthStatus: 200, healthDelayMs: 0, healthHeaders: {}, chunkDelayMs: 0, listFailures: 0,
+  resetReusedSockets: false, resetAfterChunks: -1, stallAfterChunks: -1, cutBodyAt: -1, healthStatus: 200, healthDelayMs: 0, healthHeaders: {}, chunkDelayMs: 0, listFailures: 0,
   emptyStream: false, malformedChunk: false, finishReason: null, stopMatched: null,
 };
 const SERVED = Symbol('requests served on this socket');
@@ -93,6 +99,8 @@ export class FakeBackend {
   executions = 0;
   /** Replies the other side abandoned before they finished (the gateway cancelled upstream). */
   aborts = 0;
+  /** Reused sockets reset under a request (resetReusedSockets). */
+  resetsOnReuse = 0;
   /** Health checks running now, and the most that ever ran at once. */
   healthInFlight = 0;
   healthMaxInFlight = 0;
@@ -189,6 +197,11 @@ export class FakeBackend {
       socket.destroy();
       return;
     }
+    if (notHealth && this.behaviour.resetReusedSockets && served > 1) {
+      this.resetsOnReuse++;
+      socket.resetAndDestroy();
+      return;
+    }
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks);
@@ -247,6 +260,13 @@ export class FakeBackend {
       return;
     }
     if (handler.kind === 'generate') this.executions++;
+    if (handler.kind === 'generate' && b.cutBodyAt >= 0) {
+      // The head and part of the body go out, then the backend dies.
+      res.end = ((body?: string | Buffer) => {
+        res.write(String(body ?? '').slice(0, b.cutBodyAt), () => setTimeout(() => res.socket?.destroy(), 30));
+        return res;
+      }) as typeof res.end;
+    }
     await handler.fn(this, rec, res);
   }
 
@@ -261,6 +281,7 @@ export class FakeBackend {
         res.socket?.destroy();
         return;
       }
+      if (this.behaviour.stallAfterChunks >= 0 && i >= this.behaviour.stallAfterChunks) return; // open, silent
       if (this.behaviour.chunkDelayMs && i > 0) await new Promise((r) => setTimeout(r, this.behaviour.chunkDelayMs));
       if (res.destroyed) return;
       res.write(pieces[i]);

@@ -7,9 +7,16 @@ export interface RawReply {
   body: string;
 }
 
+/** The URL's path goes out byte for byte: a URL string would have its dot segments resolved. */
+function target(url: string) {
+  const m = /^http:\/\/([^/:]+):(\d+)(.*)$/.exec(url);
+  if (!m) throw new Error(`not a loopback URL with a port: ${url}`);
+  return { hostname: m[1], port: Number(m[2]), path: m[3] || '/' };
+}
+
 export function rawRequest(url: string, opts: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<RawReply> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: opts.method ?? 'GET', headers: opts.headers, agent: false }, (res) => {
+    const req = httpRequest({ ...target(url), method: opts.method ?? 'GET', headers: opts.headers, agent: false }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (c) => (body += c));

@@ -4,7 +4,8 @@
 // errors keep their status and take the messages API's error shape.
 import type { Dispatcher } from 'undici';
 import type { Context, UpstreamRequest } from '../../../engine/context.js';
-import { AttemptHandler, ClientGone, dispatchAttempt, type Controller, type Outcome } from '../relay.js';
+import { brokenReason, endAndClose } from '../broken-stream.js';
+import { AttemptHandler, ClientGone, dispatchAttempt, startReply, type Controller, type Outcome } from '../relay.js';
 import { errorReply, toMessage } from './response.js';
 import { eventsForMessage, StreamTranslator, type StreamOptions } from './stream.js';
 
@@ -36,13 +37,12 @@ class TranslateHandler extends AttemptHandler {
 
   private head(status: number, contentType: string, length?: number): void {
     const ctx = this.ctx;
-    ctx.status = status;
-    ctx.responseStarted = true;
-    ctx.hooks.respond.call(ctx, status);
-    const headers = [...ctx.replyHeaders, 'content-type', contentType];
-    if (length !== undefined) headers.push('content-length', String(length));
-    else headers.push('cache-control', 'no-cache');
-    ctx.res.writeHead(status, headers);
+    startReply(ctx, status, () => {
+      const headers = [...ctx.replyHeaders, 'content-type', contentType];
+      if (length !== undefined) headers.push('content-length', String(length));
+      else headers.push('cache-control', 'no-cache');
+      return headers;
+    });
   }
 
   onResponseStart(_c: Controller, status: number, headers: Record<string, string | string[] | undefined>): void {
@@ -76,7 +76,7 @@ class TranslateHandler extends AttemptHandler {
     this.settle({ relayed: true });
   }
 
-  onResponseError(_c: Controller, error: Error): void {
+  protected failed(_c: Controller, error: Error): void {
     const ctx = this.ctx;
     if (error instanceof ClientGone || ctx.res.destroyed) {
       ctx.error = error;
@@ -84,7 +84,9 @@ class TranslateHandler extends AttemptHandler {
     } else if (ctx.responseStarted) {
       // Events already reached the client: end its stream with an error event, no retry.
       ctx.error = error;
-      ctx.res.end(this.translator?.fail(`the backend stream failed: ${(error as { code?: string }).code ?? error.message}`));
+      const reason = brokenReason(error, ctx.endpoint?.timeouts.idleMs ?? 0);
+      if (this.translator) endAndClose(ctx, this.translator.fail(`endpoint ${ctx.endpoint?.name} ${reason}; the reply is incomplete`));
+      else ctx.res.destroy();
       this.settle({ relayed: true });
     } else if (this.status) {
       // The reply head arrived but its body broke: nothing reached the client yet.

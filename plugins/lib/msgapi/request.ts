@@ -47,11 +47,13 @@ function convertTurn(role: 'user' | 'assistant', content: string | Block[]): Cha
   return out;
 }
 
+const TOOL_CHOICES = new Map([['auto', 'auto'], ['any', 'required'], ['none', 'none']]);
+
 function toolChoice(choice: MessagesRequest['tool_choice']): unknown {
   const c = typeof choice === 'string' ? { type: choice } : choice;
   if (!c) return undefined;
   if (c.type === 'tool') return { type: 'function', function: { name: (c as { name: string }).name } };
-  return { auto: 'auto', any: 'required', none: 'none' }[c.type as 'auto' | 'any' | 'none'];
+  return TOOL_CHOICES.get(c.type);
 }
 
 export function toChatRequest(req: MessagesRequest, o: ChatOptions): Record<string, unknown> {
@@ -98,18 +100,58 @@ export function estimateInputTokens(req: MessagesRequest): number {
   return Math.floor(chars / 4);
 }
 
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** What is wrong with one content block (the fields the translator reads), or undefined. */
+function blockProblem(b: unknown, where: string): string | undefined {
+  if (!isObject(b) || typeof b.type !== 'string') return `${where}: a content block is an object with a string type`;
+  switch (b.type) {
+    case 'text':
+      return typeof b.text === 'string' ? undefined : `${where}.text: must be a string`;
+    case 'image': {
+      const src = b.source;
+      const ok = isObject(src) && (src.type === 'url' ? typeof src.url === 'string' : typeof src.data === 'string' && typeof src.media_type === 'string');
+      return ok ? undefined : `${where}.source: an image needs {type: base64, media_type, data} or {type: url, url}`;
+    }
+    case 'tool_use':
+      return typeof b.name === 'string' ? undefined : `${where}.name: a tool_use block needs a name`;
+    case 'tool_result':
+      return b.content === undefined || typeof b.content === 'string' ? undefined : blocksProblem(b.content, `${where}.content`);
+    default:
+      return undefined; // blocks the translator does not read are passed over
+  }
+}
+
+function blocksProblem(content: unknown, where: string): string | undefined {
+  if (!Array.isArray(content)) return `${where}: must be a string or an array of content blocks`;
+  for (const [i, b] of content.entries()) {
+    const why = blockProblem(b, `${where}[${i}]`);
+    if (why) return why;
+  }
+  return undefined;
+}
+
 /** Why a body is not a messages request the translator can take, or undefined when it is. */
 export function invalidReason(body: unknown, maxTokensRequired = true): string | undefined {
-  const b = body as Partial<MessagesRequest> | null;
-  if (!b || typeof b !== 'object' || Array.isArray(b)) return 'the body must be a JSON object';
+  if (!isObject(body)) return 'the body must be a JSON object';
+  const b = body as Partial<MessagesRequest>;
   if (typeof b.model !== 'string' || !b.model) return 'model: a model name is required';
   if (!Array.isArray(b.messages)) return 'messages: an array of {role, content} is required';
   for (const [i, m] of b.messages.entries()) {
-    if (!m || (m.role !== 'user' && m.role !== 'assistant')) return `messages[${i}].role: must be user or assistant`;
-    if (typeof m.content !== 'string' && !Array.isArray(m.content)) return `messages[${i}].content: must be a string or an array of content blocks`;
+    if (!isObject(m) || (m.role !== 'user' && m.role !== 'assistant')) return `messages[${i}].role: must be user or assistant`;
+    if (typeof m.content !== 'string') {
+      const why = blocksProblem(m.content, `messages[${i}].content`);
+      if (why) return why;
+    }
+  }
+  if (b.system !== undefined && typeof b.system !== 'string') {
+    const why = blocksProblem(b.system, 'system');
+    if (why) return why;
   }
   if ((maxTokensRequired || b.max_tokens !== undefined) && (typeof b.max_tokens !== 'number' || !Number.isInteger(b.max_tokens) || b.max_tokens < 1)) return 'max_tokens: a positive integer is required';
   if (b.stop_sequences !== undefined && (!Array.isArray(b.stop_sequences) || b.stop_sequences.some((s) => typeof s !== 'string'))) return 'stop_sequences: must be an array of strings';
-  if (b.tools !== undefined && (!Array.isArray(b.tools) || b.tools.some((t) => !t || typeof t.name !== 'string'))) return 'tools: each tool needs a name';
+  if (b.tools !== undefined && (!Array.isArray(b.tools) || b.tools.some((t) => !isObject(t) || typeof t.name !== 'string'))) return 'tools: each tool needs a name';
+  const choice = b.tool_choice as unknown;
+  if (choice !== undefined && typeof choice !== 'string' && !(isObject(choice) && typeof choice.type === 'string')) return 'tool_choice: must be auto, any, none or {type, name}';
   return undefined;
 }

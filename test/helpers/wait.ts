@@ -1,0 +1,13 @@
+// Waiting on a signal, never on a timing margin: poll a condition until it holds, within a
+// budget generous enough for a loaded 2-core machine; fail naming what never happened.
+export const BUDGET_MS = 30_000;
+
+export async function waitFor<T>(probe: () => T | Promise<T>, what: string, budgetMs = BUDGET_MS): Promise<NonNullable<T>> {
+  const deadline = Date.now() + budgetMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`waited ${budgetMs} ms for ${what}; it never happened`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

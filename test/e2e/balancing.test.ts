@@ -3,6 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { FakeBackend } from '../fakes/index.js';
 import { endpoint, startGateway, type Started } from '../helpers/gateway.js';
+import { waitFor } from '../helpers/wait.js';
 
 let a: FakeBackend, b: FakeBackend, c: FakeBackend;
 beforeAll(async () => {
@@ -62,17 +63,20 @@ describe.each(['round-robin', 'round_robin'])('%s', (lb) => {
 describe.each(['least-connections', 'least_conn'])('%s', (lb) => {
   it('sends the next request to the endpoint with fewer requests in flight', () =>
     withGateway(lb, [100, 50, 10], async (gw) => {
-      a.behaviour.delayMs = 400;
+      // a holds its request until the quick one was served: it is in flight for certain.
+      let release!: () => void;
+      a.behaviour.holdUntil = new Promise<void>((r) => (release = r));
       const slow = request(`${gw.url}/gw/pagedengine/v1/chat/completions`, { method: 'POST', body: '{"model":"test-model"}' });
-      await new Promise((r) => setTimeout(r, 100));
+      await waitFor(() => a.traffic.length === 1, 'the slow request to reach a');
       const quick = await request(`${gw.url}/gw/pagedengine/v1/models`);
       await quick.body.dump();
       expect(quick.headers['x-gw-endpoint']).toBe('b');
+      release();
       const first = await slow;
       await first.body.dump();
       expect(first.headers['x-gw-endpoint']).toBe('a');
       // Idle again: ties go to the higher priority.
-      a.behaviour.delayMs = 0;
+      a.behaviour.holdUntil = null;
       expect(await served(gw, 2)).toEqual(['a', 'a']);
     }));
 });

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { FakeBackend } from '../fakes/index.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
+import { waitFor } from '../helpers/wait.js';
 
 let gw: Started | null = null;
 let fakes: FakeBackend[] = [];
@@ -67,9 +68,16 @@ describe('circuit breaker', () => {
     for (let i = 0; i < 5; i++) await send(gw!);
     expect(a.breaker.state).toBe('open');
     fakes[0].reset();
-    fakes[0].behaviour.delayMs = 200;
-    await new Promise((r) => setTimeout(r, 350));
-    const results = await Promise.all(Array.from({ length: 50 }, () => send(gw!)));
+    // The test request is held at the backend until the 49 others have been answered.
+    let release!: () => void;
+    fakes[0].behaviour.holdUntil = new Promise<void>((r) => (release = r));
+    await waitFor(() => a.breaker.state === 'half-open', 'the breaker to turn half-open');
+    const all = Array.from({ length: 50 }, () => send(gw!));
+    const refused: Awaited<ReturnType<typeof send>>[] = [];
+    for (const p of all) void p.then((r) => r.status === 503 && refused.push(r));
+    await waitFor(() => refused.length === 49, '49 requests refused while the test request runs');
+    release();
+    const results = await Promise.all(all);
     expect(fakes[0].traffic).toHaveLength(1);
     expect(results.filter((r) => r.status === 200)).toHaveLength(1);
     expect(results.filter((r) => r.status === 503 && r.body.error.type === 'circuit_breaker')).toHaveLength(49);
@@ -81,7 +89,7 @@ describe('circuit breaker', () => {
     const [a] = await setup(1, '200ms');
     fakes[0].behaviour.status = 500;
     for (let i = 0; i < 5; i++) await send(gw!);
-    await new Promise((r) => setTimeout(r, 250));
+    await waitFor(() => a.breaker.state === 'half-open', 'the breaker to turn half-open');
     expect((await send(gw!)).status).toBe(500);
     expect(a.breaker.state).toBe('open');
   });

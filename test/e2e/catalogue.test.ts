@@ -4,6 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { FakeBackend } from '../fakes/index.js';
 import { endpoint, startGateway, type Started } from '../helpers/gateway.js';
+import { waitFor } from '../helpers/wait.js';
 
 let local1: FakeBackend, local2: FakeBackend, paged: FakeBackend, npu: FakeBackend, gw: Started;
 
@@ -123,13 +124,11 @@ describe('refresh', () => {
   it('marks the models of an endpoint that goes down unavailable, and rediscovers it when it recovers', async () => {
     await local2.stop();
     const gone = async () => (await get('/gw/models?provider=localrunner')).json.models.find((m: any) => m.id === 'llava:13b')?.available === false;
-    for (let i = 0; i < 50 && !(await gone()); i++) await new Promise((r) => setTimeout(r, 50));
-    expect(await gone()).toBe(true);
+    await waitFor(gone, 'the models of the stopped endpoint to read unavailable');
     local2.models = [...local2.models, { name: 'qwen2.5:7b', digest: 'sha256:qw' }];
     await local2.start();
     const back = async () => (await get('/gw/models?provider=localrunner')).json.models.some((m: any) => m.id === 'qwen2.5:7b');
-    for (let i = 0; i < 50 && !(await back()); i++) await new Promise((r) => setTimeout(r, 50));
-    expect(await back()).toBe(true);
+    await waitFor(back, 'the recovered endpoint to be rediscovered');
   });
 
   it('POST /internal/models/refresh rediscovers now, retrying a failing list', async () => {

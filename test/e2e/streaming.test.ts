@@ -4,7 +4,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { request as httpRequest } from 'node:http';
 import { FakeBackend } from '../fakes/index.js';
 import { endpoint, startGateway, type Started } from '../helpers/gateway.js';
-import { timedChunks } from '../helpers/http.js';
+import { lockstep } from '../helpers/http.js';
+import { waitFor } from '../helpers/wait.js';
 
 let local: FakeBackend, cpp: FakeBackend, gw: Started;
 beforeAll(async () => {
@@ -22,48 +23,36 @@ beforeEach(() => {
   cpp.reset();
 });
 
-const GAP = 80;
-
-function expectSpread(chunks: { at: number; text: string }[], minEvents: number) {
-  expect(chunks.length).toBeGreaterThanOrEqual(minEvents);
-  // Each event arrived on its own, about one gap after the previous: no batching on the way.
-  for (let i = 1; i < minEvents; i++) expect(chunks[i].at - chunks[i - 1].at).toBeGreaterThan(GAP * 0.5);
-}
-
 describe('streaming relay', () => {
-  it('relays chat-completions SSE events one by one', async () => {
-    local.behaviour.chunkDelayMs = GAP;
-    const r = await timedChunks(`${gw.url}/gw/localrunner/v1/chat/completions`, { body: JSON.stringify({ model: 'test-model', messages: [], stream: true }) });
+  // In lock-step (helpers/http.ts): the backend sends each event only after the client has the
+  // previous one, so a relay that held back the head or batched events would stall the stream.
+  it('relays chat-completions SSE events one by one, the head first', async () => {
+    const r = await lockstep(local, `${gw.url}/gw/localrunner/v1/chat/completions`, JSON.stringify({ model: 'test-model', messages: [], stream: true }), '\n\n');
     expect(r.status).toBe(200);
     expect(r.headers['content-type']).toBe('text/event-stream');
-    expectSpread(r.chunks, 7);
-    const events = r.chunks.map((c) => c.text);
-    expect(events[0]).toMatch(/^data: \{.*"role":"assistant"/);
-    expect(events.at(-1)).toBe('data: [DONE]\n\n');
-    expect(r.chunks[0].at - r.headersAt).toBeLessThan(GAP);
+    expect(r.pieces.length).toBeGreaterThanOrEqual(7);
+    expect(r.pieces[0]).toMatch(/^data: \{.*"role":"assistant"/);
+    expect(r.pieces.at(-1)).toBe('data: [DONE]\n\n');
   });
 
   it('relays native NDJSON lines one by one', async () => {
-    local.behaviour.chunkDelayMs = GAP;
-    const r = await timedChunks(`${gw.url}/gw/localrunner/api/generate`, { body: JSON.stringify({ model: 'test-model', prompt: 'p' }) });
+    const r = await lockstep(local, `${gw.url}/gw/localrunner/api/generate`, JSON.stringify({ model: 'test-model', prompt: 'p' }), '\n');
     expect(r.headers['content-type']).toBe('application/x-ndjson');
-    expectSpread(r.chunks, 6);
-    const lines = r.chunks.map((c) => JSON.parse(c.text));
+    const lines = r.pieces.map((c) => JSON.parse(c));
     expect(lines.map((l) => l.response).join('')).toBe('alpha beta gamma delta epsilon');
     expect(lines.at(-1).done).toBe(true);
   });
 
   it('relays native SSE of the C++ engine', async () => {
-    cpp.behaviour.chunkDelayMs = GAP;
-    const r = await timedChunks(`${gw.url}/gw/cppengine/completion`, { body: JSON.stringify({ prompt: 'p', stream: true }) });
-    expectSpread(r.chunks, 6);
-    expect(r.chunks.at(-1)!.text).toContain('"stop":true');
+    const r = await lockstep(cpp, `${gw.url}/gw/cppengine/completion`, JSON.stringify({ prompt: 'p', stream: true }), '\n\n');
+    expect(r.pieces.length).toBeGreaterThanOrEqual(6);
+    expect(r.pieces.at(-1)).toContain('"stop":true');
   });
 
   it('cancels the upstream request when the client goes away', async () => {
     local.reply = Array.from({ length: 40 }, (_, i) => `w${i}`).join(' ');
     local.behaviour.chunkDelayMs = 50;
-    await new Promise<void>((resolve, reject) => {
+    await new Promise<void>((resolve) => {
       const req = httpRequest(`${gw.url}/gw/localrunner/api/chat`, { method: 'POST', agent: false }, (res) => {
         res.once('data', () => {
           req.destroy();
@@ -72,11 +61,8 @@ describe('streaming relay', () => {
       });
       req.on('error', () => undefined);
       req.end(JSON.stringify({ model: 'test-model', messages: [] }));
-      setTimeout(() => reject(new Error('no data')), 3000);
     });
-    const deadline = Date.now() + 2000;
-    while (local.aborts === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    expect(local.aborts).toBe(1);
+    await waitFor(() => local.aborts === 1, 'the backend to see its reply abandoned');
     expect(gw.gw.runtime.endpoints.all[0].state).toBe('healthy');
   });
 });

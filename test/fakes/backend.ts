@@ -47,6 +47,11 @@ export interface Behaviour {
   stallAfterChunks: number;
   /** JSON replies: send the head and this many bytes of the body, then die. */
   cutBodyAt: number;
+  /** Generation and listing routes wait for this before answering (a test releases it). */
+  holdUntil: Promise<void> | null;
+  /** Streams wait for this before writing piece i (the head goes out first): lets a test move
+   *  a stream in lock-step with what its client has received. */
+  beforeChunk: ((i: number) => Promise<void>) | null;
   /** Status of the health route (200 = healthy). */
   healthStatus: number;
   /** Milliseconds between stream chunks. */
@@ -81,7 +86,7 @@ export interface FakeOptions {
 
 const DEFAULT_BEHAVIOUR: Behaviour = {
   delayMs: 0, hang: false, status: 0, resetBeforeResponse: false, resetOnRequest: false, closeReusedSockets: false,
-  resetReusedSockets: false, resetAfterChunks: -1, stallAfterChunks: -1, cutBodyAt: -1, healthStatus: 200, healthDelayMs: 0, healthHeaders: {}, chunkDelayMs: 0, listFailures: 0,
+  resetReusedSockets: false, resetAfterChunks: -1, stallAfterChunks: -1, cutBodyAt: -1, holdUntil: null, beforeChunk: null, healthStatus: 200, healthDelayMs: 0, healthHeaders: {}, chunkDelayMs: 0, listFailures: 0,
   emptyStream: false, malformedChunk: false, finishReason: null, stopMatched: null,
 };
 const SERVED = Symbol('requests served on this socket');
@@ -226,6 +231,7 @@ export class FakeBackend {
         return;
       }
       if (b.hang) return;
+      if (b.holdUntil) await b.holdUntil;
       if (b.delayMs) await new Promise((r) => setTimeout(r, b.delayMs));
       if (b.status && handler?.kind === 'generate') {
         const err = JSON.stringify({ error: { message: `fake ${this.name} failing with ${b.status}`, type: 'server_error', code: b.status } });
@@ -282,6 +288,7 @@ export class FakeBackend {
         return;
       }
       if (this.behaviour.stallAfterChunks >= 0 && i >= this.behaviour.stallAfterChunks) return; // open, silent
+      if (this.behaviour.beforeChunk) await this.behaviour.beforeChunk(i);
       if (this.behaviour.chunkDelayMs && i > 0) await new Promise((r) => setTimeout(r, this.behaviour.chunkDelayMs));
       if (res.destroyed) return;
       res.write(pieces[i]);

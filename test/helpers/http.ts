@@ -1,5 +1,6 @@
 // node:http requests for tests that need headers undici refuses to send, or timestamps per chunk.
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { waitFor } from './wait.js';
 
 export interface RawReply {
   status: number;
@@ -47,5 +48,28 @@ export function timedChunks(url: string, opts: { method?: string; headers?: Reco
     });
     req.on('error', reject);
     req.end(opts.body);
+  });
+}
+
+/**
+ * Stream a reply in lock-step: the fake writes piece i only once the client has received the
+ * head and i pieces (each ending with `terminator`). A gateway that held the head back or
+ * batched pieces would stall the stream, so the test fails on a budget, not on a timing margin.
+ */
+export function lockstep(fake: { behaviour: { beforeChunk: ((i: number) => Promise<void>) | null } }, url: string, body: string, terminator: string): Promise<{ status: number; headers: IncomingHttpHeaders; pieces: string[] }> {
+  let text = '';
+  let head = false;
+  const seen = () => text.split(terminator).length - 1;
+  fake.behaviour.beforeChunk = (i) => waitFor(() => head && seen() >= i, `the client to receive the head and ${i} pieces`).then(() => undefined);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ ...target(url), method: 'POST', headers: { 'content-type': 'application/json' }, agent: false }, (res) => {
+      head = true;
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, pieces: text.split(terminator).filter(Boolean).map((p) => p + terminator) }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
   });
 }

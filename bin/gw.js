@@ -12,6 +12,13 @@ if (!existsSync(dist)) {
 const { resolveConfigPath } = await import(new URL('config.js', dist).href);
 const { VERSION } = await import(new URL('gateway.js', dist).href);
 
+/** Requests contain their own errors (a request that fails gets a 500); this is the last line of
+ *  defence, so that whatever escapes them costs one request and never the process. */
+function keepServing(log) {
+  process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection; the gateway keeps serving'));
+  process.on('uncaughtException', (err) => log.error({ err }, 'uncaught exception; the gateway keeps serving'));
+}
+
 async function serve(opts) {
   const { Gateway } = await import(new URL('gateway.js', dist).href);
   const { ConfigError } = await import(new URL('errors.js', dist).href);
@@ -25,11 +32,7 @@ async function serve(opts) {
     else console.error(`gw: failed to start: ${err?.stack ?? err}`);
     process.exit(1);
   }
-  // Requests contain their own errors (a request that fails gets a 500); this is the last line
-  // of defence, so that whatever escapes them costs one request and never the process.
-  const log = gateway.runtime.log;
-  process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection; the gateway keeps serving'));
-  process.on('uncaughtException', (err) => log.error({ err }, 'uncaught exception; the gateway keeps serving'));
+  keepServing(gateway.runtime.log);
   let stopping = false;
   const stop = (signal) => {
     if (stopping) return;
@@ -67,6 +70,7 @@ program.command('demo').description('the gateway plus a simulated backend for ev
   .action(async (opts) => {
     const { startDemo } = await import(new URL('demo.js', dist).href);
     const demo = await startDemo(Number(opts.port));
+    keepServing(demo.gateway.runtime.log);
     const base = `http://localhost:${demo.gateway.port}`;
     console.error(`\ngw demo: ${demo.fakes.length} simulated backends behind ${base}\ntry:\n` +
       `  curl ${base}/gw/localrunner/api/tags\n` +

@@ -2,7 +2,7 @@
 // overrides (they win over the file; an invalid value warns and falls back), deep-frozen result.
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { DURATION_PATTERN } from './duration.js';
+import { DURATION_PATTERN, parseDuration } from './duration.js';
 import { ConfigError } from './errors.js';
 import { createAjv, explain, loadSchema, type Problem } from './schema.js';
 import { readYaml } from './yaml-file.js';
@@ -22,7 +22,7 @@ export interface EndpointConfig {
 export interface GatewayConfig {
   server: {
     host: string; port: number; shutdown_timeout: Duration;
-    read_header_timeout: Duration; body_idle_timeout: Duration; idle_timeout: Duration;
+    read_header_timeout: Duration; body_idle_timeout: Duration; read_timeout: Duration; idle_timeout: Duration;
     request_limits: { max_body_size: number; max_header_size: number };
     rate_limits: {
       global_requests_per_minute: number; per_ip_requests_per_minute: number;
@@ -96,7 +96,7 @@ const ENV_OVERRIDES: Record<string, Override> = {
     const b = { true: true, '1': true, yes: true, false: false, '0': false, no: false }[v.trim().toLowerCase()];
     return b === undefined ? 'must be true or false' : void (c.discovery.model_discovery.enabled = b);
   },
-  GW_DISCOVERY_MODEL_DISCOVERY_INTERVAL: (c, v) => (durationRe.test(v.trim()) ? void (c.discovery.model_discovery.interval = v.trim()) : 'must be a duration such as 5m'),
+  GW_DISCOVERY_MODEL_DISCOVERY_INTERVAL: (c, v) => (durationRe.test(v.trim()) && parseDuration(v.trim()) > 0 ? void (c.discovery.model_discovery.interval = v.trim()) : 'must be a duration above zero, such as 5m'),
 };
 
 /** A config value by dotted path ("translators.msgapi.enabled"), for YAML that names config keys. */
@@ -141,6 +141,9 @@ export function checkConfig(file: string | null, env: NodeJS.ProcessEnv = proces
   const given = raw as { proxy?: { profiles_dir?: unknown }; pipelines?: { dir?: unknown } };
   problems.push(...folderProblems('proxy.profiles_dir', cfg.proxy.profiles_dir, given.proxy?.profiles_dir !== undefined, 'profiles'));
   problems.push(...folderProblems('pipelines.dir', cfg.pipelines.dir, given.pipelines?.dir !== undefined, 'pipelines'));
+  if (parseDuration(cfg.server.read_header_timeout) > parseDuration(cfg.server.read_timeout)) {
+    problems.push({ level: 'fail', field: 'server.read_header_timeout', message: `${cfg.server.read_header_timeout} is longer than server.read_timeout (${cfg.server.read_timeout}), which covers the head too`, fix: 'make read_header_timeout shorter than read_timeout' });
+  }
   if (problems.some((p) => p.level === 'fail')) return { problems };
   for (const [name, apply] of Object.entries(ENV_OVERRIDES)) {
     const value = env[name];

@@ -105,10 +105,13 @@ export class Endpoint {
     this.headers = plan.headers;
     this.headerNames = new Set(plan.headers.filter((_, i) => i % 2 === 0));
     this.replaySafePaths = new Set(plan.profile.api.replay_safe_paths);
+    this.connector = buildConnector({ timeout: timeouts.connectMs });
     this.pool = new Pool(this.origin, this.dispatcherOptions());
   }
 
   private readonly replaySafePaths: ReadonlySet<string>;
+  /** Shared by the pool and the one-off fresh connections. */
+  private readonly connector: buildConnector.connector;
 
   /** May this request be sent again after a connection-level failure? Safe methods always;
    *  others only on the paths the profile lists (inference), never on model management. */
@@ -119,7 +122,7 @@ export class Endpoint {
   /** Options for this endpoint's pool, and for a one-off fresh connection to it. */
   dispatcherOptions() {
     return {
-      connect: buildConnector({ timeout: this.timeouts.connectMs }),
+      connect: this.connector,
       headersTimeout: this.timeouts.responseMs,
       bodyTimeout: this.timeouts.idleMs,
       // Retire idle sockets before common upstream idle timeouts (about 3 s) close them under us.

@@ -122,8 +122,9 @@ export class Gateway {
       // connection that never sends a request is closed too); Node checks on this interval.
       headersTimeout: headerMs,
       connectionsCheckingInterval: Math.min(1_000, Math.max(50, Math.floor(headerMs / 4))),
-      // Bodies are timed by read-body (idle, not total: uploads may be long); replies may stream for hours.
-      requestTimeout: 0,
+      // The whole request (a body the gateway reads, or one Node drains after an early answer)
+      // within read_timeout; read-body also cuts a body that pauses. Replies are not timed here.
+      requestTimeout: parseDuration(srv.read_timeout),
     }, this.onRequest);
     server.keepAliveTimeout = parseDuration(srv.idle_timeout);
     // Expect: 100-continue is answered by read-body once the declared length is known to fit.

@@ -61,7 +61,8 @@ export function closest(word: string, candidates: Iterable<string>): string | un
 }
 
 // Values under these keys may be credentials: a problem names the field and the expected type,
-// never the value (a mistyped header must not print the token it holds).
+// never the value (a mistyped header must not print the token it holds), and no object or array
+// is printed anywhere (one could hold such a key).
 const SECRET_KEY = /^(headers|auth)$|pass|secret|token|api.?key|authori[sz]ation|cookie|credential/i;
 
 function isSecret(pointer: string): boolean {
@@ -79,7 +80,9 @@ const DURATION = /^[0-9]+(\.[0-9]+)?(ms|s|m|h)$/;
 function describe(e: ErrorObject, base: string): Problem {
   const field = fieldName(e.instancePath, base);
   const where = field || '(top level)';
-  const shown = isSecret(e.instancePath) ? `${kindOf(e.data)} (value not shown: it may be a secret)` : JSON.stringify(e.data);
+  // Objects and arrays are never printed: a misplaced endpoint would bring its headers along.
+  const shown = isSecret(e.instancePath) ? `${kindOf(e.data)} (value not shown: it may be a secret)`
+    : typeof e.data === 'object' && e.data !== null ? kindOf(e.data) : JSON.stringify(e.data);
   switch (e.keyword) {
     case 'additionalProperties': {
       const key = String(e.params.additionalProperty);

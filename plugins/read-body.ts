@@ -69,7 +69,7 @@ export default definePlugin<Options>({
       if (h['content-length'] === undefined && h['transfer-encoding'] === undefined) return;
       if (Number(h['content-length']) > limit) throw gwError('BODY_TOO_LARGE', { limit });
       // The server leaves `Expect: 100-continue` to us: invite the body only now that it fits.
-      if (h.expect?.toLowerCase() === '100-continue') ctx.res.writeContinue();
+      if (h.expect?.toLowerCase().includes('100-continue')) ctx.res.writeContinue();
       await read(ctx, limit, idleMs, idleText);
     });
   },

@@ -1,9 +1,10 @@
 // The attempt loop shared by the terminal steps that send to endpoints (forward, translate).
 // Before any response byte reached the client:
 // - an open circuit breaker skips the endpoint (its health is left alone);
-// - refused, connect timeout, unreachable: no backend saw the request; the endpoint is marked
-//   unhealthy (and probed again at once) and the request goes to the next candidate;
-// - reset, closed, no reply head in time: the backend may have read the request. A replay-safe
+// - a failure before the request went out (refused, connect timeout, unreachable, a TLS error):
+//   no backend saw it; the endpoint is marked unhealthy (and probed again at once) and the
+//   request goes to the next candidate;
+// - reset, closed, no reply head in time, after it went out: the backend may have read it. A replay-safe
 //   request (inference) goes to the next candidate like above — after one retry on a fresh
 //   connection when a pooled socket reset or closed, since a socket the backend closed while
 //   idle fails this way and says nothing about the backend. Any other request (model
@@ -17,7 +18,7 @@ import { formatDuration } from '../../engine/duration.js';
 import type { Endpoint } from '../../engine/endpoints.js';
 import { gwError } from '../../engine/errors.js';
 import type { PluginEnv } from '../../engine/plugin.js';
-import { brokeAfterStart, ClientGone, connectionFailure, NOT_SENT, StepFailed, unsendable, type ConnectionFailure, type Outcome } from './relay.js';
+import { brokeAfterStart, ClientGone, connectionFailure, StepFailed, unsendable, type ConnectionFailure, type Outcome } from './relay.js';
 
 /** One attempt at one endpoint through the given dispatcher (its pool, or a fresh connection). */
 export type Perform = (ep: Endpoint, dispatcher: Dispatcher) => Promise<Outcome>;
@@ -47,7 +48,7 @@ export async function runAttempts(ctx: Context, env: PluginEnv, maxRetries: numb
   const { log, health } = env;
   let skipped = 0;
   let failed = 0;
-  let last: ConnectionFailure | undefined;
+  let last: string | undefined;
   for (const ep of ctx.candidates) {
     if (ctx.attempts > maxRetries) break;
     const ticket = ep.breaker.admit();
@@ -57,16 +58,15 @@ export async function runAttempts(ctx: Context, env: PluginEnv, maxRetries: numb
     }
     ctx.attempts++;
     ctx.endpoint = ep;
-    const safe = replaySafe(ep);
+    let safe = false;
     let outcome: Outcome;
-    let failure: ConnectionFailure | undefined;
     try {
+      safe = replaySafe(ep);
       outcome = safe ? await tracked(ep, ep.pool, perform) : await fresh(ep, perform);
-      failure = failureOf(outcome);
-      if (safe && (failure === 'reset' || failure === 'closed')) {
-        log.debug({ req: ctx.id, endpoint: ep.name, failure }, 'pooled connection failed before a reply; retrying on a fresh one');
+      const first = failureOf(outcome);
+      if (safe && !outcome.relayed && outcome.sent && (first === 'reset' || first === 'closed')) {
+        log.debug({ req: ctx.id, endpoint: ep.name, failure: first }, 'pooled connection failed before a reply; retrying on a fresh one');
         outcome = await fresh(ep, perform);
-        failure = failureOf(outcome);
       }
     } catch (err) {
       // A step threw while preparing the attempt: a gateway bug, not the endpoint's failure.
@@ -81,7 +81,7 @@ export async function runAttempts(ctx: Context, env: PluginEnv, maxRetries: numb
       if (brokeAfterStart(ctx)) log.warn({ req: ctx.id, endpoint: ep.name, err: ctx.error }, 'the reply broke off after it had started');
       return true;
     }
-    const error = outcome.error;
+    const { error, sent } = outcome;
     if (error instanceof StepFailed) {
       ep.breaker.release(ticket);
       throw error.failure;
@@ -92,9 +92,13 @@ export async function runAttempts(ctx: Context, env: PluginEnv, maxRetries: numb
     }
     ep.breaker.failure(ticket);
     const timeout = formatDuration(ep.timeouts.responseMs);
-    if (!failure) throw gwError('UPSTREAM_ERROR', { endpoint: ep.name, reason: (error as { code?: string }).code ?? error.message });
+    const code = (error as { code?: string }).code ?? error.message;
+    // Anything that failed before the request went out (a TLS handshake too) is a connection
+    // failure, whatever its code; after, only what the code says is one.
+    const failure = failureOf(outcome) ?? (sent ? undefined : `connect failed (${code})`);
+    if (!failure) throw gwError('UPSTREAM_ERROR', { endpoint: ep.name, reason: code });
     health.markFailed(ep, failure === 'timeout' ? `no reply head within ${timeout}` : `connection ${failure}`);
-    if (!safe && !NOT_SENT.has(failure)) {
+    if (sent && !safe) {
       if (failure === 'timeout') throw gwError('UPSTREAM_TIMEOUT', { endpoint: ep.name, timeout, detail: 'not sent again: this route is not replay-safe (model management)' });
       throw gwError('UPSTREAM_ERROR', {
         endpoint: ep.name,

@@ -6,7 +6,8 @@ import type { Context } from '../../engine/context.js';
 import { formatDuration } from '../../engine/duration.js';
 import { errorBody, gwError } from '../../engine/errors.js';
 
-const NDJSON = /^application\/(x-)?(ndjson|jsonl|jsonlines)\b/;
+const SSE = /^text\/event-stream/i;
+const NDJSON = /^application\/(x-)?(ndjson|jsonl|jsonlines)\b/i;
 
 /** What happened, in words, for the error the client receives and the log. */
 export function brokenReason(error: Error, idleMs: number): string {
@@ -19,7 +20,7 @@ export function brokenReason(error: Error, idleMs: number): string {
 function errorFrame(ctx: Context, contentType: string, lastChunk: Buffer | null, reason: string): string | null {
   const err = gwError('UPSTREAM_STREAM_BROKEN', { endpoint: ctx.endpoint?.name ?? 'the backend', reason });
   const endsWith = (s: string) => lastChunk === null || lastChunk.toString('latin1', Math.max(0, lastChunk.length - s.length)) === s;
-  if (contentType.startsWith('text/event-stream')) {
+  if (SSE.test(contentType)) {
     // A partly written event is closed first, so ours is read as an event of its own.
     const sep = endsWith('\n\n') ? '' : endsWith('\n') ? '\n' : '\n\n';
     if (ctx.route.errorFormat === 'msgapi') return `${sep}event: error\ndata: ${errorBody(err, 'msgapi')}\n\n`;
@@ -37,8 +38,9 @@ export function endAndClose(ctx: Context, last: string): void {
 
 /** The upstream reply broke after the head reached the client: say so in the stream, or abort. */
 export function endBroken(ctx: Context, headers: Record<string, string | string[] | undefined>, lastChunk: Buffer | null, reason: string): void {
-  const encoding = String(headers['content-encoding'] ?? 'identity');
-  const frame = encoding === 'identity' ? errorFrame(ctx, String(headers['content-type'] ?? ''), lastChunk, reason) : null;
+  // Bytes of ours fit only a plain stream: not past a declared length, not into compressed data.
+  const plain = headers['content-length'] === undefined && String(headers['content-encoding'] ?? 'identity').toLowerCase() === 'identity';
+  const frame = plain ? errorFrame(ctx, String(headers['content-type'] ?? ''), lastChunk, reason) : null;
   if (frame === null) ctx.res.destroy();
   else endAndClose(ctx, frame);
 }

@@ -6,8 +6,10 @@ import type { Context, UpstreamRequest } from '../../engine/context.js';
 import { writeHead } from '../../engine/head.js';
 import { brokenReason, endBroken } from './broken-stream.js';
 
-/** How an attempt ended: relayed (fully or cut after the first byte), or failed before any byte. */
-export type Outcome = { relayed: true } | { relayed: false; error: Error };
+/** How an attempt ended: relayed (fully or cut after the first byte), or failed before any
+ *  byte — `sent` when the request had begun to go out on a connected socket (so the backend may
+ *  have read it), whatever the error's code says. */
+export type Outcome = { relayed: true } | { relayed: false; error: Error; sent: boolean };
 const RELAYED: Outcome = { relayed: true };
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
@@ -51,6 +53,8 @@ export type Controller = Parameters<NonNullable<Dispatcher.DispatchHandler['onRe
 export abstract class AttemptHandler implements Dispatcher.DispatchHandler {
   private controller: Controller | null = null;
   private settled = false;
+  /** undici starts a request only on a connected socket, just before writing it. */
+  protected sent = false;
   private readonly onClientClose = () => {
     if (!this.ctx.res.writableFinished) this.controller?.abort(new ClientGone());
   };
@@ -68,20 +72,21 @@ export abstract class AttemptHandler implements Dispatcher.DispatchHandler {
 
   onRequestStart(controller: Controller): void {
     this.controller = controller;
+    this.sent = true;
     if (this.ctx.res.destroyed) controller.abort(new ClientGone());
   }
 
   /** undici turns a throw from here into an 'error' event nobody listens to (a crash): never throw. */
   onResponseError(controller: Controller, error: Error): void {
     if (error instanceof StepFailed) {
-      this.settle({ relayed: false, error });
+      this.settle({ relayed: false, error, sent: this.sent });
       return;
     }
     try {
       this.failed(controller, error);
     } catch (err) {
       this.ctx.res.destroy();
-      this.settle({ relayed: false, error: new StepFailed(err) });
+      this.settle({ relayed: false, error: new StepFailed(err), sent: this.sent });
     }
   }
 
@@ -147,7 +152,7 @@ class RelayHandler extends AttemptHandler {
       endBroken(ctx, this.headers, this.lastChunk, brokenReason(error, ctx.endpoint?.timeouts.idleMs ?? 0));
       this.settle(RELAYED);
     } else {
-      this.settle({ relayed: false, error });
+      this.settle({ relayed: false, error, sent: this.sent });
     }
   }
 }
@@ -157,13 +162,13 @@ export function relay(ctx: Context, dispatcher: Dispatcher, up: UpstreamRequest)
 }
 
 /**
- * How an attempt failed before any response byte reached the client:
- * - refused, connect timeout, unreachable: no backend saw the request (NOT_SENT);
- * - reset, closed: the connection died without a reply — the backend may have read the request;
- * - timeout: no reply head within the endpoint's response timeout — it is probably running it.
+ * What a connection-level failure was, in words (whether the request was sent is the outcome's
+ * `sent`, not the code's business: a timeout can hit a connected socket too):
+ * - refused, connect timeout, unreachable: typically before the request went out;
+ * - reset, closed: the connection died without a reply;
+ * - timeout: no reply head within the endpoint's response timeout.
  */
 export type ConnectionFailure = 'refused' | 'connect timeout' | 'unreachable' | 'reset' | 'closed' | 'timeout';
-export const NOT_SENT: ReadonlySet<ConnectionFailure> = new Set(['refused', 'connect timeout', 'unreachable']);
 
 const CONNECTION_CODES = new Map<string, ConnectionFailure>([
   ['ECONNREFUSED', 'refused'],

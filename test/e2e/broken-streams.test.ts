@@ -16,7 +16,7 @@ beforeAll(async () => {
   paged = await new FakeBackend({ family: 'pagedengine', name: 'paged', reply: 'one two three four five six' }).start();
   local = await new FakeBackend({ family: 'localrunner', name: 'local', reply: 'one two three four five six' }).start();
   gw = await startGateway({
-    proxy: { stream_idle_timeout: '300ms' },
+    proxy: { stream_idle_timeout: '2s' },
     discovery: { static: { endpoints: [endpoint('paged', 'pagedengine', paged.url, { check_interval: '60s' }), endpoint('local', 'localrunner', local.url, { check_interval: '60s' })] } },
   });
 });
@@ -67,7 +67,7 @@ describe('an SSE stream that breaks', () => {
     paged.behaviour.stallAfterChunks = 2;
     const r = await timedChunks(`${gw.url}/gw/pagedengine/v1/chat/completions`, { body: chat(true) });
     const last = JSON.parse(sseEvents(r.chunks.map((c) => c.text).join('')).at(-1)!.slice('data: '.length));
-    expect(last.error.message).toContain('sent nothing for 300ms (proxy.stream_idle_timeout)');
+    expect(last.error.message).toContain('sent nothing for 2s (proxy.stream_idle_timeout)');
   });
 
   it('makes the openai client raise the error instead of hanging or ending quietly', async () => {
@@ -79,7 +79,7 @@ describe('an SSE stream that breaks', () => {
       for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
     })().catch((e) => e);
     expect(err).toBeInstanceOf(OpenAI.APIError);
-    expect(err.message).toContain('sent nothing for 300ms');
+    expect(err.message).toContain('sent nothing for 2s');
     expect(text.length).toBeGreaterThan(0);
   });
 

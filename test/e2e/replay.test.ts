@@ -18,11 +18,12 @@ afterEach(async () => {
   gw = null;
 });
 
-// Health checks far apart, so only the proxy path can notice a failure; the family's reply-head
-// timeout (characteristics.timeout, which wins over proxy.response_timeout) cut to 300 ms.
-const start = (endpoints = [primary, secondary]) =>
+// Health checks far apart, so only the proxy path can notice a failure. `replyHeadTimeout` sets
+// the family's characteristics.timeout (which wins over proxy.response_timeout) through a custom
+// profile, for the tests of a backend that never answers.
+const start = (endpoints = [primary, secondary], replyHeadTimeout?: string) =>
   startGateway({
-    proxy: { profiles_dir: customProfiles({ localrunner: (p) => (p.characteristics.timeout = '300ms') }) },
+    proxy: replyHeadTimeout ? { profiles_dir: customProfiles({ localrunner: (p) => (p.characteristics.timeout = replyHeadTimeout) }) } : {},
     discovery: {
       static: { endpoints: endpoints.map((f, i) => endpoint(f.name, 'localrunner', f.url, { priority: 100 - i, check_interval: '60s' })) },
     },
@@ -49,7 +50,7 @@ describe('inference routes are replay-safe: no request is lost', () => {
   });
 
   it('a backend that accepts and never answers: the next endpoint answers once the reply-head timeout passes', async () => {
-    gw = await start();
+    gw = await start(undefined, '2s');
     primary.behaviour.hang = true;
     const r = await post('/gw/localrunner/v1/chat/completions', chat);
     expect(r.status).toBe(200);
@@ -83,12 +84,12 @@ describe('model-management routes are not: never sent twice', () => {
   });
 
   it('a backend that never answers: 504 after the family timeout, not sent to the next endpoint', async () => {
-    gw = await start();
+    gw = await start(undefined, '2s');
     primary.behaviour.hang = true;
     const r = await post('/gw/localrunner/api/pull', pull);
     expect(r.status).toBe(504);
     expect(r.json.error.type).toBe('gateway_timeout');
-    expect(r.json.error.message).toContain('within 300ms');
+    expect(r.json.error.message).toContain('within 2s');
     expect(primary.requestsTo('/api/pull')).toHaveLength(1);
     expect(secondary.requestsTo('/api/pull')).toHaveLength(0);
   });

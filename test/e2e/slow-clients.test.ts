@@ -1,5 +1,5 @@
 // Slow and idle clients are timed out (server.read_header_timeout, body_idle_timeout,
-// idle_timeout) while everyone else keeps being served.
+// read_timeout, idle_timeout) while everyone else keeps being served.
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
@@ -11,7 +11,7 @@ let fake: FakeBackend, gw: Started;
 beforeAll(async () => {
   fake = await new FakeBackend({ family: 'pagedengine' }).start();
   gw = await startGateway({
-    server: { read_header_timeout: '1s', body_idle_timeout: '500ms', idle_timeout: '500ms' },
+    server: { read_header_timeout: '1s', body_idle_timeout: '500ms', read_timeout: '2s', idle_timeout: '3s' },
     discovery: { static: { endpoints: [endpoint('paged', 'pagedengine', fake.url)] } },
   });
 });
@@ -73,10 +73,32 @@ describe('slow clients', () => {
     expect(fake.traffic).toHaveLength(before);
   });
 
-  it('closes a kept-alive connection that stays idle after its reply', async () => {
+  it('cuts a body trickled too slowly to ever pause for body_idle_timeout, at read_timeout', async () => {
+    // One byte every 200 ms of a 1000-byte body: 200 s to send; read_timeout (2 s) ends it.
+    const trickle = (w: Watched) => {
+      const t = setInterval(() => (w.closed ? clearInterval(t) : w.socket.write('x')), 200);
+      return t;
+    };
+    const read = open();
+    read.socket.write('POST /gw/pagedengine/v1/chat/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n');
+    // A route that answered at once (404) leaves the body to be drained: that is timed too.
+    const drained = open();
+    drained.socket.write('POST /gw/nowhere HTTP/1.1\r\nHost: gw\r\nContent-Length: 1000\r\n\r\n');
+    const timers = [trickle(read), trickle(drained)];
+    try {
+      await waitFor(() => read.closed && drained.closed, 'both trickled bodies to be cut');
+    } finally {
+      timers.forEach(clearInterval);
+    }
+    expect(read.text).toMatch(/^HTTP\/1\.1 408 /);
+    expect(drained.text).toMatch(/^HTTP\/1\.1 404 /);
+  });
+
+  it('closes a kept-alive connection that stays idle after its reply, after idle_timeout', async () => {
     const w = open();
     w.socket.write('GET /internal/health HTTP/1.1\r\nHost: gw\r\n\r\n');
     await waitFor(() => w.text.includes('"status"'), 'the reply');
+    expect(w.text).toMatch(/^keep-alive: timeout=3\r$/im);
     await waitFor(() => w.closed, 'the idle connection to be closed');
   });
 });

@@ -137,6 +137,15 @@ describe('secrets in a config with a mistake', () => {
     }
   });
 
+  it.each([
+    ['endpoints written as a map', { discovery: { static: { endpoints: { gpu: { name: 'gpu', type: 'pagedengine', url: 'http://x', headers: { Authorization: SECRET } } } } } }, 'discovery.static.endpoints: must be array, got an object'],
+    ['an endpoint written as a list', { discovery: { static: { endpoints: [['gpu', { auth: { token: SECRET } }]] } } }, 'discovery.static.endpoints[0]: must be object, got an array'],
+  ])('never prints an object or array, which could carry secrets: %s', (_what, config, message) => {
+    const text = checkConfig(writeConfig(config), {}).problems.map(formatProblem).join('\n');
+    expect(text).toContain(message);
+    expect(text).not.toContain(SECRET);
+  });
+
   it('still shows values that are not secret', () => {
     const { problems } = checkConfig(writeConfig({ proxy: { max_retries: 'three' } }), {});
     expect(problems[0].message).toBe('must be integer, got "three"');
@@ -156,6 +165,18 @@ describe('harmful values', () => {
     const { loaded, problems } = checkConfig(writeConfig(config), {});
     expect(loaded).toBeUndefined();
     expect(problems).toContainEqual(expect.objectContaining({ level: 'fail', field, message: expect.stringMatching(/must be more than zero$/), fix: expect.stringContaining('above zero, such as 5s') }));
+  });
+
+  it('ignores a zero interval from the environment too, with a warning', () => {
+    const { loaded, problems } = checkConfig(writeConfig({}), { GW_DISCOVERY_MODEL_DISCOVERY_INTERVAL: '0s' });
+    expect(loaded?.config.discovery.model_discovery.interval).toBe('5m');
+    expect(problems).toContainEqual(expect.objectContaining({ level: 'warn', field: 'GW_DISCOVERY_MODEL_DISCOVERY_INTERVAL', message: expect.stringContaining('must be a duration above zero') }));
+  });
+
+  it('refuses a head timeout longer than the whole-request timeout', () => {
+    const { loaded, problems } = checkConfig(writeConfig({ server: { read_header_timeout: '10m', read_timeout: '5m' } }), {});
+    expect(loaded).toBeUndefined();
+    expect(problems[0]).toMatchObject({ level: 'fail', field: 'server.read_header_timeout', fix: 'make read_header_timeout shorter than read_timeout' });
   });
 
   it('accepts a zero shutdown_timeout (stop without waiting) and small positive durations', () => {

@@ -94,7 +94,7 @@ class TranslateHandler extends AttemptHandler {
       this.send(502, errorReply(502, `the backend reply broke off: ${(error as { code?: string }).code ?? error.message}`));
       this.settle({ relayed: true });
     } else {
-      this.settle({ relayed: false, error });
+      this.settle({ relayed: false, error, sent: this.sent });
     }
   }
 

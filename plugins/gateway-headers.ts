@@ -16,16 +16,16 @@ export default definePlugin<Options>({
     const family = env.profile?.name;
     hooks.respond.tap('gateway-headers', (ctx) => {
       const h = ctx.replyHeaders;
-      h.push('x-gw-request-id', echo(ctx.id));
+      h.push('x-gw-request-id', ctx.id); // a caller's id is used only when it is plain and short
       const ep = ctx.endpoint;
       if (ep) h.push('x-gw-endpoint', ep.name);
       const model = o.model_header ? ctx.model ?? ctx.bodyModel() : undefined;
-      if (model) h.push('x-gw-model', echo(model));
+      if (model) h.push('x-gw-model', echo(model)); // the client's words: encoded, cut to 256
       const type = ep?.family ?? family;
       if (type) h.push('x-gw-backend-type', type);
       h.push('x-gw-response-time', formatDuration(ctx.elapsedMs()));
       const r = ctx.routing;
-      if (r) h.push('x-gw-routing-strategy', r.strategy, 'x-gw-routing-decision', r.decision, 'x-gw-routing-reason', echo(r.reason));
+      if (r) h.push('x-gw-routing-strategy', r.strategy, 'x-gw-routing-decision', r.decision, 'x-gw-routing-reason', r.reason);
     });
   },
 });

@@ -17,6 +17,7 @@ function read(ctx: Context, limit: number, idleMs: number, idleText: string): Pr
     const chunks: Buffer[] = [];
     let size = 0;
     let settled = false;
+    let idle: NodeJS.Timeout | undefined;
     const settle = (err?: Error) => {
       if (settled) return;
       settled = true;
@@ -29,13 +30,18 @@ function read(ctx: Context, limit: number, idleMs: number, idleText: string): Pr
       req.removeAllListeners('data');
       reject(err);
     };
-    const idle = setTimeout(() => {
-      // The client stalled mid-body: answer, then close (the rest of its body never comes).
-      ctx.res.shouldKeepAlive = false;
-      settle(gwError('BODY_TIMEOUT', { timeout: idleText }));
-    }, idleMs).unref();
+    // Most bodies come in the packet that brought the head: parsed whole before this microtask
+    // runs, they need no timer. Only a body still arriving gets one.
+    queueMicrotask(() => {
+      if (settled || req.complete) return;
+      idle = setTimeout(() => {
+        // The client stalled mid-body: answer, then close (the rest of its body never comes).
+        ctx.res.shouldKeepAlive = false;
+        settle(gwError('BODY_TIMEOUT', { timeout: idleText }));
+      }, idleMs).unref();
+    });
     req.on('data', (chunk: Buffer) => {
-      idle.refresh();
+      idle?.refresh();
       size += chunk.length;
       if (size > limit) {
         settle(gwError('BODY_TOO_LARGE', { limit }));

@@ -28,13 +28,13 @@ export class StepFailed extends Error {
   }
 }
 
-/** Run the respond hook and write the head; a throw there is ours, and nothing was sent yet. */
-export function startReply(ctx: Context, status: number, headersOf: () => string[]): void {
+/** The reply is about to start: run the respond hook, whose throw is ours (nothing was sent yet);
+ *  the caller then writes the head with ctx.replyHeaders. */
+export function startReply(ctx: Context, status: number): void {
   ctx.status = status;
   ctx.responseStarted = true;
   try {
     ctx.hooks.respond.call(ctx, status);
-    writeHead(ctx.res, status, headersOf());
   } catch (err) {
     ctx.responseStarted = false;
     throw new StepFailed(err);
@@ -112,18 +112,17 @@ class RelayHandler extends AttemptHandler {
     if (status < 200) return; // 1xx informational: the final head follows
     const ctx = this.ctx;
     this.headers = headers;
-    startReply(ctx, status, () => {
-      const ours = ctx.replyHeaders;
-      const out: string[] = [];
-      for (const name in headers) {
-        const value = headers[name];
-        if (value === undefined || HOP_BY_HOP.has(name) || listed(ours, name)) continue;
-        if (typeof value === 'string') out.push(name, value);
-        else for (const v of value) out.push(name, v);
-      }
-      for (let i = 0; i < ours.length; i++) out.push(ours[i]);
-      return out;
-    });
+    startReply(ctx, status);
+    const ours = ctx.replyHeaders;
+    const out: string[] = [];
+    for (const name in headers) {
+      const value = headers[name];
+      if (value === undefined || HOP_BY_HOP.has(name) || listed(ours, name)) continue;
+      if (typeof value === 'string') out.push(name, value);
+      else for (const v of value) out.push(name, v);
+    }
+    for (let i = 0; i < ours.length; i++) out.push(ours[i]);
+    writeHead(ctx.res, status, out);
     // A reply without a length is a stream: send the head now so the client sees it before the first event.
     if (headers['content-length'] === undefined) ctx.res.flushHeaders();
   }

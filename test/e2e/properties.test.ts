@@ -126,7 +126,7 @@ function checkAnswer(a: Answer, method: string): void {
 /** fast-check's report, with long generated runs of one character cut short (a 100 KB model
  *  name would otherwise fill the terminal). */
 const options = (numRuns: number) => ({
-  numRuns, seed: SEED, endOnFailure: true,
+  numRuns, seed: SEED,
   reporter(details: fc.RunDetails<unknown>) {
     if (!details.failed) return;
     const text = fc.defaultReportMessage(details) ?? 'property failed';

@@ -4,6 +4,7 @@
 // errors keep their status and take the messages API's error shape.
 import type { Dispatcher } from 'undici';
 import type { Context, UpstreamRequest } from '../../../engine/context.js';
+import { writeHead } from '../../../engine/head.js';
 import { brokenReason, endAndClose } from '../broken-stream.js';
 import { AttemptHandler, ClientGone, dispatchAttempt, startReply, type Controller, type Outcome } from '../relay.js';
 import { errorReply, toMessage } from './response.js';
@@ -37,12 +38,11 @@ class TranslateHandler extends AttemptHandler {
 
   private head(status: number, contentType: string, length?: number): void {
     const ctx = this.ctx;
-    startReply(ctx, status, () => {
-      const headers = [...ctx.replyHeaders, 'content-type', contentType];
-      if (length !== undefined) headers.push('content-length', String(length));
-      else headers.push('cache-control', 'no-cache');
-      return headers;
-    });
+    startReply(ctx, status);
+    const headers = [...ctx.replyHeaders, 'content-type', contentType];
+    if (length !== undefined) headers.push('content-length', String(length));
+    else headers.push('cache-control', 'no-cache');
+    writeHead(ctx.res, status, headers);
   }
 
   onResponseStart(_c: Controller, status: number, headers: Record<string, string | string[] | undefined>): void {

@@ -42,7 +42,8 @@ function serve(args: string[], env: NodeJS.ProcessEnv = cleanEnv(), cwd = emptyD
     child.stderr.on('data', (d) => (out += d));
     child.stdout.on('data', (d) => {
       out += d;
-      const line = out.split('\n').find((l) => l.includes('"msg":"gateway listening"'));
+      // Complete lines only: under load a line can arrive in two chunks.
+      const line = out.split('\n').slice(0, -1).find((l) => l.includes('"msg":"gateway listening"'));
       if (line) resolveStart({ child, port: JSON.parse(line).port, output: () => out });
     });
     child.on('exit', (code) => reject(new Error(`gw exited ${code}: ${out}`)));
@@ -120,7 +121,8 @@ function waitForLine(child: ChildProcess, pattern: RegExp, budgetMs = 60_000): P
     const timer = setTimeout(() => reject(new Error(`no line matching ${pattern} within ${budgetMs} ms: ${out}`)), budgetMs);
     const onData = (d: Buffer) => {
       out += d;
-      const m = out.match(pattern);
+      // Complete lines only: under load a line (and the port in it) can arrive in two chunks.
+      const m = out.slice(0, out.lastIndexOf('\n') + 1).match(pattern);
       if (m) {
         clearTimeout(timer);
         resolve(m);
@@ -164,24 +166,34 @@ describe('gw serve', () => {
 
   it('listens on 40114 with the built-in default (npm start)', async () => {
     // Another gateway (a second suite running beside this one) may hold the port for a moment:
-    // wait for it to be free, and start again if another took it in between.
+    // wait for it to be free, and start again if another took it in between. Each step has a
+    // budget of its own, so a failure says which step never finished.
+    const steps: string[] = [];
+    const step = <T>(what: string, p: Promise<T>, ms = 20_000): Promise<T> => {
+      steps.push(what);
+      return Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what}: not done in ${ms} ms (steps: ${steps.join(' → ')})`)), ms).unref())]);
+    };
     let started: Awaited<ReturnType<typeof serve>> | undefined;
-    const deadline = Date.now() + 60_000;
+    const deadline = Date.now() + 40_000;
     while (!started) {
-      while ((await portBusy(40114)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-      started = await serve([]).catch((err: Error) => {
+      while (await portBusy(40114)) {
+        if (Date.now() > deadline) throw new Error(`port 40114 stayed busy (steps: ${steps.join(' → ')})`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      started = await step('gw serve listening', serve([])).catch((err: Error) => {
         if (!/address in use/.test(err.message) || Date.now() > deadline) throw err;
         return undefined;
       });
     }
-    const { child, port } = started;
+    const { child, port, output } = started;
     children.push(child);
     expect(port).toBe(40114);
-    const res = await request('http://localhost:40114/internal/health');
+    const res = await step('GET /internal/health', request('http://127.0.0.1:40114/internal/health'));
     expect(res.statusCode).toBe(200);
-    await res.body.json();
+    expect(((await res.body.json()) as any).endpoints[0].name).toBe('local-runner');
+    const exited = new Promise((r) => child.on('exit', r));
     child.kill('SIGTERM');
-    expect(await new Promise((r) => child.on('exit', r))).toBe(0);
+    expect(await step('exit after SIGTERM', exited).catch((err) => { throw new Error(`${err.message}\n${output()}`); })).toBe(0);
   });
 
   it('lets a live stream finish on SIGTERM, then exits 0', async () => {

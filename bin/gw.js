@@ -4,13 +4,15 @@
 import { Command } from 'commander';
 import { existsSync } from 'node:fs';
 
-const dist = new URL('../dist/engine/', import.meta.url);
+const dist = new URL('../dist/engine/kernel/', import.meta.url);
 if (!existsSync(dist)) {
   console.error('gw: dist/ is missing; run `npm install` (or `npm run build`) in the gateway directory first');
   process.exit(1);
 }
 const { resolveConfigPath } = await import(new URL('config.js', dist).href);
 const { VERSION } = await import(new URL('gateway.js', dist).href);
+// The built-in plugins, handed to the engine (which does not import them itself).
+const { BUILTIN_PLUGINS } = await import(new URL('../../plugins/index.js', dist).href);
 
 /** Requests contain their own errors (a request that fails gets a 500); this is the last line of
  *  defence, so that whatever escapes them costs one request and never the process. */
@@ -24,7 +26,7 @@ async function serve(opts) {
   const { ConfigError } = await import(new URL('errors.js', dist).href);
   let gateway;
   try {
-    gateway = await Gateway.create({ configFile: resolveConfigPath(opts.config) });
+    gateway = await Gateway.create({ configFile: resolveConfigPath(opts.config), env: process.env, plugins: BUILTIN_PLUGINS });
     await gateway.listen();
   } catch (err) {
     if (err instanceof ConfigError) console.error(`gw: configuration error in ${err.message}`);
@@ -45,11 +47,13 @@ async function serve(opts) {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // SIGHUP reloads the configuration, profiles, pipelines and plugins (as a file change does).
+  process.on('SIGHUP', () => void gateway.requestReload('SIGHUP'));
 }
 
 async function validate(opts) {
   const { validate: run } = await import(new URL('validate.js', dist).href);
-  process.exitCode = await run(resolveConfigPath(opts.config), process.env, (line) => console.log(line));
+  process.exitCode = await run(resolveConfigPath(opts.config), process.env, (line) => console.log(line), BUILTIN_PLUGINS);
 }
 
 const program = new Command('gw')
@@ -68,8 +72,8 @@ program.command('validate').description('check config, profiles, pipelines and p
 program.command('demo').description('the gateway plus a simulated backend for every family, on free loopback ports')
   .option('-p, --port <n>', 'gateway port', '40114')
   .action(async (opts) => {
-    const { startDemo } = await import(new URL('demo.js', dist).href);
-    const demo = await startDemo(Number(opts.port));
+    const { startDemo } = await import(new URL('../demo/start.js', dist).href);
+    const demo = await startDemo(Number(opts.port), BUILTIN_PLUGINS);
     keepServing(demo.gateway.runtime.log);
     const base = `http://localhost:${demo.gateway.port}`;
     console.error(`\ngw demo: ${demo.fakes.length} simulated backends behind ${base}\ntry:\n` +

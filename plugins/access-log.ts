@@ -1,10 +1,11 @@
 // One log line per finished request: method, path (never the query, which may carry keys),
-// status, endpoint, model, time. With `polling: true` (status routes), successful GET/HEAD
-// polls (2xx, 304) log at debug and everything else at info.
-import { clip } from '../engine/head.js';
-import { definePlugin } from '../engine/plugin.js';
+// status, endpoint, model, time. Status routes follow the polling rule (the spec's): successful
+// GET/HEAD polls (2xx, 304) log at debug, everything else at info — under /internal/ by default
+// (`polling: auto`), or wherever `polling: true` says.
+import { clip } from '../engine/kernel/head.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
 
-interface Options { level: 'debug' | 'info'; polling: boolean }
+interface Options { level: 'debug' | 'info'; polling: boolean | 'auto' }
 
 export default definePlugin<Options>({
   name: 'access-log',
@@ -12,18 +13,19 @@ export default definePlugin<Options>({
     type: 'object', additionalProperties: false,
     properties: {
       level: { enum: ['debug', 'info'], default: 'info' },
-      polling: { type: 'boolean', default: false, description: 'Status-route rule: successful GET/HEAD at debug, the rest at info' },
+      polling: { enum: [true, false, 'auto'], default: 'auto', description: 'Status-route rule: successful GET/HEAD at debug, the rest at info (auto: for paths under /internal/)' },
     },
   },
   apply(hooks, o, env) {
     const log = env.log;
     hooks.done.tap('access-log', (ctx) => {
-      const method = ctx.req.method;
-      const quietPoll = o.polling && (method === 'GET' || method === 'HEAD') && ((ctx.status >= 200 && ctx.status < 300) || ctx.status === 304);
-      const level = o.polling ? (quietPoll ? 'debug' : 'info') : o.level;
+      const method = ctx.method;
+      const polling = o.polling === 'auto' ? ctx.pathname.startsWith('/internal/') : o.polling;
+      const quietPoll = polling && (method === 'GET' || method === 'HEAD') && ((ctx.status >= 200 && ctx.status < 300) || ctx.status === 304);
+      const level = polling ? (quietPoll ? 'debug' : 'info') : o.level;
       if (!log.isLevelEnabled(level)) return;
       const aborted = !ctx.res.writableFinished;
-      const model = ctx.model ?? ctx.bodyModel();
+      const model = ctx.model;
       log[level]({
         req: ctx.id, method, path: clip(ctx.route.prefix ? ctx.route.prefix + ctx.pathname : ctx.pathname),
         status: ctx.status, endpoint: ctx.endpoint?.name, model: model === undefined ? undefined : clip(model),

@@ -3,11 +3,13 @@
 // the name to send; rewrite-model puts it in the body. Runs before the routing strategies; an
 // alias wins over a real model of the same name. With no endpoint for any target the request is
 // routed with the alias as an ordinary name, except in strict mode, where it is rejected.
-import { definePlugin } from '../engine/plugin.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
 import { familiesOf, resolveAlias, type AliasCache } from './lib/model-routing.js';
 
 export default definePlugin<Record<string, never>>({
   name: 'alias-resolve',
+  needs: ['body'],
+  provides: ['aliases'],
   schema: { type: 'object', additionalProperties: false },
   apply(hooks, _o, env) {
     const aliases = new Map(Object.entries(env.config.model_aliases));
@@ -15,7 +17,7 @@ export default definePlugin<Record<string, never>>({
     const families = familiesOf(env);
     const cache: AliasCache = new Map();
     hooks.request.tap('alias-resolve', (ctx) => {
-      const model = ctx.bodyModel();
+      const model = ctx.model;
       const targets = model ? aliases.get(model) : undefined;
       if (model && targets) resolveAlias(ctx, env, families, model, targets, cache);
     });

@@ -1,12 +1,13 @@
 // The family's exact-match path allowlist (profile api.paths). A refused path never reaches a
 // backend: 404 when the path is not listed, 501 for paths the profile marks unsupported.
-import { gwError } from '../engine/errors.js';
-import { definePlugin } from '../engine/plugin.js';
+import { gwError } from '../engine/kernel/errors.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
 
 interface Options { status: 404 | 501 }
 
 export default definePlugin<Options>({
   name: 'allowlist',
+  needs: ['path'],
   needsProfile: true,
   schema: {
     type: 'object', additionalProperties: false,

@@ -1,7 +1,6 @@
 // CORS headers on every response of the route, and the OPTIONS preflight answered here
 // (never forwarded to a backend).
-import { writeHead } from '../engine/head.js';
-import { definePlugin } from '../engine/plugin.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
 
 interface Options { allow_origin: string; allow_methods: string; allow_headers: string; expose_headers: string }
 
@@ -26,10 +25,7 @@ export default definePlugin<Options>({
     hooks.request.tap('cors', (ctx) => {
       ctx.replyHeaders.push(...headers);
       if (ctx.req.method !== 'OPTIONS') return;
-      ctx.status = 204;
-      writeHead(ctx.res, 204, [...ctx.replyHeaders, 'access-control-max-age', '600', 'content-length', '0']);
-      ctx.res.end();
-      return true;
+      return ctx.reply(204, null, ['access-control-max-age', '600']);
     });
   },
 });

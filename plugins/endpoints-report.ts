@@ -1,5 +1,5 @@
 // GET /internal/status/endpoints: health, traffic and circuit breaker of every endpoint.
-import { definePlugin } from '../engine/plugin.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
 import { endpointDetail } from './lib/endpoint-view.js';
 import { replyStatus } from './lib/status-json.js';
 

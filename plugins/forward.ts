@@ -1,15 +1,14 @@
-// The terminal step of the proxy routes: send the request to the candidate endpoints in order
-// (see lib/attempts.ts for what is retried where; the profile's api.replay_safe_paths say which
-// requests may be sent twice) and relay the reply as it streams.
-import type { UpstreamRequest } from '../engine/context.js';
-import { definePlugin } from '../engine/plugin.js';
-import { runAttempts } from './lib/attempts.js';
-import { relay } from './lib/relay.js';
+// The terminal step of the proxy routes, as a policy for the kernel's upstream path: the request
+// goes as it came (prefix stripped), the reply comes back as the backend sent it. Failover and
+// what may be sent twice (the profile's api.replay_safe_paths) are the kernel's: engine/kernel/upstream.ts.
+import { definePlugin } from '../engine/kernel/plugin.js';
+import { sendUpstream } from '../engine/kernel/upstream.js';
 
 interface Options { max_retries?: number }
 
 export default definePlugin<Options>({
   name: 'forward',
+  needs: ['path', 'body', 'candidates'],
   terminal: true,
   schema: {
     type: 'object', additionalProperties: false,
@@ -18,11 +17,11 @@ export default definePlugin<Options>({
   apply(hooks, o, env) {
     const maxRetries = o.max_retries ?? env.config.proxy.max_retries;
     hooks.dispatch.tapPromise('forward', (ctx) => {
-      const method = ctx.req.method ?? 'GET';
-      return runAttempts(ctx, env, maxRetries, (ep) => ep.replaySafe(method, ctx.pathname), (ep, dispatcher) => {
-        const up: UpstreamRequest = { method, path: ep.upstreamPath(ctx.path), headers: [], body: ctx.body };
-        hooks.upstream.call(ctx, up);
-        return relay(ctx, dispatcher, up);
+      const method = ctx.method;
+      return sendUpstream(ctx, {
+        maxRetries,
+        replaySafe: (ep) => ep.replaySafe(method, ctx.pathname),
+        request: (ep) => ({ method, path: ep.upstreamPath(ctx.path), headers: [], body: ctx.body }),
       });
     });
   },

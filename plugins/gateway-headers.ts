@@ -1,8 +1,8 @@
 // X-Gw-* headers on every response of the route: request id, endpoint, model, family, timing,
 // and the routing decision when model routing ran.
-import { formatDuration } from '../engine/duration.js';
-import { echo } from '../engine/head.js';
-import { definePlugin } from '../engine/plugin.js';
+import { formatDuration } from '../engine/kernel/duration.js';
+import { echo } from '../engine/kernel/head.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
 
 interface Options { model_header: boolean }
 
@@ -19,7 +19,7 @@ export default definePlugin<Options>({
       h.push('x-gw-request-id', ctx.id); // a caller's id is used only when it is plain and short
       const ep = ctx.endpoint;
       if (ep) h.push('x-gw-endpoint', ep.name);
-      const model = o.model_header ? ctx.model ?? ctx.bodyModel() : undefined;
+      const model = o.model_header ? ctx.model : undefined;
       if (model) h.push('x-gw-model', echo(model)); // the client's words: encoded, cut to 256
       const type = ep?.family ?? family;
       if (type) h.push('x-gw-backend-type', type);

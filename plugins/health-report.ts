@@ -1,6 +1,6 @@
 // GET /internal/health: overall status and one record per endpoint (the readiness probe).
-import { formatDuration } from '../engine/duration.js';
-import { definePlugin } from '../engine/plugin.js';
+import { formatDuration } from '../engine/kernel/duration.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
 import { healthRecord, overall } from './lib/endpoint-view.js';
 import { replyStatus } from './lib/status-json.js';
 

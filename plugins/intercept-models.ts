@@ -1,13 +1,13 @@
 // Model-listing routes that the family's profile declares as intercepts (api.intercepts) are
 // answered by the gateway from its catalogue, aggregating every healthy endpoint of the family,
 // in that family's format; the backend is not contacted.
-import { gwError } from '../engine/errors.js';
-import { definePlugin } from '../engine/plugin.js';
-import { renderList } from '../engine/models/render.js';
-import { replyJson } from './lib/reply.js';
+import { gwError } from '../engine/kernel/errors.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
+import { renderList } from './lib/model-formats.js';
 
 export default definePlugin<Record<string, never>>({
   name: 'intercept-models',
+  needs: ['path'],
   needsProfile: true,
   schema: { type: 'object', additionalProperties: false },
   apply(hooks, _o, env) {
@@ -19,7 +19,7 @@ export default definePlugin<Record<string, never>>({
       const format = ctx.req.method === 'GET' || ctx.req.method === 'HEAD' ? intercepts.get(ctx.pathname) : undefined;
       if (!format) return;
       if (endpoints.routable(profile.name).length === 0) throw gwError('ENDPOINT_UNAVAILABLE', { provider: profile.name });
-      return replyJson(ctx, 200, renderList(format, catalogue.family(profile.name).models));
+      return ctx.replyJson(200, renderList(format, catalogue.family(profile.name).models));
     });
   },
 });

@@ -1,11 +1,12 @@
 // Strip the mount prefix: /gw/<prefix>/<rest>?q → /<rest>?q (the query is kept; the endpoint's
 // base path is added when the request is sent).
-import { definePlugin } from '../engine/plugin.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
 
 interface Options { prefix?: string }
 
 export default definePlugin<Options>({
   name: 'match-prefix',
+  provides: ['path'],
   schema: {
     type: 'object', additionalProperties: false,
     properties: { prefix: { type: 'string', pattern: '^/', description: 'The prefix to strip on path mounts (per-profile mounts know theirs)' } },

@@ -1,9 +1,8 @@
 // GET /gw/models/{id}: one unified record, by model id (or any name it is served under) or by
 // alias (the record of its first target that is served).
-import { gwError } from '../engine/errors.js';
-import { definePlugin } from '../engine/plugin.js';
-import { unifiedRecord } from '../engine/models/render.js';
-import { replyJson } from './lib/reply.js';
+import { gwError } from '../engine/kernel/errors.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
+import { unifiedRecord } from './lib/model-formats.js';
 
 const PREFIX = '/gw/models/';
 
@@ -27,7 +26,7 @@ export default definePlugin<Record<string, never>>({
       const targets = aliases.get(id);
       const found = targets ? targets.map(byName).find(Boolean) : byName(id);
       if (!found) throw gwError('MODEL_NOT_FOUND', { model: id, hint: 'GET /gw/models lists what is served' });
-      return replyJson(ctx, 200, targets ? { ...unifiedRecord(found), alias: id } : unifiedRecord(found));
+      return ctx.replyJson(200, targets ? { ...unifiedRecord(found), alias: id } : unifiedRecord(found));
     });
   },
 });

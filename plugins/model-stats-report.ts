@@ -1,9 +1,8 @@
 // GET /internal/stats/models: requests per model, and each catalogue model's availability across
 // its endpoints (how many serve it, by status, with their last check latency).
-import { formatDuration } from '../engine/duration.js';
-import { definePlugin } from '../engine/plugin.js';
+import { formatDuration } from '../engine/kernel/duration.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
 import { averageLatency, percent } from './lib/endpoint-view.js';
-import { replyJson } from './lib/reply.js';
 
 export default definePlugin<Record<string, never>>({
   name: 'model-stats-report',
@@ -35,7 +34,7 @@ export default definePlugin<Record<string, never>>({
           check_latency: eps.length ? formatDuration(Math.max(...eps.map((e) => e.lastLatencyMs))) : null,
         };
       });
-      return replyJson(ctx, 200, {
+      return ctx.replyJson(200, {
         timestamp: new Date().toISOString(),
         total_models: models.length,
         total_requests: models.reduce((n, m) => n + m.requests, 0),

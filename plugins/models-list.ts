@@ -1,10 +1,9 @@
 // GET /gw/models: the unified catalogue, filtered by provider and capability, in one of the list
 // formats (unified, common, localrunner, deskrunner, pagedengine).
-import { gwError } from '../engine/errors.js';
-import { definePlugin } from '../engine/plugin.js';
-import { LIST_FORMATS, capabilities, renderList, type ListFormat } from '../engine/models/render.js';
+import { gwError } from '../engine/kernel/errors.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
+import { LIST_FORMATS, capabilities, renderList, type ListFormat } from './lib/model-formats.js';
 import { queryOf } from './lib/query.js';
-import { replyJson } from './lib/reply.js';
 
 const CAPABILITIES = new Set(['chat', 'completion', 'embedding', 'vision']);
 
@@ -25,7 +24,7 @@ export default definePlugin<Record<string, never>>({
       if (capability !== 'all' && !CAPABILITIES.has(capability)) throw gwError('INVALID_CAPABILITY', { capability });
       if (!endpoints.all.some((e) => e.routable)) throw gwError('NO_ENDPOINTS');
       const models = catalogue.all().filter((m) => (!provider || m.family === provider) && (capability === 'all' || capabilities(m).includes(capability)));
-      return replyJson(ctx, 200, renderList(format, models));
+      return ctx.replyJson(200, renderList(format, models));
     });
   },
 });

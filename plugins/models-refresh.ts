@@ -1,6 +1,5 @@
 // POST /internal/models/refresh: rediscover models from every healthy endpoint now.
-import { definePlugin } from '../engine/plugin.js';
-import { replyJson } from './lib/reply.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
 
 export default definePlugin<Record<string, never>>({
   name: 'models-refresh',
@@ -9,7 +8,7 @@ export default definePlugin<Record<string, never>>({
   apply(hooks, _o, env) {
     hooks.dispatch.tapPromise('models-refresh', async (ctx) => {
       const results = await env.discovery.refresh();
-      return replyJson(ctx, 200, { refreshed: results.filter((r) => r.ok).length, failed: results.filter((r) => !r.ok).length, endpoints: results });
+      return ctx.replyJson(200, { refreshed: results.filter((r) => r.ok).length, failed: results.filter((r) => !r.ok).length, endpoints: results });
     });
   },
 });

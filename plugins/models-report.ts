@@ -1,7 +1,7 @@
 // GET /internal/status/models: the model registry — each model with the ids of the endpoints
 // serving it; ?detailed=true adds per-endpoint detail. Never URLs.
-import { definePlugin } from '../engine/plugin.js';
-import { capabilities } from '../engine/models/render.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
+import { capabilities } from './lib/model-formats.js';
 import { queryOf } from './lib/query.js';
 import { replyStatus } from './lib/status-json.js';
 

@@ -1,7 +1,6 @@
 // GET /gw/msgapi/v1/models: the catalogue's chat models (every family, one entry per id) in
 // the messages API's list form.
-import { definePlugin } from '../engine/plugin.js';
-import { replyJson } from './lib/reply.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
 
 export default definePlugin<Record<string, never>>({
   name: 'msgapi-models',
@@ -17,7 +16,7 @@ export default definePlugin<Record<string, never>>({
         const d = m.servedAs.get(m.endpoints[0])!;
         data.push({ id: m.id, name: m.id, created: d.created ?? (d.modified ? Math.floor(Date.parse(d.modified) / 1000) || 0 : 0), description: `${m.family} model served by ${m.endpoints.map((e) => e.name).join(', ')}`, type: 'chat' });
       }
-      return replyJson(ctx, 200, { data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
+      return ctx.replyJson(200, { data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
     });
   },
 });

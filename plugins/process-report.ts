@@ -4,8 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import v8 from 'node:v8';
-import { definePlugin } from '../engine/plugin.js';
-import { replyJson } from './lib/reply.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
 
 const MB = 1024 * 1024;
 const mb = (bytes: number) => Math.round((bytes / MB) * 100) / 100;
@@ -34,7 +33,7 @@ export default definePlugin<Record<string, never>>({
       const cpuPercent = ((cpu.user + cpu.system) / 1000 / Math.max(1, now - lastAt)) * 100;
       lastCpu = process.cpuUsage();
       lastAt = now;
-      return replyJson(ctx, 200, {
+      return ctx.replyJson(200, {
         pid: process.pid,
         started_at: env.startedAt.toISOString(),
         uptime_seconds: Math.round(process.uptime()),

@@ -1,13 +1,13 @@
 // Read the request body into one buffer, within the size limit (413 past it, before any backend
 // is contacted). One buffer keeps the body replayable for failover; it is parsed only if a
-// later step asks (ctx.json()). A declared length over the limit is refused before a byte is
+// later step asks (ctx.bodyJson()). A declared length over the limit is refused before a byte is
 // read, so `Expect: 100-continue` gets its 413 without being invited to send the body; a body
 // that stops arriving for server.body_idle_timeout ends with 408 and a closed connection.
-import { configValue } from '../engine/config.js';
-import type { Context } from '../engine/context.js';
-import { parseDuration } from '../engine/duration.js';
-import { gwError } from '../engine/errors.js';
-import { definePlugin } from '../engine/plugin.js';
+import { configValue } from '../engine/kernel/config.js';
+import type { Context } from '../engine/kernel/context.js';
+import { parseDuration } from '../engine/kernel/duration.js';
+import { gwError } from '../engine/kernel/errors.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
 
 interface Options { max_bytes?: number; max_bytes_from?: string }
 
@@ -57,6 +57,7 @@ function read(ctx: Context, limit: number, idleMs: number, idleText: string): Pr
 
 export default definePlugin<Options>({
   name: 'read-body',
+  provides: ['body'],
   schema: {
     type: 'object', additionalProperties: false,
     properties: {

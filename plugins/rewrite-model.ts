@@ -1,17 +1,18 @@
 // Per attempt: when an alias chose the endpoint, send the name that endpoint serves. Only the
 // top-level `model` value changes; every other byte and the key order stay (Content-Length
 // follows the new body). Nothing happens when the name already matches or the body is not JSON.
-import { findModelField, replaceModel } from '../engine/body-model.js';
-import { definePlugin } from '../engine/plugin.js';
+import { findModelField, replaceModel } from '../engine/kernel/body-model.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
 
 export default definePlugin<Record<string, never>>({
   name: 'rewrite-model',
+  uses: ['aliases'],
   schema: { type: 'object', additionalProperties: false },
   apply(hooks) {
     hooks.upstream.tap('rewrite-model', (ctx, up) => {
       const real = ctx.routing?.aliasTargets?.get(ctx.endpoint!);
       if (!real || !up.body) return;
-      ctx.model = real;
+      ctx.sentModel = real;
       // The original body (span already found), or one a translator built.
       const field = up.body === ctx.body ? ctx.modelSpan() : findModelField(up.body);
       if (!field || field.value === real) return;

@@ -3,11 +3,11 @@
 // endpoints serving it — of the route's family, or of every family on routes that have none
 // (msgapi) — and model_registry.routing_strategy decides what happens when none does; then the
 // balancing strategy orders them: priority, round-robin, least-connections.
-import type { Context } from '../engine/context.js';
-import { parseDuration } from '../engine/duration.js';
-import type { Endpoint } from '../engine/endpoints.js';
-import { gwError } from '../engine/errors.js';
-import { definePlugin } from '../engine/plugin.js';
+import type { Context } from '../engine/kernel/context.js';
+import { parseDuration } from '../engine/kernel/duration.js';
+import type { Endpoint } from '../engine/backends/endpoints.js';
+import { gwError } from '../engine/kernel/errors.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
 import { familiesOf, modelCandidates, routableIn } from './lib/model-routing.js';
 
 type Order = (routable: readonly Endpoint[]) => readonly Endpoint[];
@@ -58,6 +58,9 @@ interface Options { strategy?: string; model_routing: boolean }
 
 export default definePlugin<Options>({
   name: 'select-endpoint',
+  needs: (o) => (o.model_routing ? ['body'] : []),
+  uses: ['aliases'],
+  provides: ['candidates'],
   schema: {
     type: 'object', additionalProperties: false,
     properties: {
@@ -90,7 +93,7 @@ export default definePlugin<Options>({
       }
       const aliasTargets = ctx.routing?.aliasTargets;
       if (aliasTargets) return finish(ctx, routable.filter((e) => aliasTargets.has(e)));
-      const model = o.model_routing ? ctx.bodyModel() : undefined;
+      const model = o.model_routing ? ctx.model : undefined;
       if (!model) return finish(ctx, routable);
       let list = modelCandidates(ctx, env, families, routable, model, false);
       if (list === 'refresh') {

@@ -1,6 +1,5 @@
 // Count the finished request against its endpoint and model for the status routes.
-import { definePlugin } from '../engine/plugin.js';
-import { brokeAfterStart } from './lib/relay.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
 
 interface Options { per_model: boolean }
 
@@ -14,8 +13,8 @@ export default definePlugin<Options>({
     const stats = env.stats;
     hooks.done.tap('stats', (ctx) => {
       // A stream that broke after its 200 head is an upstream failure too.
-      const failed = ctx.status >= 500 || brokeAfterStart(ctx);
-      stats.record(ctx.endpoint, ctx.elapsedMs(), failed, o.per_model ? ctx.model ?? ctx.bodyModel() : undefined);
+      const failed = ctx.status >= 500 || ctx.brokeOff;
+      stats.record(ctx.endpoint, ctx.elapsedMs(), failed, o.per_model ? ctx.model : undefined);
     });
   },
 });

@@ -1,7 +1,7 @@
 // GET /internal/status: version, configuration summary, traffic statistics, endpoints, models and
 // the system's state. Before any traffic the state comes from endpoint health alone.
-import { formatDuration } from '../engine/duration.js';
-import { definePlugin } from '../engine/plugin.js';
+import { formatDuration } from '../engine/kernel/duration.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
 import { averageLatency, overall, percent } from './lib/endpoint-view.js';
 import { replyStatus } from './lib/status-json.js';
 import { buildInfo } from './version.js';

@@ -4,15 +4,14 @@
 // reply comes back unchanged, with X-Gw-Mode: passthrough; otherwise translation to
 // chat-completions at its chat path, and the reply translated back. Routing, aliases,
 // balancing, failover and gateway headers are those of the proxy routes.
-import type { UpstreamRequest } from '../engine/context.js';
-import type { Endpoint } from '../engine/endpoints.js';
-import { GatewayError } from '../engine/errors.js';
-import { definePlugin } from '../engine/plugin.js';
-import { runAttempts } from './lib/attempts.js';
-import { translate } from './lib/msgapi/handler.js';
+import type { Endpoint } from '../engine/backends/endpoints.js';
+import { GatewayError } from '../engine/kernel/errors.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
+import { translatedReply, type TranslateOptions } from './lib/msgapi/reply-plan.js';
+import { sendUpstream } from '../engine/kernel/upstream.js';
 import { estimateInputTokens, toChatRequest } from './lib/msgapi/request.js';
 import type { MessagesRequest } from './lib/msgapi/types.js';
-import { ClientGone, relay } from './lib/relay.js';
+import { ClientGone } from '../engine/backends/failures.js';
 
 /** Numeric comparison of versions such as 0.11.1 or b4847; undefined when either has no number. */
 export function compareVersions(a: string, b: string): number | undefined {
@@ -41,6 +40,8 @@ interface MsgapiState { mode?: Mode; fallback?: 'cannot' | 'translator'; stream?
 
 export default definePlugin<Options>({
   name: 'translate',
+  needs: ['messages-request', 'candidates'],
+  uses: ['aliases'],
   terminal: true,
   schema: {
     type: 'object', additionalProperties: false,
@@ -56,29 +57,30 @@ export default definePlugin<Options>({
     const state = (ctx: { state: Record<string, unknown> }) => ((ctx.state.msgapi ??= {}) as MsgapiState);
 
     hooks.dispatch.tapPromise('translate', async (ctx) => {
-      const req = ctx.json() as MessagesRequest;
+      const req = ctx.bodyJson() as MessagesRequest;
       const st = state(ctx);
       st.stream = req.stream === true;
       const inputTokens = estimateInputTokens(req);
-      // The messages API is inference: replay-safe on every endpoint.
-      return runAttempts(ctx, env, maxRetries, () => true, (ep, dispatcher) => {
-        const { mode, fallback } = modeFor(ep, o.passthrough);
-        st.mode = mode;
-        st.fallback = fallback;
-        if (mode === 'passthrough') {
-          const up: UpstreamRequest = { method: 'POST', path: ep.upstreamPath(ep.profile.api.msgapi_support!.messages_path), headers: [], body: ctx.body };
-          hooks.upstream.call(ctx, up);
-          return relay(ctx, dispatcher, up);
-        }
-        const model = ctx.routing?.aliasTargets?.get(ep) ?? req.model;
-        const chat = toChatRequest(req, { model, topK: ep.profile.request.supports_top_k, streamUsage: ep.profile.request.stream_usage });
-        const path = ep.profile.request.parsing_rules?.chat_completions_path ?? '/v1/chat/completions';
-        const up: UpstreamRequest = { method: 'POST', path: ep.upstreamPath(path), headers: [], body: Buffer.from(JSON.stringify(chat)) };
-        hooks.upstream.call(ctx, up);
-        return translate(ctx, dispatcher, up, {
-          stream: st.stream!, model: req.model, inputTokens, stopSequences: req.stop_sequences,
-          onMalformed: (n) => (st.malformed = (st.malformed ?? 0) + n),
-        });
+      const translation: TranslateOptions = {
+        stream: st.stream, model: req.model, inputTokens, stopSequences: req.stop_sequences,
+        onMalformed: (n) => (st.malformed = (st.malformed ?? 0) + n),
+      };
+      return sendUpstream(ctx, {
+        maxRetries,
+        // The messages API is inference: replay-safe on every endpoint.
+        replaySafe: () => true,
+        request: (ep) => {
+          const { mode, fallback } = modeFor(ep, o.passthrough);
+          st.mode = mode;
+          st.fallback = fallback;
+          if (mode === 'passthrough') return { method: 'POST', path: ep.upstreamPath(ep.profile.api.msgapi_support!.messages_path), headers: [], body: ctx.body };
+          const model = ctx.routing?.aliasTargets?.get(ep) ?? req.model;
+          const chat = toChatRequest(req, { model, topK: ep.profile.request.supports_top_k, streamUsage: ep.profile.request.stream_usage });
+          const path = ep.profile.request.parsing_rules?.chat_completions_path ?? '/v1/chat/completions';
+          return { method: 'POST', path: ep.upstreamPath(path), headers: [], body: Buffer.from(JSON.stringify(chat)) };
+        },
+        // Passthrough replies go back as the backend sent them.
+        reply: (status, headers) => (st.mode === 'passthrough' ? { kind: 'pipe' } : translatedReply(translation, status, headers)),
       });
     });
 

@@ -1,8 +1,7 @@
 // GET /internal/stats/translators: each translator's counters, busiest first, and a summary.
-import { formatDuration } from '../engine/duration.js';
-import { definePlugin } from '../engine/plugin.js';
+import { formatDuration } from '../engine/kernel/duration.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
 import { percent } from './lib/endpoint-view.js';
-import { replyJson } from './lib/reply.js';
 
 const rate = (part: number, whole: number) => (whole ? percent(part, whole) : '0.00%');
 
@@ -32,7 +31,7 @@ export default definePlugin<Record<string, never>>({
       })).sort((a, b) => b.total_requests - a.total_requests);
       const sum = (k: keyof (typeof entries)[number]) => entries.reduce((n, e) => n + (e[k] as number), 0);
       const total = sum('total_requests');
-      return replyJson(ctx, 200, {
+      return ctx.replyJson(200, {
         timestamp: new Date().toISOString(),
         translators: entries,
         summary: {

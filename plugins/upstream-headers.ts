@@ -1,6 +1,6 @@
 // Headers toward the backend: the client's (less hop-by-hop ones and its Host), the gateway's
 // request id and forwarding headers, then the endpoint's configured headers and auth, which win.
-import { definePlugin } from '../engine/plugin.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
 
 const DROP = new Set([
   'host', 'connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer',

@@ -1,6 +1,5 @@
 // GET /version: the running version and build data.
-import { definePlugin } from '../engine/plugin.js';
-import { replyJson } from './lib/reply.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
 
 /** Build data; `go_version` (the spec's name) carries the Node.js version. */
 export function buildInfo(version: string) {
@@ -13,6 +12,6 @@ export default definePlugin<Record<string, never>>({
   schema: { type: 'object', additionalProperties: false },
   apply(hooks, _o, env) {
     const body = { version: env.version, build: buildInfo(env.version) };
-    hooks.dispatch.tap('version', (ctx) => replyJson(ctx, 200, body));
+    hooks.dispatch.tap('version', (ctx) => ctx.replyJson(200, body));
   },
 });

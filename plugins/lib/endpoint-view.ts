@@ -1,7 +1,7 @@
 // How endpoints appear on the status routes: sanitised URL and id, never credentials.
-import { formatDuration } from '../../engine/duration.js';
-import type { Endpoint } from '../../engine/endpoints.js';
-import type { Stats } from '../../engine/telemetry.js';
+import { formatDuration } from '../../engine/kernel/duration.js';
+import type { Endpoint } from '../../engine/backends/endpoints.js';
+import type { Stats } from '../../engine/backends/telemetry.js';
 
 export const percent = (part: number, whole: number) => `${((part / whole) * 100).toFixed(2)}%`;
 

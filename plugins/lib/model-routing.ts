@@ -4,11 +4,11 @@
 // X-Gw-Routing-Reason vocabulary: model_found, alias, discovered, catalogue_empty,
 // fallback_compatible, fallback_all, model_not_found, model_unavailable, alias_not_found,
 // alias_unavailable, no_compatible_endpoint.
-import type { Context, RoutingInfo } from '../../engine/context.js';
-import type { Endpoint } from '../../engine/endpoints.js';
-import { gwError } from '../../engine/errors.js';
-import type { PluginEnv } from '../../engine/plugin.js';
-import type { Profile } from '../../engine/profiles.js';
+import type { Context, RoutingInfo } from '../../engine/kernel/context.js';
+import type { Endpoint } from '../../engine/backends/endpoints.js';
+import { gwError } from '../../engine/kernel/errors.js';
+import type { PluginEnv } from '../../engine/kernel/plugin.js';
+import type { Profile } from '../../engine/kernel/profiles.js';
 
 /** The families a step works on: its route's family, or every family. */
 export const familiesOf = (env: PluginEnv): readonly Profile[] => (env.profile ? [env.profile] : env.profiles.list);

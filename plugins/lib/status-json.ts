@@ -1,9 +1,7 @@
 // Status JSON with a weak ETag over its stable fields (timestamps, uptimes and check latencies
 // left out), and 304 for a matching If-None-Match.
-import type { Context } from '../../engine/context.js';
-import { fnv1a36 } from '../../engine/hash.js';
-import { writeHead } from '../../engine/head.js';
-import { replyJson } from './reply.js';
+import type { Context } from '../../engine/kernel/context.js';
+import { fnv1a36 } from '../../engine/kernel/hash.js';
 
 const VOLATILE = new Set(['timestamp', 'uptime', 'uptime_seconds', 'last_check', 'last_latency', 'latency', 'next_check']);
 const stable = (key: string, value: unknown) => (VOLATILE.has(key) ? undefined : value);
@@ -25,12 +23,6 @@ export function etagMatches(header: string | undefined, etag: string): boolean {
 export function replyStatus(ctx: Context, body: unknown): true {
   const etag = etagOf(body);
   const headers = ['etag', etag, 'cache-control', 'no-cache'];
-  if (etagMatches(ctx.req.headers['if-none-match'], etag)) {
-    ctx.status = 304;
-    ctx.hooks.respond.call(ctx, 304);
-    writeHead(ctx.res, 304, [...ctx.replyHeaders, ...headers]);
-    ctx.res.end();
-    return true;
-  }
-  return replyJson(ctx, 200, body, headers);
+  if (etagMatches(ctx.header('if-none-match'), etag)) return ctx.reply(304, null, headers);
+  return ctx.replyJson(200, body, headers);
 }

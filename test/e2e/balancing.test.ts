@@ -1,7 +1,7 @@
 // The three balancing strategies (and their snake_case synonyms) as the spec describes them.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { FakeBackend } from '../fakes/index.js';
+import { FakeBackend } from '../../engine/demo/index.js';
 import { endpoint, startGateway, type Started } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 

@@ -2,7 +2,7 @@
 // health, one test request in half-open even under concurrency, client-caused statuses ignored.
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { FakeBackend } from '../fakes/index.js';
+import { FakeBackend } from '../../engine/demo/index.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 

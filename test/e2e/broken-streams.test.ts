@@ -7,7 +7,7 @@ import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connect } from 'node:net';
 import { request } from 'undici';
-import { FakeBackend } from '../fakes/index.js';
+import { FakeBackend } from '../../engine/demo/index.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 import { rawRequest, timedChunks } from '../helpers/http.js';
 

@@ -2,7 +2,7 @@
 // shared digests, every /gw/models format and filter, intercepts, status views, refresh.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { FakeBackend } from '../fakes/index.js';
+import { FakeBackend } from '../../engine/demo/index.js';
 import { endpoint, startGateway, type Started } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 

@@ -7,7 +7,7 @@ import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { FakeBackend } from '../fakes/index.js';
+import { FakeBackend } from '../../engine/demo/index.js';
 
 const GW = resolve('bin/gw.js');
 const emptyDir = () => mkdtempSync(join(tmpdir(), 'gw-cli-'));

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { Ollama } from 'ollama';
-import { FakeBackend } from '../fakes/index.js';
+import { FakeBackend } from '../../engine/demo/index.js';
 import { endpoint, startGateway, type Started } from '../helpers/gateway.js';
 
 let local: FakeBackend, paged: FakeBackend, gw: Started;

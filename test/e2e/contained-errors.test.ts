@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { BUILTIN_PIPELINES_DIR } from '../../engine/paths.js';
-import { FakeBackend } from '../fakes/index.js';
+import { BUILTIN_PIPELINES_DIR } from '../../engine/kernel/paths.js';
+import { FakeBackend } from '../../engine/demo/index.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 
 let fake: FakeBackend, gw: Started;

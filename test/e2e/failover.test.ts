@@ -2,7 +2,7 @@
 // once a response byte reached the client.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { FakeBackend } from '../fakes/index.js';
+import { FakeBackend } from '../../engine/demo/index.js';
 import { endpoint, startGateway, type Started } from '../helpers/gateway.js';
 import { timedChunks } from '../helpers/http.js';
 import { waitFor } from '../helpers/wait.js';

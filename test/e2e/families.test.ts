@@ -2,8 +2,8 @@
 // allowlist are refused without contacting the backend.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { loadProfiles } from '../../engine/profiles.js';
-import { FakeBackend } from '../fakes/index.js';
+import { loadProfiles } from '../../engine/kernel/profiles.js';
+import { FakeBackend } from '../../engine/demo/index.js';
 import { endpoint, startGateway, type Started } from '../helpers/gateway.js';
 
 const profiles = loadProfiles('/nonexistent');

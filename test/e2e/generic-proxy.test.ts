@@ -1,7 +1,7 @@
 // /gw/proxy/*: any family, chosen by model; 503 when nothing is healthy.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { FakeBackend } from '../fakes/index.js';
+import { FakeBackend } from '../../engine/demo/index.js';
 import { endpoint, startGateway, type Started } from '../helpers/gateway.js';
 
 let local: FakeBackend, paged: FakeBackend, gw: Started;

@@ -2,7 +2,7 @@
 // discovery strategies; aliases rewritten to each endpoint's real name.
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { FakeBackend, type FakeModel } from '../fakes/index.js';
+import { FakeBackend, type FakeModel } from '../../engine/demo/index.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 
 let gw: Started | null = null;

@@ -2,7 +2,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { FakeBackend } from '../fakes/index.js';
+import { FakeBackend } from '../../engine/demo/index.js';
 import { compareVersions } from '../../plugins/translate.js';
 import { waitFor } from '../helpers/wait.js';
 import { endpoint, startGateway, type Started } from '../helpers/gateway.js';
@@ -35,10 +35,9 @@ const client = () => new Anthropic({ baseURL: `${gw.url}/gw/msgapi`, apiKey: 'sk
 
 describe('messages.create (translation)', () => {
   it('answers text with system and stop sequences mapped for the backend', async () => {
-    const { data, response } = await client().messages.create({
-      model: 'qwen-chat', max_tokens: 64, system: 'Be brief.', stop_sequences: ['\n\nUser:'], temperature: 0.2,
-      messages: [{ role: 'user', content: 'Hello?' }],
-    }).withResponse();
+    // `temperature` is a messages-API field this SDK version's types leave out; clients send it.
+    const params = { model: 'qwen-chat', max_tokens: 64, system: 'Be brief.', stop_sequences: ['\n\nUser:'], temperature: 0.2, messages: [{ role: 'user' as const, content: 'Hello?' }] };
+    const { data, response } = await client().messages.create(params as Anthropic.MessageCreateParamsNonStreaming).withResponse();
     expect(data.id).toMatch(/^msg_01/);
     expect(data).toMatchObject({ type: 'message', role: 'assistant', content: [{ type: 'text', text: "I'll check the weather for you." }], stop_reason: 'end_turn', stop_sequence: null });
     expect(data.usage.input_tokens).toBeGreaterThan(0);

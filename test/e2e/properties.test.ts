@@ -6,8 +6,8 @@ import fc from 'fast-check';
 import { Agent, request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { unsafePath } from '../../engine/request-path.js';
-import { FakeBackend } from '../fakes/index.js';
+import { unsafePath } from '../../engine/kernel/request-path.js';
+import { FakeBackend } from '../../engine/demo/index.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 
 const RUNS = Number(process.env.FC_RUNS ?? 250);
@@ -127,7 +127,7 @@ function checkAnswer(a: Answer, method: string): void {
  *  name would otherwise fill the terminal). */
 const options = (numRuns: number) => ({
   numRuns, seed: SEED,
-  reporter(details: fc.RunDetails<unknown>) {
+  reporter(details: fc.RunDetails<any>) {
     if (!details.failed) return;
     const text = fc.defaultReportMessage(details) ?? 'property failed';
     throw new Error(text.replace(/(.)\1{99,}/g, (run, ch) => `${ch.repeat(20)}…(${run.length} of ${JSON.stringify(ch)})`), { cause: details.errorInstance });

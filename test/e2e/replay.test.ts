@@ -3,7 +3,7 @@
 // model-management request is never sent twice once a backend may have read it.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { FakeBackend } from '../fakes/index.js';
+import { FakeBackend } from '../../engine/demo/index.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 import { customProfiles } from '../helpers/profiles.js';
 

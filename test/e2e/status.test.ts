@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { fnv1a36 } from '../../engine/hash.js';
-import { FakeBackend } from '../fakes/index.js';
+import { fnv1a36 } from '../../engine/kernel/hash.js';
+import { FakeBackend } from '../../engine/demo/index.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 
 let gw: Started | null = null;

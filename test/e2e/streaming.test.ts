@@ -2,7 +2,7 @@
 // cancels the upstream request.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { request as httpRequest } from 'node:http';
-import { FakeBackend } from '../fakes/index.js';
+import { FakeBackend } from '../../engine/demo/index.js';
 import { endpoint, startGateway, type Started } from '../helpers/gateway.js';
 import { lockstep } from '../helpers/http.js';
 import { waitFor } from '../helpers/wait.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CircuitBreaker } from '../../engine/breaker.js';
+import { CircuitBreaker } from '../../engine/backends/breaker.js';
 
 function breaker() {
   let now = 1_000_000;

@@ -5,10 +5,10 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { checkPipelines } from '../../engine/pipelines.js';
-import { PluginRegistry } from '../../engine/plugin.js';
+import { checkPipelines } from '../../engine/kernel/pipelines.js';
+import { PluginRegistry } from '../../engine/kernel/plugin.js';
 import { BUILTIN_PLUGINS } from '../../plugins/index.js';
-import { FakeBackend } from '../fakes/index.js';
+import { FakeBackend } from '../../engine/demo/index.js';
 import { endpoint, startGateway } from '../helpers/gateway.js';
 
 function pipelineDir(files: Record<string, string>): string {
@@ -58,16 +58,18 @@ describe('pipeline compilation', () => {
     expect(files.find((f) => f.file.endsWith('v.yaml'))!.replaces).toMatch(/pipelines\/version\.yaml$/);
   });
 
-  it('runs steps in YAML order: an edited pipeline changes behaviour without code', async () => {
+  it('runs steps in YAML order: an edited pipeline changes behaviour without code, and keeps the shared steps', async () => {
     const fake = await new FakeBackend({ family: 'localrunner' }).start();
     // No allowlist step: every path is forwarded.
-    const dir = pipelineDir({ 'proxy.yaml': 'name: proxy\nmount: { per_profile: true }\nsteps:\n  - use: match-prefix\n  - use: select-endpoint\n  - use: forward\n  - use: upstream-headers\n' });
+    const dir = pipelineDir({ 'proxy.yaml': 'name: proxy\nmount: { per_profile: true }\nsteps:\n  - use: match-prefix\n  - use: read-body\n  - use: select-endpoint\n  - use: upstream-headers\n  - use: forward\n' });
     const gw = await startGateway({ pipelines: { dir }, discovery: { static: { endpoints: [endpoint('l', 'localrunner', fake.url)] } } });
     try {
       const res = await request(`${gw.url}/gw/localrunner/anything/at/all`);
       expect(res.statusCode).toBe(200);
       expect(((await res.body.json()) as any).path).toBe('/anything/at/all');
-      expect(res.headers['x-gw-endpoint']).toBeUndefined();
+      // The shared steps (pipelines/shared.yaml) wrap a user's pipeline too.
+      expect(res.headers['x-gw-endpoint']).toBe('l');
+      expect(res.headers['access-control-allow-origin']).toBe('*');
     } finally {
       await gw.close();
       await fake.stop();
@@ -78,7 +80,7 @@ describe('pipeline compilation', () => {
 describe('third-party plugins', () => {
   it('load from a path and run under the same contract', async () => {
     const plugin = resolve('test/fixtures/plugins/tag-reply.mjs');
-    const dir = pipelineDir({ 'v.yaml': 'name: version\nmount: { paths: [/version] }\nsteps:\n  - use: tag-reply\n    with: { value: hello }\n  - use: version\n' });
+    const dir = pipelineDir({ 'v.yaml': 'name: version\nmount: { paths: [/version] }\nsteps:\n  - use: version\n  - use: tag-reply\n    with: { value: hello }\n' });
     const gw = await startGateway({ plugins: [plugin], pipelines: { dir }, discovery: { static: { endpoints: [] } } });
     try {
       const res = await request(`${gw.url}/version`);

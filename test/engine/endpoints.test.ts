@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../engine/config.js';
-import { joinEndpointUrl, planEndpoints } from '../../engine/endpoints.js';
-import { loadProfiles } from '../../engine/profiles.js';
+import { loadConfig } from '../../engine/kernel/config.js';
+import { joinEndpointUrl, planEndpoints } from '../../engine/backends/endpoints.js';
+import { loadProfiles } from '../../engine/kernel/profiles.js';
 import { writeConfig } from '../helpers/gateway.js';
 
 const profiles = loadProfiles('/nonexistent');

@@ -2,7 +2,8 @@
 import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { clip, echo, ECHO_MAX, writeHead } from '../../engine/head.js';
+import { clip, echo, ECHO_MAX } from '../../engine/kernel/head.js';
+import { GatewayResponse } from '../../engine/kernel/response.js';
 
 describe('echo', () => {
   it('keeps plain values as they are', () => {
@@ -34,10 +35,10 @@ describe('clip', () => {
   });
 });
 
-describe('writeHead', () => {
+describe('the head writer', () => {
   it('writes a head whose values Node would refuse, encoded, instead of throwing', async () => {
-    const server = createServer((_req, res) => {
-      writeHead(res, 200, ['x-model', 'модель\r\nX-Injected: yes', 'bad name', 'dropped', 'content-length', '2']);
+    const server = createServer({ ServerResponse: GatewayResponse }, (_req, res) => {
+      res.writeHead(200, ['x-model', 'модель\r\nX-Injected: yes', 'bad name', 'dropped', 'content-length', '2']);
       res.end('ok');
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));

@@ -1,7 +1,7 @@
 // The health checker over real HTTP with short intervals.
 import { afterEach, describe, expect, it } from 'vitest';
-import { backoffDelay, retryAfterMs } from '../../engine/health.js';
-import { FakeBackend } from '../fakes/index.js';
+import { backoffDelay, retryAfterMs } from '../../engine/backends/health.js';
+import { FakeBackend } from '../../engine/demo/index.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));

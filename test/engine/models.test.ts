@@ -1,13 +1,13 @@
 // Model lists in, catalogue records out: parsing every family's list shape, glob patterns,
 // deduplication, and the output formats.
 import { describe, expect, it } from 'vitest';
-import { Catalogue } from '../../engine/models/catalogue.js';
-import { parseModelList } from '../../engine/models/parse.js';
-import { DEFAULT_CONTEXT, compileTraits, globToRegExp } from '../../engine/models/patterns.js';
-import { renderList } from '../../engine/models/render.js';
-import type { Endpoint } from '../../engine/endpoints.js';
-import { FakeBackend } from '../fakes/index.js';
-import { modelList } from '../fakes/openai.js';
+import { Catalogue } from '../../engine/backends/catalogue.js';
+import { parseModelList } from '../../engine/backends/model-lists.js';
+import { DEFAULT_CONTEXT, compileTraits, globToRegExp } from '../../engine/backends/model-traits.js';
+import { renderList } from '../../plugins/lib/model-formats.js';
+import type { Endpoint } from '../../engine/backends/endpoints.js';
+import { FakeBackend } from '../../engine/demo/index.js';
+import { modelList } from '../../engine/demo/openai.js';
 import { profiles } from '../helpers/plugin.js';
 
 const fake = (family: string, models = [{ name: 'a-7b', digest: 'sha256:abc', context: 9000 }]) => new FakeBackend({ family, models });
@@ -54,7 +54,7 @@ describe('the catalogue', () => {
   const c = ep('c', 'pagedengine');
 
   it('deduplicates by digest within a family and never across families', () => {
-    const cat = new Catalogue([a, b, c]);
+    const cat = new Catalogue(() => [a, b, c]);
     cat.set(a, [{ name: 'llama3:latest', digest: 'sha256:1', details: {} }, { name: 'phi3', details: {} }]);
     cat.set(b, [{ name: 'llama3:8b', digest: 'sha256:1', details: {} }, { name: 'phi3', details: {} }]);
     cat.set(c, [{ name: 'phi3', details: {} }]);
@@ -69,7 +69,7 @@ describe('the catalogue', () => {
   });
 
   it('renders every list format', () => {
-    const cat = new Catalogue([a]);
+    const cat = new Catalogue(() => [a]);
     cat.set(a, parseModelList(modelList(fake('localrunner', [{ name: 'llava:7b', digest: 'sha256:v', context: 4096 }, { name: 'nomic-embed-text', digest: 'sha256:e', context: 2048 }]), 'localrunner')));
     const models = cat.all();
     const unified = renderList('unified', models) as any;

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkProfiles, loadProfiles } from '../../engine/profiles.js';
+import { checkProfiles, loadProfiles } from '../../engine/kernel/profiles.js';
 
 const builtins = loadProfiles('/nonexistent');
 

@@ -3,8 +3,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { Gateway } from '../../engine/gateway.js';
-import type { FakeBackend } from '../fakes/index.js';
+import { Gateway } from '../../engine/kernel/gateway.js';
+import { BUILTIN_PLUGINS } from '../../plugins/index.js';
+import type { FakeBackend } from '../../engine/demo/index.js';
 
 export interface Started {
   gw: Gateway;
@@ -40,7 +41,7 @@ export async function startGateway(config: Record<string, any>, env: NodeJS.Proc
   };
   const configFile = writeConfig(full);
   const { logs, destination } = memoryLogs();
-  const gw = await Gateway.create({ configFile, env, logDestination: destination });
+  const gw = await Gateway.create({ configFile, env, logDestination: destination, plugins: BUILTIN_PLUGINS });
   const addr = await gw.listen();
   return { gw, url: `http://127.0.0.1:${addr.port}`, logs, configFile, close: () => gw.close() };
 }

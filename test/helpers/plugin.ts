@@ -1,22 +1,23 @@
 // Apply one plugin to fresh hooks and drive it with a stub request, for plugin unit tests.
 import { Readable } from 'node:stream';
-import { Context } from '../../engine/context.js';
-import { createHooks, type Hooks } from '../../engine/hooks.js';
-import { loadConfig } from '../../engine/config.js';
-import type { Plugin, PluginEnv } from '../../engine/plugin.js';
-import { PluginRegistry } from '../../engine/plugin.js';
-import { loadProfiles } from '../../engine/profiles.js';
-import { Stats } from '../../engine/telemetry.js';
+import { Context } from '../../engine/kernel/context.js';
+import { createHooks, type Hooks } from '../../engine/kernel/hooks.js';
+import { loadConfig } from '../../engine/kernel/config.js';
+import type { Plugin, PluginEnv } from '../../engine/kernel/plugin.js';
+import { PluginRegistry } from '../../engine/kernel/plugin.js';
+import { loadProfiles } from '../../engine/kernel/profiles.js';
+import { Stats } from '../../engine/backends/telemetry.js';
 import { memoryLogs } from './gateway.js';
-import { createLogger } from '../../engine/logger.js';
+import { createLogger } from '../../engine/kernel/logger.js';
 
 export const profiles = loadProfiles('/nonexistent');
 
 export function testEnv(extra: Partial<PluginEnv> = {}): PluginEnv & { logs: Record<string, any>[] } {
   const { logs, destination } = memoryLogs();
   return {
-    config: loadConfig(null, {}).config, source: 'test', profiles, endpoints: undefined as never, health: undefined as never,
-    stats: new Stats(), log: createLogger('debug', destination), version: '0.0.0-test', startedAt: new Date(), pipeline: 'test', logs, ...extra,
+    config: loadConfig(null, {}).config, source: 'test', profiles, endpoints: undefined as never, health: undefined as never, catalogue: undefined as never, discovery: undefined as never,
+    stats: new Stats(), log: createLogger('debug', destination), version: '0.0.0-test', startedAt: new Date(),
+    reload: { generation: 1, last_attempt: null, ok: true, error: null }, pipeline: 'test', logs, ...extra,
   };
 }
 
@@ -71,7 +72,15 @@ export function stubContext(hooks: Hooks, opts: { method?: string; url?: string;
     socket: { remoteAddress: '127.0.0.1' },
   });
   const res = stubResponse();
-  const ctx = new Context(req as never, res as never, { pipeline: 'test', hooks, profile: opts.profile ? profiles.byName.get(opts.profile) : undefined, prefix: opts.prefix });
+  // As the kernel's head writer does: the respond hook runs, and its headers come with the head.
+  const write = res.writeHead.bind(res);
+  res.writeHead = (status: number, headers: string[]) => {
+    ctx.status = status;
+    ctx.responseStarted = true;
+    hooks.respond.call(ctx, status);
+    write(status, [...headers, ...ctx.replyHeaders]);
+  };
+  const ctx = new Context(req as never, res as never, { pipeline: 'test', hooks, profile: opts.profile ? profiles.byName.get(opts.profile) : undefined, prefix: opts.prefix, errorFormat: 'gateway', log: createLogger('silent') });
   return { ctx, res, req };
 }
 

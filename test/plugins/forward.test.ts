@@ -1,6 +1,6 @@
 // The forwarder's decisions; its behaviour over real HTTP is in test/e2e/failover.test.ts.
 import { describe, expect, it } from 'vitest';
-import { connectionFailure } from '../../plugins/lib/relay.js';
+import { connectionFailure } from '../../engine/backends/failures.js';
 
 describe('connection failure classification', () => {
   it.each([

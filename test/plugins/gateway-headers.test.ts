@@ -19,7 +19,7 @@ describe('gateway-headers', () => {
     const hooks = applyPlugin(gatewayHeaders);
     const { ctx } = stubContext(hooks);
     ctx.body = Buffer.from('{"model":"alias"}');
-    ctx.model = 'real-name';
+    ctx.sentModel = 'real-name';
     hooks.respond.call(ctx, 200);
     expect(header(ctx.replyHeaders, 'x-gw-model')).toBe('real-name');
     expect(header(ctx.replyHeaders, 'x-gw-endpoint')).toBeUndefined();

@@ -13,7 +13,7 @@ describe('read-body', () => {
   it('reads a body sent in pieces into one buffer', async () => {
     const ctx = await read({ method: 'POST', headers: { 'transfer-encoding': 'chunked' }, body: [Buffer.from('{"model":'), Buffer.from('"m"}')] });
     expect(ctx.body!.toString()).toBe('{"model":"m"}');
-    expect(ctx.bodyModel()).toBe('m');
+    expect(ctx.model).toBe('m');
   });
   it('skips requests without a body', async () => {
     expect((await read({ method: 'GET' })).body).toBeNull();
@@ -26,7 +26,7 @@ describe('read-body', () => {
   });
   it('leaves a non-JSON body alone', async () => {
     const ctx = await read({ method: 'POST', headers: { 'content-length': '5' }, body: 'hello' });
-    expect(ctx.json()).toBeUndefined();
+    expect(ctx.bodyJson()).toBeUndefined();
     expect(ctx.body!.toString()).toBe('hello');
   });
 });

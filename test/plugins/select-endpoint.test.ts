@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import selectEndpoint, { STRATEGIES } from '../../plugins/select-endpoint.js';
-import type { Endpoint } from '../../engine/endpoints.js';
+import type { Endpoint } from '../../engine/backends/endpoints.js';
 import { applyPlugin, profiles, stubContext, testEnv } from '../helpers/plugin.js';
 
 const ep = (name: string, priority: number, active = 0) => ({ name, priority, active, state: 'healthy' }) as unknown as Endpoint;

@@ -1,0 +1,314 @@
+// Endpoints: the configured backends, their connection pools and health state. Credentials
+// are read once at load and kept out of everything that is printed.
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { buildConnector, Pool } from 'undici';
+import { CircuitBreaker, type BreakerSettings } from './breaker.js';
+import type { Dispatch } from './interceptors.js';
+import type { EndpointConfig, GatewayConfig } from '../kernel/config.js';
+import { parseDuration } from '../kernel/duration.js';
+import { ConfigError } from '../kernel/errors.js';
+import { fnv1a36 } from '../kernel/hash.js';
+import type { Profile, ProfileSet } from '../kernel/profiles.js';
+import { closest, type Problem } from '../kernel/schema.js';
+
+export type HealthState = 'unknown' | 'healthy' | 'busy' | 'warming' | 'offline' | 'unhealthy';
+export const ROUTABLE: Readonly<Record<HealthState, boolean>> = {
+  unknown: false, healthy: true, busy: true, warming: true, offline: false, unhealthy: false,
+};
+
+/** Everything about an endpoint that follows from config, before any connection exists. */
+export interface EndpointPlan {
+  index: number;
+  name: string;
+  profile: Profile;
+  url: URL;
+  priority: number;
+  version?: string;
+  healthUrl: string;
+  modelUrl: string;
+  checkIntervalMs: number;
+  checkTimeoutMs: number;
+  /** Configured headers and the auth header, flat; values are secrets and never printed. */
+  headers: string[];
+}
+
+export interface EndpointTimeouts {
+  connectMs: number;
+  responseMs: number;
+  idleMs: number;
+}
+
+/** The URL as status routes show it: no userinfo, query or fragment. */
+export function sanitizeUrl(url: URL): string {
+  return `${url.origin}${url.pathname === '/' ? '' : url.pathname}`;
+}
+
+/** What the endpoint id hashes: scheme, host, port and path, the port always explicit. */
+function identityOf(url: URL): string {
+  const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+  return `${url.protocol}//${url.hostname.toLowerCase()}:${port}${url.pathname.replace(/\/+$/, '') || '/'}`;
+}
+
+/** Time to the reply head of proxied requests (from the inflight interceptor). */
+export class UpstreamTimings {
+  count = 0;
+  totalMs = 0;
+  record(ms: number): void {
+    this.count++;
+    this.totalMs += ms;
+  }
+}
+
+/**
+ * One backend. The object lives as long as its id stays in the configuration: a reload applies
+ * the new plan to it in place (pool, health, breaker and catalogue entries survive), replacing
+ * the pool only when its connection settings changed.
+ */
+export class Endpoint {
+  /** base36 FNV-1a of the sanitised URL, "-N" for siblings sharing it. */
+  readonly id: string;
+  readonly identity: string;
+  /** For status output: never credentials, query or fragment. */
+  readonly url: string;
+  readonly origin: string;
+  readonly breaker: CircuitBreaker;
+  readonly upstream = new UpstreamTimings();
+  name!: string;
+  profile!: Profile;
+  /** URL path without a trailing slash ("" for the root): kept in front of every forwarded path. */
+  basePath!: string;
+  /** The URL's own query string (without "?"), added to every forwarded request; never shown. */
+  query!: string;
+  priority!: number;
+  /** The backend's version when configured (feature checks such as msgapi min_version). */
+  version: string | undefined;
+  healthUrl!: string;
+  modelUrl!: string;
+  checkIntervalMs!: number;
+  checkTimeoutMs!: number;
+  headers!: readonly string[];
+  /** Lower-case names in `headers`: a client header of the same name is replaced, not doubled. */
+  headerNames!: ReadonlySet<string>;
+  timeouts!: EndpointTimeouts;
+  pool!: Pool;
+  /** The send path (backends/interceptors.ts), set by the registry. */
+  dispatch!: Dispatch;
+  /** Out of the configuration: takes no new requests; its pool closes once in-flight ones end. */
+  retired = false;
+  state: HealthState = 'unknown';
+  /** Proxied requests in flight (least-connections balancing). */
+  active = 0;
+  lastCheck: Date | null = null;
+  lastLatencyMs = 0;
+  lastError = '';
+  /** Consecutive failed health checks (drives the backoff). */
+  consecutiveFailures = 0;
+  checksTotal = 0;
+  checksPassed = 0;
+  nextCheckAt: Date | null = null;
+  private replaySafePaths!: ReadonlySet<string>;
+  /** Shared by the pool and the one-off connections. */
+  private connector!: buildConnector.connector;
+
+  constructor(id: string, plan: EndpointPlan, timeouts: EndpointTimeouts, breaker: BreakerSettings) {
+    this.id = id;
+    this.identity = identityOf(plan.url);
+    this.url = sanitizeUrl(plan.url);
+    this.origin = plan.url.origin;
+    this.breaker = new CircuitBreaker(breaker);
+    this.apply(plan, timeouts);
+  }
+
+  /** Take a plan's settings (same id, so the same backend). Returns the pool it replaced, if
+   *  the connection settings changed: the caller closes it once its requests are done. */
+  apply(plan: EndpointPlan, timeouts: EndpointTimeouts): Pool | undefined {
+    this.name = plan.name;
+    this.profile = plan.profile;
+    this.basePath = plan.url.pathname.replace(/\/+$/, '');
+    this.query = plan.url.search.slice(1);
+    this.priority = plan.priority;
+    this.version = plan.version;
+    this.healthUrl = plan.healthUrl;
+    this.modelUrl = plan.modelUrl;
+    this.checkIntervalMs = plan.checkIntervalMs;
+    this.checkTimeoutMs = plan.checkTimeoutMs;
+    this.headers = plan.headers;
+    this.headerNames = new Set(plan.headers.filter((_, i) => i % 2 === 0));
+    this.replaySafePaths = new Set(plan.profile.api.replay_safe_paths);
+    const old = this.timeouts;
+    if (old && old.connectMs === timeouts.connectMs && old.responseMs === timeouts.responseMs && old.idleMs === timeouts.idleMs) return undefined;
+    this.timeouts = timeouts;
+    this.connector = buildConnector({ timeout: timeouts.connectMs });
+    const replaced = this.pool;
+    this.pool = new Pool(this.origin, this.dispatcherOptions());
+    return replaced;
+  }
+
+  /** May this request be sent again after a connection-level failure? Safe methods always;
+   *  others only on the paths the profile lists (inference), never on model management. */
+  replaySafe(method: string, pathname: string): boolean {
+    return method === 'GET' || method === 'HEAD' || method === 'OPTIONS' || this.replaySafePaths.has(pathname);
+  }
+
+  /** Options for this endpoint's pool, and for a one-off connection to it. */
+  dispatcherOptions() {
+    return {
+      connect: this.connector,
+      headersTimeout: this.timeouts.responseMs,
+      bodyTimeout: this.timeouts.idleMs,
+      // Retire idle sockets before common upstream idle timeouts (about 3 s) close them under us.
+      keepAliveTimeout: 2_500,
+      keepAliveMaxTimeout: 2_500,
+    };
+  }
+
+  /** Forwarded path: base path + the request's path, plus the URL's own query if it has one. */
+  upstreamPath(path: string): string {
+    const full = this.basePath + path;
+    return this.query ? `${full}${full.includes('?') ? '&' : '?'}${this.query}` : full;
+  }
+
+  get uptimePercentage(): number {
+    return this.checksTotal === 0 ? 0 : Math.round((this.checksPassed / this.checksTotal) * 10_000) / 100;
+  }
+
+  get family(): string {
+    return this.profile.name;
+  }
+
+  get routable(): boolean {
+    return !this.retired && ROUTABLE[this.state];
+  }
+}
+
+/** Health path or URL: absolute as given; relative joined to the URL, keeping its base path. */
+export function joinEndpointUrl(base: URL, pathOrUrl: string): string {
+  if (/^https?:\/\//i.test(pathOrUrl)) return pathOrUrl;
+  const basePath = base.pathname.replace(/\/+$/, '');
+  const joined = `${base.origin}${basePath}${pathOrUrl.startsWith('/') ? '' : '/'}${pathOrUrl}`;
+  return base.search ? `${joined}${joined.includes('?') ? '&' : '?'}${base.search.slice(1)}` : joined;
+}
+
+function secret(file: string | undefined, inline: string | undefined, field: string, where: string, source: string): string | undefined {
+  if (inline !== undefined) return inline;
+  if (file === undefined) return undefined;
+  try {
+    return readFileSync(resolve(file), 'utf8').replace(/\r?\n$/, '');
+  } catch (err) {
+    throw new ConfigError(source, `${where}.auth.${field}_file`, `cannot read the ${field} file ${file} (${(err as NodeJS.ErrnoException).code})`, 'point it at a readable file holding only the secret');
+  }
+}
+
+function authHeader(ep: EndpointConfig, where: string, source: string): string | undefined {
+  const a = ep.auth;
+  if (!a) return undefined;
+  if (a.type === 'bearer') {
+    const token = secret(a.token_file, a.token, 'token', where, source);
+    if (!token) throw new ConfigError(source, `${where}.auth`, 'a bearer auth block needs token or token_file', 'add token_file: /run/secrets/<name>');
+    return `Bearer ${token}`;
+  }
+  const user = secret(a.username_file, a.username, 'username', where, source);
+  const pass = secret(a.password_file, a.password, 'password', where, source);
+  if (user === undefined || pass === undefined) {
+    throw new ConfigError(source, `${where}.auth`, 'a basic auth block needs a username and a password (or their *_file variants)', 'add username and password_file');
+  }
+  return `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
+}
+
+function userinfoError(ep: EndpointConfig, url: URL, where: string, source: string): ConfigError {
+  const host = `${url.protocol}//${url.host}${url.pathname === '/' ? '' : url.pathname}`;
+  const usernameOnly = url.username !== '' && url.password === '';
+  const basic = `auth: { type: basic, username: <username>, password_file: /run/secrets/${ep.name}-password }`;
+  const fix = usernameOnly
+    ? `set url: ${host} and add either ${basic} or auth: { type: bearer, token_file: /run/secrets/${ep.name}-token }`
+    : `set url: ${host} and add ${basic}`;
+  return new ConfigError(source, `${where}.url`, `endpoint "${ep.name}" has credentials embedded in its URL; the gateway refuses to start with them (they would leak into logs and status output)`, fix);
+}
+
+/** Turn endpoint config into plans; throws a ConfigError naming the field and the fix. */
+export function planEndpoint(ep: EndpointConfig, index: number, profiles: ProfileSet, source: string): EndpointPlan {
+  const where = `discovery.static.endpoints[${index}]`;
+  const profile = profiles.byType.get(ep.type);
+  if (!profile) {
+    const guess = closest(ep.type, profiles.byType.keys());
+    throw new ConfigError(source, `${where}.type`, `unknown backend family "${ep.type}" for endpoint "${ep.name}"`,
+      `${guess ? `did you mean "${guess}"? ` : ''}known families: ${[...profiles.byType.keys()].sort().join(', ')}`);
+  }
+  let url: URL;
+  try {
+    url = new URL(ep.url);
+  } catch {
+    throw new ConfigError(source, `${where}.url`, `endpoint "${ep.name}" has an invalid URL`, 'write a full URL such as http://localhost:11434');
+  }
+  if (url.username || url.password) throw userinfoError(ep, url, where, source);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(source, `${where}.url`, `endpoint "${ep.name}" URL must use http or https`, 'write a URL such as http://localhost:11434');
+  }
+  const headers: string[] = [];
+  for (const [k, v] of Object.entries(ep.headers ?? {})) headers.push(k.toLowerCase(), v);
+  const auth = authHeader(ep, where, source);
+  if (auth) headers.push('authorization', auth);
+  const duration = (field: 'check_interval' | 'check_timeout') => parseDuration(ep[field]);
+  return {
+    index,
+    name: ep.name,
+    profile,
+    url,
+    priority: ep.priority ?? profile.characteristics.default_priority,
+    version: ep.version,
+    healthUrl: joinEndpointUrl(url, ep.health_check_url ?? profile.api.health_check_path ?? '/'),
+    modelUrl: joinEndpointUrl(url, ep.model_url ?? profile.api.model_discovery_path ?? '/v1/models'),
+    checkIntervalMs: duration('check_interval'),
+    checkTimeoutMs: duration('check_timeout'),
+    headers,
+  };
+}
+
+/** All plans, or every problem found (for `gw validate`, which reports them all). */
+export function planEndpoints(config: GatewayConfig, profiles: ProfileSet, source: string): { plans: EndpointPlan[]; problems: Problem[] } {
+  const plans: EndpointPlan[] = [];
+  const problems: Problem[] = [];
+  const names = new Set<string>();
+  config.discovery.static.endpoints.forEach((ep, i) => {
+    if (names.has(ep.name)) {
+      problems.push({ level: 'fail', field: `discovery.static.endpoints[${i}].name`, message: `endpoint name "${ep.name}" is used twice`, fix: 'give every endpoint its own name' });
+    }
+    names.add(ep.name);
+    try {
+      plans.push(planEndpoint(ep, i, profiles, source));
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push({ level: 'fail', field: err.field, message: err.problem, fix: err.fix });
+    }
+  });
+  return { plans, problems };
+}
+
+/** Ids: the hash of the sanitised URL; plans sharing one get -1, -2… in name order, so a
+ *  credential change (not part of the URL identity) never renumbers them. */
+export function idsOf(plans: readonly EndpointPlan[]): string[] {
+  const groups = new Map<string, number[]>();
+  plans.forEach((p, i) => {
+    const identity = identityOf(p.url);
+    groups.set(identity, [...(groups.get(identity) ?? []), i]);
+  });
+  const ids: string[] = new Array(plans.length);
+  for (const [identity, members] of groups) {
+    const hash = fnv1a36(identity);
+    if (members.length === 1) ids[members[0]] = hash;
+    else [...members].sort((a, b) => (plans[a].name < plans[b].name ? -1 : plans[a].name > plans[b].name ? 1 : 0)).forEach((m, k) => (ids[m] = `${hash}-${k + 1}`));
+  }
+  return ids;
+}
+
+/** The timeouts of an endpoint's connections: the family's reply-head timeout wins over the
+ *  gateway-wide default. */
+export function timeoutsFor(profile: Profile, config: GatewayConfig): EndpointTimeouts {
+  const p = config.proxy;
+  return {
+    connectMs: parseDuration(p.connection_timeout),
+    responseMs: parseDuration(profile.characteristics.timeout ?? p.response_timeout),
+    idleMs: parseDuration(p.stream_idle_timeout),
+  };
+}

@@ -1,0 +1,157 @@
+// Health checking: each endpoint on its own interval and timeout, one check in flight at a time,
+// backoff after failures (interval, 2x, 4x, 8x, capped at the lower of 12x and 60 s).
+// Unknown → Healthy/Unhealthy on the first check; only routable endpoints get traffic.
+import { Agent, request } from 'undici';
+import type { Logger } from 'pino';
+import type { Endpoint, HealthState } from './endpoints.js';
+import type { EndpointRegistry, Reconciled } from './registry.js';
+import { SingleFlight } from './single-flight.js';
+
+const BACKOFF_CAP_MS = 60_000;
+
+/** Delay before the next check after `failures` consecutive failures. */
+export function backoffDelay(intervalMs: number, failures: number): number {
+  if (failures <= 0) return intervalMs;
+  return Math.min(intervalMs * 2 ** (failures - 1), intervalMs * 12, BACKOFF_CAP_MS);
+}
+
+/** Seconds or an HTTP date, in milliseconds from now; undefined when absent or unreadable. */
+export function retryAfterMs(value: string | string[] | undefined, now = Date.now()): number | undefined {
+  const v = Array.isArray(value) ? value[0] : value;
+  if (!v) return undefined;
+  if (/^\d+$/.test(v.trim())) return Number(v) * 1000;
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/** What one check found, before it is applied to the endpoint. */
+interface Verdict {
+  state: HealthState;
+  reason: string;
+  /** Counts as a failed check: backoff and the breaker's health count. */
+  failed: boolean;
+  retryAfterMs?: number;
+}
+
+function judge(ep: Endpoint, status: number, retryAfter: string | string[] | undefined): Verdict {
+  if (status >= 200 && status < 300) return { state: 'healthy', reason: '', failed: false };
+  if (status === 429) return { state: 'busy', reason: 'rate limited (429)', failed: false, retryAfterMs: retryAfterMs(retryAfter) };
+  if (ep.profile.health.transient_statuses.includes(status)) return { state: 'warming', reason: `transient ${status} (sleeping or loading)`, failed: false };
+  if (status === 401 || status === 403) {
+    // A configuration error, not an outage: not routable, and not a breaker trip.
+    return { state: 'unhealthy', reason: `health check rejected with ${status}: check the endpoint's auth block and headers`, failed: false };
+  }
+  return { state: 'unhealthy', reason: `health check answered ${status}`, failed: true };
+}
+
+export class HealthMonitor {
+  private readonly timers = new Map<Endpoint, NodeJS.Timeout>();
+  private readonly inFlight = new SingleFlight<Endpoint, void>();
+  // Health probes use their own connections, so they never occupy or age the proxy's sockets.
+  private readonly agent = new Agent({ keepAliveTimeout: 2_500, keepAliveMaxTimeout: 2_500 });
+  private stopped = false;
+  /** Aborts the checks under way at shutdown: stopping never waits on a backend that hangs. */
+  private readonly halt = new AbortController();
+
+  constructor(private readonly registry: EndpointRegistry, private readonly log: Logger) {}
+
+  private started = false;
+
+  /** Check every endpoint once (in parallel), then keep checking each on its own schedule. */
+  async start(): Promise<void> {
+    this.started = true;
+    await Promise.all(this.registry.all.map((ep) => this.check(ep)));
+  }
+
+  /** After a reload: new endpoints are checked at once, removed ones no more. */
+  reconcile(r: Reconciled): void {
+    for (const ep of r.removed) {
+      clearTimeout(this.timers.get(ep));
+      this.timers.delete(ep);
+    }
+    if (this.started && !this.stopped) for (const ep of r.added) void this.check(ep);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.halt.abort();
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+    await this.inFlight.drain();
+    await this.agent.close();
+  }
+
+  /** A proxied request hit a connection error: take the endpoint out of rotation at once, and
+   *  check it again at once rather than after check_interval — a backend that is fine (one
+   *  dropped connection) is routable again as soon as its health route answers. */
+  markFailed(ep: Endpoint, reason: string): void {
+    ep.lastError = reason;
+    if (ep.state !== 'unhealthy') this.log.warn({ endpoint: ep.name, id: ep.id, from: ep.state, reason }, 'endpoint unhealthy');
+    this.registry.setState(ep, 'unhealthy', reason);
+    if (!this.stopped && !ep.retired) void this.check(ep);
+  }
+
+  /** One check now; a second call while one runs joins it instead of piling up. */
+  check(ep: Endpoint): Promise<void> {
+    return this.inFlight.run(ep, () => this.probe(ep));
+  }
+
+  private schedule(ep: Endpoint, delayMs: number): void {
+    if (this.stopped || ep.retired) return;
+    clearTimeout(this.timers.get(ep));
+    ep.nextCheckAt = new Date(Date.now() + delayMs);
+    const t = setTimeout(() => void this.check(ep), delayMs);
+    t.unref();
+    this.timers.set(ep, t);
+  }
+
+  private async probe(ep: Endpoint): Promise<void> {
+    const started = performance.now();
+    let verdict: Verdict;
+    try {
+      const res = await request(ep.healthUrl, {
+        method: 'GET',
+        headers: ep.headers as string[],
+        signal: AbortSignal.any([this.halt.signal, AbortSignal.timeout(ep.checkTimeoutMs)]),
+        dispatcher: this.agent,
+      });
+      await res.body.dump();
+      verdict = judge(ep, res.statusCode, res.headers['retry-after']);
+    } catch (err) {
+      verdict = { state: 'offline', reason: describeError(err), failed: true };
+    }
+    if (this.stopped || ep.retired) return;
+    this.apply(ep, verdict, performance.now() - started);
+  }
+
+  private apply(ep: Endpoint, v: Verdict, latencyMs: number): void {
+    const from = ep.state;
+    ep.lastCheck = new Date();
+    ep.lastLatencyMs = latencyMs;
+    ep.checksTotal++;
+    if (v.state === 'healthy') ep.checksPassed++;
+    ep.lastError = v.reason;
+    if (v.failed) {
+      ep.consecutiveFailures++;
+      ep.breaker.healthFailure();
+    } else {
+      ep.consecutiveFailures = 0;
+      if (v.state === 'healthy') ep.breaker.healthSuccess();
+    }
+    if (from !== v.state) {
+      const fields = { endpoint: ep.name, id: ep.id, from, to: v.state, reason: v.reason || undefined };
+      if (v.state === 'healthy') this.log.info(fields, from === 'unknown' ? 'endpoint healthy' : 'endpoint recovered');
+      else this.log.warn(fields, `endpoint ${v.state}`);
+    }
+    this.registry.setState(ep, v.state, v.reason);
+    if (v.state === 'healthy' && from !== 'healthy') this.registry.emit('recovered', ep);
+    this.schedule(ep, v.retryAfterMs ?? backoffDelay(ep.checkIntervalMs, ep.consecutiveFailures));
+  }
+}
+
+/** A short reason without URLs or credentials. */
+export function describeError(err: unknown): string {
+  const e = err as { code?: string; name?: string; cause?: { code?: string }; errors?: { code?: string }[] };
+  if (e?.name === 'TimeoutError' || e?.name === 'AbortError') return 'timed out';
+  return e?.code ?? e?.errors?.[0]?.code ?? e?.cause?.code ?? e?.name ?? 'error';
+}

@@ -1,0 +1,208 @@
+// Per-endpoint concerns as undici dispatch interceptors, composed once per endpoint: every
+// attempt the kernel sends goes through them, and no plugin has to remember any of it.
+//   breaker     — admission (an open breaker skips the endpoint: BreakerOpen, nothing sent)
+//                 and the outcome recorded on the breaker;
+//   inflight    — active-request counts (least-connections) and the time to the reply head;
+//   health      — a connection-level failure marks the endpoint unhealthy (and re-checks it);
+//   staleRetry  — a replay-safe request that a pooled socket failed (reset or closed after it
+//                 went out, before any reply) is sent once more on a fresh connection: a socket
+//                 the backend closed while idle fails this way and says nothing about the backend;
+//   connection  — the pool, or a one-off connection for requests that must never run twice.
+import { Client, type Dispatcher } from 'undici';
+import type { Endpoint } from './endpoints.js';
+import { BreakerOpen, connectionFailure, errorCode, notTheEndpoints } from './failures.js';
+
+type Handler = Dispatcher.DispatchHandler;
+type Controller = Dispatcher.DispatchController;
+type Headers = Parameters<NonNullable<Handler['onResponseStart']>>[2];
+type Trailers = Parameters<NonNullable<Handler['onResponseEnd']>>[1];
+export type Dispatch = (opts: SendOptions, handler: Handler) => boolean;
+export type Interceptor = (next: Dispatch) => Dispatch;
+
+/** What the kernel dispatches: undici's options plus whether the request may be sent twice. */
+export interface SendOptions extends Dispatcher.DispatchOptions {
+  replaySafe: boolean;
+  /** Set by staleRetry on its replay: a connection of its own. */
+  fresh?: boolean;
+}
+
+/** Passes every callback on; a subclass overrides the ones it watches. */
+class Forwarding implements Handler {
+  constructor(protected readonly next: Handler) {}
+  onRequestStart(c: Controller, context: unknown): void {
+    this.next.onRequestStart?.(c, context);
+  }
+  onResponseStart(c: Controller, status: number, headers: Headers, message?: string): void {
+    this.next.onResponseStart?.(c, status, headers, message);
+  }
+  onResponseData(c: Controller, chunk: Buffer): void {
+    this.next.onResponseData?.(c, chunk);
+  }
+  onResponseEnd(c: Controller, trailers: Trailers): void {
+    this.next.onResponseEnd?.(c, trailers);
+  }
+  onResponseError(c: Controller, error: Error): void {
+    this.next.onResponseError?.(c, error);
+  }
+}
+
+// ---- breaker ----------------------------------------------------------------------------------
+
+class BreakerWatch extends Forwarding {
+  private status = 0;
+  constructor(private readonly ep: Endpoint, private readonly ticket: NonNullable<ReturnType<Endpoint['breaker']['admit']>>, next: Handler) {
+    super(next);
+  }
+  override onResponseStart(c: Controller, status: number, headers: Headers, message?: string): void {
+    if (status >= 200) this.status = status;
+    super.onResponseStart(c, status, headers, message);
+  }
+  override onResponseEnd(c: Controller, trailers: Trailers): void {
+    // 5xx counts against the endpoint, unless its profile calls that status transient (asleep).
+    const failed = this.status >= 500 && !this.ep.profile.health.transient_statuses.includes(this.status);
+    if (failed) this.ep.breaker.failure(this.ticket);
+    else this.ep.breaker.success(this.ticket);
+    super.onResponseEnd(c, trailers);
+  }
+  override onResponseError(c: Controller, error: Error): void {
+    if (notTheEndpoints(error)) this.ep.breaker.release(this.ticket);
+    else this.ep.breaker.failure(this.ticket);
+    super.onResponseError(c, error);
+  }
+}
+
+export const breaker = (ep: Endpoint): Interceptor => (next) => (opts, handler) => {
+  const ticket = ep.breaker.admit();
+  if (!ticket) {
+    handler.onResponseError?.(null as unknown as Controller, new BreakerOpen(ep.name));
+    return true;
+  }
+  return next(opts, new BreakerWatch(ep, ticket, handler));
+};
+
+// ---- inflight -----------------------------------------------------------------------------------
+
+class InflightWatch extends Forwarding {
+  private readonly started = performance.now();
+  private open = true;
+  constructor(private readonly ep: Endpoint, next: Handler) {
+    super(next);
+  }
+  private finish(): void {
+    if (this.open) {
+      this.open = false;
+      this.ep.active--;
+    }
+  }
+  override onResponseStart(c: Controller, status: number, headers: Headers, message?: string): void {
+    if (status >= 200) this.ep.upstream.record(performance.now() - this.started);
+    super.onResponseStart(c, status, headers, message);
+  }
+  override onResponseEnd(c: Controller, trailers: Trailers): void {
+    this.finish();
+    super.onResponseEnd(c, trailers);
+  }
+  override onResponseError(c: Controller, error: Error): void {
+    this.finish();
+    super.onResponseError(c, error);
+  }
+}
+
+export const inflight = (ep: Endpoint): Interceptor => (next) => (opts, handler) => {
+  ep.active++;
+  return next(opts, new InflightWatch(ep, handler));
+};
+
+// ---- health -------------------------------------------------------------------------------------
+
+class HealthWatch extends Forwarding {
+  private sent = false;
+  private answered = false;
+  constructor(private readonly ep: Endpoint, private readonly markFailed: (ep: Endpoint, reason: string) => void, next: Handler) {
+    super(next);
+  }
+  override onRequestStart(c: Controller, context: unknown): void {
+    this.sent = true;
+    super.onRequestStart(c, context);
+  }
+  override onResponseStart(c: Controller, status: number, headers: Headers, message?: string): void {
+    this.answered = true;
+    super.onResponseStart(c, status, headers, message);
+  }
+  override onResponseError(c: Controller, error: Error): void {
+    if (!this.answered && !notTheEndpoints(error)) {
+      const failure = connectionFailure(error);
+      // Before the request went out anything is a connection failure (a TLS error too).
+      if (failure === 'timeout') this.markFailed(this.ep, `no reply head within ${Math.round(this.ep.timeouts.responseMs / 1000)}s`);
+      else if (failure || !this.sent) this.markFailed(this.ep, `connection ${failure ?? `failed (${errorCode(error) ?? error.message})`}`);
+    }
+    super.onResponseError(c, error);
+  }
+}
+
+export const health = (ep: Endpoint, markFailed: (ep: Endpoint, reason: string) => void): Interceptor => (next) => (opts, handler) =>
+  next(opts, new HealthWatch(ep, markFailed, handler));
+
+// ---- staleRetry ---------------------------------------------------------------------------------
+
+/** Holds a pooled attempt's failure back when the socket may have been stale, and replays the
+ *  request once on a fresh connection with the same handler underneath. */
+class StaleWatch extends Forwarding {
+  private sent = false;
+  private answered = false;
+  constructor(private readonly retry: () => void, next: Handler) {
+    super(next);
+  }
+  override onRequestStart(c: Controller, context: unknown): void {
+    this.sent = true;
+    super.onRequestStart(c, context);
+  }
+  override onResponseStart(c: Controller, status: number, headers: Headers, message?: string): void {
+    this.answered = true;
+    super.onResponseStart(c, status, headers, message);
+  }
+  override onResponseError(c: Controller, error: Error): void {
+    const failure = connectionFailure(error);
+    if (this.sent && !this.answered && (failure === 'reset' || failure === 'closed')) this.retry();
+    else super.onResponseError(c, error);
+  }
+}
+
+export const staleRetry = (): Interceptor => (next) => (opts, handler) => {
+  if (!opts.replaySafe) return next(opts, handler);
+  return next(opts, new StaleWatch(() => void next({ ...opts, fresh: true }, handler), handler));
+};
+
+// ---- connection -------------------------------------------------------------------------------
+
+/** Closes a one-off connection once its one reply is over. */
+class CloseAfter extends Forwarding {
+  constructor(private readonly client: Client, next: Handler) {
+    super(next);
+  }
+  private close(): void {
+    this.client.close().catch(() => undefined);
+  }
+  override onResponseEnd(c: Controller, trailers: Trailers): void {
+    this.close();
+    super.onResponseEnd(c, trailers);
+  }
+  override onResponseError(c: Controller, error: Error): void {
+    this.close();
+    super.onResponseError(c, error);
+  }
+}
+
+/** The pool, or a connection of its own for a request that must never run twice (a stale pooled
+ *  socket then cannot be what failed it) and for a stale-socket retry. */
+export const connection = (ep: Endpoint): Dispatch => (opts, handler) => {
+  if (opts.replaySafe && !opts.fresh) return ep.pool.dispatch(opts, handler);
+  const client = new Client(ep.origin, ep.dispatcherOptions());
+  return client.dispatch(opts, new CloseAfter(client, handler));
+};
+
+/** The endpoint's send path: breaker outermost, the connection innermost. */
+export function endpointDispatch(ep: Endpoint, markFailed: (ep: Endpoint, reason: string) => void): Dispatch {
+  const layers: Interceptor[] = [staleRetry(), health(ep, markFailed), inflight(ep), breaker(ep)];
+  return layers.reduce<Dispatch>((next, layer) => layer(next), connection(ep));
+}

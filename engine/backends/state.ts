@@ -1,0 +1,53 @@
+// The backends' state: endpoints (by id) with their pools and breakers, health, the model
+// catalogue, discovery and the counters. It outlives every compiled graph: a reload reconciles it
+// with the new configuration instead of rebuilding it, so nothing healthy goes back to Unknown.
+import type { Logger } from 'pino';
+import type { GatewayConfig } from '../kernel/config.js';
+import { parseDuration } from '../kernel/duration.js';
+import { Catalogue } from './catalogue.js';
+import { DiscoveryService } from './discovery.js';
+import { timeoutsFor, type EndpointPlan } from './endpoints.js';
+import { HealthMonitor } from './health.js';
+import { EndpointRegistry, type Reconciled } from './registry.js';
+import { Stats } from './telemetry.js';
+
+export class Backends {
+  readonly endpoints: EndpointRegistry;
+  readonly health: HealthMonitor;
+  readonly catalogue: Catalogue;
+  readonly discovery: DiscoveryService;
+  readonly stats = new Stats();
+
+  constructor(config: GatewayConfig, plans: readonly EndpointPlan[], log: Logger) {
+    this.endpoints = new EndpointRegistry((ep, reason) => this.health.markFailed(ep, reason));
+    this.health = new HealthMonitor(this.endpoints, log);
+    this.catalogue = new Catalogue(() => this.endpoints.all);
+    this.discovery = new DiscoveryService(this.endpoints, this.catalogue, config, log);
+    this.reconcile(config, plans);
+  }
+
+  /** Apply a configuration: endpoints kept, added (checked at once) or retired; settings updated. */
+  reconcile(config: GatewayConfig, plans: readonly EndpointPlan[]): Reconciled {
+    const b = config.proxy.circuit_breaker;
+    const breaker = { healthFailures: b.health_failures, proxyFailures: b.proxy_failures, openMs: parseDuration(b.open_timeout) };
+    const r = this.endpoints.reconcile(plans, (profile) => timeoutsFor(profile, config), breaker);
+    this.catalogue.reconcile(r.removed);
+    this.health.reconcile(r);
+    this.discovery.configure(config);
+    return r;
+  }
+
+  /** The first health round and discovery; then each on its schedule. */
+  async start(): Promise<void> {
+    await this.health.start();
+    await this.discovery.start();
+    this.stats.observeGc();
+  }
+
+  async stop(): Promise<void> {
+    await this.health.stop();
+    await this.discovery.stop();
+    this.stats.stopObserving();
+    await this.endpoints.close();
+  }
+}

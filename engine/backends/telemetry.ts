@@ -1,0 +1,117 @@
+// Counters shared by the stats step and the status routes: requests, latencies (a window of
+// recent samples for p95/p99), per-endpoint counts, connections and garbage collection.
+import { PerformanceObserver } from 'node:perf_hooks';
+import type { Endpoint } from './endpoints.js';
+import { clip, ECHO_MAX } from '../kernel/head.js';
+
+export interface EndpointCounters {
+  requests: number;
+  errors: number;
+  totalLatencyMs: number;
+}
+
+export type ModelCounters = EndpointCounters;
+
+/** Counters of one translator (the spec's translator statistics record). */
+export interface TranslatorCounters {
+  total: number;
+  succeeded: number;
+  failed: number;
+  passthrough: number;
+  translation: number;
+  streaming: number;
+  nonStreaming: number;
+  totalLatencyMs: number;
+  malformedChunks: number;
+  fallbackNoCompatibleEndpoints: number;
+  fallbackTranslatorDoesNotSupportPassthrough: number;
+  fallbackCannotPassthrough: number;
+}
+
+const WINDOW = 2048;
+const MAX_MODELS = 1000;
+
+export class Stats {
+  requestsTotal = 0;
+  /** Requests of any route being handled now (shutdown waits for these). */
+  inFlight = 0;
+  requestsFailed = 0;
+  totalLatencyMs = 0;
+  connectionsOpen = 0;
+  connectionsTotal = 0;
+  gcRuns = 0;
+  gcPauseMs = 0;
+  private readonly recent = new Float64Array(WINDOW);
+  private samples = 0;
+  private readonly perEndpoint = new Map<string, EndpointCounters>();
+  readonly perModel = new Map<string, ModelCounters>();
+  readonly translators = new Map<string, TranslatorCounters>();
+  private gcObserver: PerformanceObserver | null = null;
+
+  endpoint(ep: Endpoint | string): EndpointCounters {
+    const name = typeof ep === 'string' ? ep : ep.name;
+    let c = this.perEndpoint.get(name);
+    if (!c) this.perEndpoint.set(name, (c = { requests: 0, errors: 0, totalLatencyMs: 0 }));
+    return c;
+  }
+
+  record(ep: Endpoint | null, latencyMs: number, failed: boolean, model?: string): void {
+    if (model) {
+      // Clients choose model names: keep the table bounded, in entries and in key size.
+      if (model.length > ECHO_MAX) model = clip(model);
+      if (!this.perModel.has(model) && this.perModel.size >= MAX_MODELS) model = '(other)';
+      let m = this.perModel.get(model);
+      if (!m) this.perModel.set(model, (m = { requests: 0, errors: 0, totalLatencyMs: 0 }));
+      m.requests++;
+      m.totalLatencyMs += latencyMs;
+      if (failed) m.errors++;
+    }
+    this.requestsTotal++;
+    this.totalLatencyMs += latencyMs;
+    this.recent[this.samples++ % WINDOW] = latencyMs;
+    if (failed) this.requestsFailed++;
+    if (ep) {
+      const c = this.endpoint(ep);
+      c.requests++;
+      c.totalLatencyMs += latencyMs;
+      if (failed) c.errors++;
+    }
+  }
+
+  translator(name: string): TranslatorCounters {
+    let t = this.translators.get(name);
+    if (!t) {
+      t = {
+        total: 0, succeeded: 0, failed: 0, passthrough: 0, translation: 0, streaming: 0, nonStreaming: 0, totalLatencyMs: 0,
+        malformedChunks: 0, fallbackNoCompatibleEndpoints: 0, fallbackTranslatorDoesNotSupportPassthrough: 0, fallbackCannotPassthrough: 0,
+      };
+      this.translators.set(name, t);
+    }
+    return t;
+  }
+
+  /** Latency percentile over the recent window, in milliseconds (0 before any traffic). */
+  percentile(p: number): number {
+    const n = Math.min(this.samples, WINDOW);
+    if (n === 0) return 0;
+    const sorted = Array.from(this.recent.subarray(0, n)).sort((a, b) => a - b);
+    return sorted[Math.min(n - 1, Math.ceil((p / 100) * n) - 1)];
+  }
+
+  /** Count garbage collections and their pauses, for /internal/process. */
+  observeGc(): void {
+    if (this.gcObserver) return;
+    this.gcObserver = new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) {
+        this.gcRuns++;
+        this.gcPauseMs += e.duration;
+      }
+    });
+    this.gcObserver.observe({ entryTypes: ['gc'] });
+  }
+
+  stopObserving(): void {
+    this.gcObserver?.disconnect();
+    this.gcObserver = null;
+  }
+}

@@ -1,0 +1,46 @@
+// A reply that breaks after its head went out cannot become an error status any more. A stream
+// then ends with an error in its own format, so the client's SDK raises it instead of waiting
+// on a bare reset: SSE gets a chat-completions error chunk (the messages API: `event: error`),
+// NDJSON an {"error": …} line; then the connection closes. Any other reply is aborted.
+import type { Context } from './context.js';
+import { formatDuration } from './duration.js';
+import { errorBody, gwError } from './errors.js';
+
+const SSE = /^text\/event-stream/i;
+const NDJSON = /^application\/(x-)?(ndjson|jsonl|jsonlines)\b/i;
+
+/** What happened, in words, for the error the client receives and the log. */
+export function brokenReason(error: Error, idleMs: number): string {
+  const code = (error as { code?: string }).code;
+  if (code === 'UND_ERR_BODY_TIMEOUT') return `sent nothing for ${formatDuration(idleMs)} (proxy.stream_idle_timeout)`;
+  return `broke off the reply (${code ?? error.message})`;
+}
+
+/** Bytes that end the stream with an error, or null when its format has no way to say it. */
+function errorFrame(ctx: Context, contentType: string, lastChunk: Buffer | null, reason: string): string | null {
+  const err = gwError('UPSTREAM_STREAM_BROKEN', { endpoint: ctx.endpoint?.name ?? 'the backend', reason });
+  const endsWith = (s: string) => lastChunk === null || lastChunk.toString('latin1', Math.max(0, lastChunk.length - s.length)) === s;
+  if (SSE.test(contentType)) {
+    // A partly written event is closed first, so ours is read as an event of its own.
+    const sep = endsWith('\n\n') ? '' : endsWith('\n') ? '\n' : '\n\n';
+    if (ctx.route.errorFormat === 'msgapi') return `${sep}event: error\ndata: ${errorBody(err, 'msgapi')}\n\n`;
+    return `${sep}data: ${errorBody(err)}\n\n`;
+  }
+  if (NDJSON.test(contentType)) return `${endsWith('\n') ? '' : '\n'}${JSON.stringify({ error: err.message })}\n`;
+  return null;
+}
+
+/** End the client's reply with these last bytes, then close its connection. */
+export function endAndClose(ctx: Context, last: string): void {
+  const socket = ctx.res.socket;
+  ctx.res.end(last, () => socket?.end());
+}
+
+/** The upstream reply broke after the head reached the client: say so in the stream, or abort. */
+export function endBroken(ctx: Context, headers: Record<string, string | string[] | undefined>, lastChunk: Buffer | null, reason: string): void {
+  // Bytes of ours fit only a plain stream: not past a declared length, not into compressed data.
+  const plain = headers['content-length'] === undefined && String(headers['content-encoding'] ?? 'identity').toLowerCase() === 'identity';
+  const frame = plain ? errorFrame(ctx, String(headers['content-type'] ?? ''), lastChunk, reason) : null;
+  if (frame === null) ctx.res.destroy();
+  else endAndClose(ctx, frame);
+}

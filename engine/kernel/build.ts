@@ -1,0 +1,66 @@
+// Everything a graph is built from, loaded and checked in one place for start, reload and
+// `gw validate`: the config, the profiles, the endpoint plans, the plugins (built-ins as given,
+// third-party ones imported) and the pipelines. Nothing here touches the backends' state.
+import type { EndpointPlan } from '../backends/endpoints.js';
+import { planEndpoints } from '../backends/endpoints.js';
+import { compileGraph, type Graph } from './compile.js';
+import { loadConfig, type GatewayConfig } from './config.js';
+import { ConfigError } from './errors.js';
+import { checkPipelines, type PipelineLoad } from './pipelines.js';
+import { PluginRegistry, type Plugin } from './plugin.js';
+import { loadProfiles, type ProfileSet } from './profiles.js';
+import type { RouteRunner } from './run.js';
+import type { Runtime } from './runtime.js';
+import type { Problem } from './schema.js';
+
+export interface BuildOptions {
+  /** Resolved config file, or null for the built-in default. */
+  configFile: string | null;
+  env: NodeJS.ProcessEnv;
+  /** The built-in plugins (the engine does not import plugins/: the caller hands them in). */
+  plugins: readonly Plugin[];
+  /** Bumped per reload, so edited third-party plugin files are imported afresh. */
+  generation?: number;
+}
+
+export interface Inputs {
+  config: GatewayConfig;
+  source: string;
+  /** Warnings about the config (a FAIL throws). */
+  warnings: Problem[];
+  profiles: ProfileSet;
+  plans: EndpointPlan[];
+  registry: PluginRegistry;
+  pipelines: PipelineLoad;
+}
+
+/** Load and check everything; throws a ConfigError naming the file, the field and the fix. */
+export async function loadInputs(o: BuildOptions): Promise<Inputs> {
+  const { config, source, problems } = loadConfig(o.configFile, o.env);
+  const profiles = loadProfiles(config.proxy.profiles_dir);
+  const { plans, problems: planProblems } = planEndpoints(config, profiles, source);
+  if (planProblems.length) {
+    const p = planProblems[0];
+    throw new ConfigError(source, p.field, p.message, p.fix);
+  }
+  const registry = new PluginRegistry(o.plugins);
+  const loaded = await registry.loadThirdParty(config.plugins, process.cwd(), o.generation ?? 0);
+  loaded.forEach((r, i) => {
+    if (r.error) throw new ConfigError(source, `plugins[${i}]`, `plugin ${r.spec}: ${r.error}`, 'fix the plugin or remove it from plugins:');
+  });
+  const pipelines = checkPipelines(config.pipelines.dir);
+  for (const f of pipelines.files) {
+    const fail = f.problems.find((p) => p.level === 'fail');
+    if (fail) throw new ConfigError(f.file, fail.field, fail.message, fail.fix);
+  }
+  return { config, source, warnings: problems, profiles, plans, registry, pipelines };
+}
+
+/** Compile the graph against a runtime; throws a ConfigError for the first failing pipeline. */
+export function compile(inputs: Inputs, runtime: Runtime, run: RouteRunner): Graph {
+  const { graph, problems } = compileGraph(inputs.pipelines, inputs.registry, runtime, run);
+  if (graph) return graph;
+  const bad = problems.find((c) => c.problems.some((p) => p.level === 'fail'))!;
+  const fail = bad.problems.find((p) => p.level === 'fail')!;
+  throw new ConfigError(bad.file, fail.field, fail.message, fail.fix);
+}

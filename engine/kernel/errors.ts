@@ -1,0 +1,125 @@
+// The one table of gateway error codes and the one renderer of the spec's envelope
+// {error:{message,type,code}}. Every code here is documented in README.md (a test checks).
+import type { ServerResponse } from 'node:http';
+import { GatewayResponse } from './response.js';
+import { clip } from './head.js';
+
+type Detail = Record<string, unknown>;
+interface ErrorSpec {
+  status: number;
+  type: string;
+  /** The envelope's `code`; the table key when absent. */
+  code?: string | number;
+  message: (d: Detail) => string;
+}
+
+export const ERROR_CODES = {
+  ROUTE_NOT_FOUND: { status: 404, type: 'not_found', message: (d) => `no route for ${clip(d.method)} ${clip(d.path)}` },
+  UNSAFE_PATH: {
+    status: 400, type: 'bad_request',
+    message: (d) => `path ${clip(d.path)} has ${d.reason}; the gateway forwards only normalised paths — send the path without it`,
+  },
+  PATH_NOT_ALLOWED: {
+    status: 404, type: 'not_found',
+    message: (d) => `path ${clip(d.path)} is not in the ${d.provider} allowlist (profile api.paths); the backend was not contacted`,
+  },
+  PATH_NOT_SUPPORTED: {
+    status: 501, type: 'not_implemented',
+    message: (d) => `path ${clip(d.path)} of ${d.provider} is not supported through the gateway; the backend was not contacted`,
+  },
+  ENDPOINT_UNAVAILABLE: {
+    status: 503, type: 'endpoint_unavailable', code: 503,
+    message: (d) => `no healthy endpoint for provider ${d.provider}${d.reason ? ` (${d.reason})` : ''}`,
+  },
+  CIRCUIT_BREAKER: {
+    status: 503, type: 'circuit_breaker', code: 503,
+    message: (d) => `every endpoint for provider ${d.provider} has an open circuit breaker (${d.skipped} skipped)`,
+  },
+  MODEL_NOT_FOUND: {
+    status: 404, type: 'not_found',
+    message: (d) => `model ${clip(d.model)} is not served by ${d.provider ? `any ${d.provider} endpoint` : 'any endpoint'}${d.hint ? `; ${d.hint}` : ''}`,
+  },
+  MODEL_UNAVAILABLE: {
+    status: 503, type: 'model_unavailable',
+    message: (d) => `model ${clip(d.model)} is served only by ${d.provider} endpoints that are not routable now (${d.endpoints})`,
+  },
+  NO_ENDPOINTS: { status: 503, type: 'service_unavailable', message: () => 'no healthy endpoints: the model catalogue is empty until one recovers' },
+  INVALID_FORMAT: {
+    status: 400, type: 'bad_request',
+    message: (d) => `format "${clip(d.format)}" is not supported; use one of: ${d.allowed}`,
+  },
+  INVALID_PROVIDER: {
+    status: 400, type: 'bad_request',
+    message: (d) => `provider "${clip(d.provider)}" is not a backend family; use one of: ${d.allowed}`,
+  },
+  INVALID_CAPABILITY: {
+    status: 400, type: 'bad_request',
+    message: (d) => `capability "${clip(d.capability)}" is not known; use one of: chat, completion, embedding, vision`,
+  },
+  BODY_TOO_LARGE: {
+    status: 413, type: 'request_too_large',
+    message: (d) => `request body is larger than the ${d.limit}-byte limit`,
+  },
+  BODY_TIMEOUT: {
+    status: 408, type: 'request_timeout',
+    message: (d) => `no byte of the request body arrived for ${d.timeout} (server.body_idle_timeout); the connection is closed`,
+  },
+  INVALID_JSON: { status: 400, type: 'bad_request', message: (d) => `request body is not valid JSON: ${d.reason}` },
+  BAD_REQUEST: { status: 400, type: 'bad_request', message: (d) => String(d.reason) },
+  UPSTREAM_TIMEOUT: {
+    status: 504, type: 'gateway_timeout',
+    message: (d) => `endpoint ${d.endpoint} sent no reply head within ${d.timeout}${d.detail ? `; ${d.detail}` : ''}`,
+  },
+  UPSTREAM_ERROR: { status: 502, type: 'bad_gateway', message: (d) => `endpoint ${d.endpoint} failed: ${d.reason}` },
+  UPSTREAM_STREAM_BROKEN: {
+    status: 502, type: 'bad_gateway',
+    message: (d) => `endpoint ${d.endpoint} ${d.reason} after the reply had started; the reply is incomplete`,
+  },
+  INTERNAL_ERROR: { status: 500, type: 'internal_error', message: () => 'internal gateway error; see the gateway log' },
+} satisfies Record<string, ErrorSpec>;
+
+export type ErrorKey = keyof typeof ERROR_CODES;
+
+export class GatewayError extends Error {
+  readonly status: number;
+  readonly type: string;
+  readonly code: string | number;
+  constructor(readonly key: ErrorKey, readonly detail: Detail = {}) {
+    const spec: ErrorSpec = ERROR_CODES[key];
+    super(spec.message(detail));
+    this.status = spec.status;
+    this.type = spec.type;
+    this.code = spec.code ?? key;
+  }
+}
+
+export function gwError(key: ErrorKey, detail?: Detail): GatewayError {
+  return new GatewayError(key, detail);
+}
+
+/** The spec's envelope; on messages-API routes it also carries that API's top-level `type: "error"`. */
+export function errorBody(err: GatewayError, format: 'gateway' | 'msgapi' = 'gateway'): string {
+  const error = { message: err.message, type: err.type, code: err.code };
+  return JSON.stringify(format === 'msgapi' ? { type: 'error', error } : { error });
+}
+
+/** Write the envelope. On a routed request the head goes through the kernel's writer, which adds
+ *  the route's headers (CORS, X-Gw-*); `raw` skips them (the respond hook itself failed). */
+export function renderError(res: ServerResponse, err: GatewayError, format: 'gateway' | 'msgapi' = 'gateway', raw = false): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = errorBody(err, format);
+  const headers = ['content-type', 'application/json; charset=utf-8', 'content-length', String(Buffer.byteLength(body))];
+  if (raw && res instanceof GatewayResponse) res.rawWriteHead(err.status, headers);
+  else res.writeHead(err.status, headers);
+  res.end(body);
+}
+
+/** A configuration problem: names the file, the field (JSON pointer or dotted path) and the fix. */
+export class ConfigError extends Error {
+  constructor(readonly file: string, readonly field: string, readonly problem: string, readonly fix = '') {
+    super(`${file}${field ? ` (${field})` : ''}: ${problem}${fix ? `\n  fix: ${fix}` : ''}`);
+  }
+}

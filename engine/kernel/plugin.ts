@@ -1,0 +1,132 @@
+// The plugin contract ({name, schema, apply}) and the registry: built-ins plus third-party
+// plugins named in the config by path or package name, loaded under the same contract.
+import type { ValidateFunction } from 'ajv';
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Hooks } from './hooks.js';
+import type { Profile } from './profiles.js';
+import type { Runtime } from './runtime.js';
+import { createAjv } from './schema.js';
+
+/** What a plugin sees when it is applied: the runtime, plus the family for per-profile routes. */
+export interface PluginEnv extends Runtime {
+  pipeline: string;
+  profile?: Profile;
+}
+
+/**
+ * What a step reads from the context and what it sets there, for the order check: a step that
+ * `needs` a fact must come after the step that `provides` it; a step that `uses` one (reads it
+ * when present) must come after its provider when the pipeline has one. Built-in facts: `path`
+ * (match-prefix), `body` (read-body), `messages-request` (msgapi-parse), `aliases`
+ * (alias-resolve), `candidates` (select-endpoint).
+ */
+export type Facts<O> = readonly string[] | ((options: O) => readonly string[]);
+
+export interface Plugin<O = any> {
+  /** kebab-case; equals the file name, the tap name and the YAML `use:`. */
+  name: string;
+  /** JSON Schema of the step's `with:` options; defaults are filled in at compile time. */
+  schema: Record<string, unknown>;
+  /** A terminal plugin answers the request (taps `dispatch`); a pipeline has exactly one. */
+  terminal?: boolean;
+  /** Per-profile plugins need a family (proxy routes) and fail to compile elsewhere. */
+  needsProfile?: boolean;
+  needs?: Facts<O>;
+  uses?: Facts<O>;
+  provides?: Facts<O>;
+  apply(hooks: Hooks, options: O, env: PluginEnv): void;
+}
+
+export function factsOf<O>(facts: Facts<O> | undefined, options: O): readonly string[] {
+  return typeof facts === 'function' ? facts(options) : facts ?? [];
+}
+
+export function definePlugin<O>(plugin: Plugin<O>): Plugin<O> {
+  return plugin;
+}
+
+interface Registered {
+  plugin: Plugin;
+  validate: ValidateFunction;
+  /** "built-in" or where a third-party plugin came from. */
+  origin: string;
+}
+
+const NAME = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
+
+export class PluginRegistry {
+  private readonly map = new Map<string, Registered>();
+  private readonly ajv = createAjv({ useDefaults: true });
+
+  constructor(builtins: readonly Plugin[]) {
+    for (const p of builtins) this.add(p, 'built-in');
+  }
+
+  get(name: string): Registered | undefined {
+    return this.map.get(name);
+  }
+
+  names(): string[] {
+    return [...this.map.keys()];
+  }
+
+  /** Add a plugin after checking the contract; returns the problem as text, or undefined. */
+  add(candidate: unknown, origin: string): string | undefined {
+    const p = candidate as Partial<Plugin> | null;
+    if (!p || typeof p !== 'object') return 'does not export a plugin object ({ name, schema, apply })';
+    if (typeof p.name !== 'string' || !NAME.test(p.name)) return `plugin name ${JSON.stringify(p.name)} must be kebab-case (e.g. my-plugin)`;
+    if (typeof p.apply !== 'function') return `plugin ${p.name} has no apply(hooks, options, env) function`;
+    if (!p.schema || typeof p.schema !== 'object') return `plugin ${p.name} has no options schema (use { type: 'object' } for none)`;
+    const existing = this.map.get(p.name);
+    if (existing) return `plugin name ${p.name} is already taken by ${existing.origin === 'built-in' ? 'a built-in plugin' : existing.origin}; rename it`;
+    let validate: ValidateFunction;
+    try {
+      validate = this.ajv.compile(p.schema);
+    } catch (err) {
+      return `plugin ${p.name} has an invalid options schema: ${(err as Error).message}`;
+    }
+    this.map.set(p.name, { plugin: p as Plugin, validate, origin });
+    return undefined;
+  }
+
+  /** Where each third-party plugin came from (a file to watch for hot reload). */
+  readonly files: string[] = [];
+
+  /** Load third-party plugins; each spec is a file path (./x.js, /abs/x.js) or a package name.
+   *  `generation` busts the module cache, so a reload imports an edited file afresh. */
+  async loadThirdParty(specs: readonly string[], cwd = process.cwd(), generation = 0): Promise<{ spec: string; names: string[]; error?: string }[]> {
+    const results = [];
+    for (const spec of specs) {
+      const isPath = spec.startsWith('.') || spec.startsWith('/');
+      const target = isPath ? resolve(cwd, spec) : spec;
+      try {
+        if (isPath && !existsSync(target)) {
+          results.push({ spec, names: [], error: `cannot load: ${target} does not exist (relative paths resolve against the working directory, ${cwd})` });
+          continue;
+        }
+        const file = isPath ? target : createRequire(join(cwd, 'package.json')).resolve(spec);
+        this.files.push(file);
+        const url = pathToFileURL(file);
+        if (generation) url.searchParams.set('gw-generation', String(generation));
+        const mod = await import(url.href);
+        const exported: unknown[] = Array.isArray(mod.plugins) ? mod.plugins : [mod.default ?? mod.plugin];
+        const names: string[] = [];
+        let error: string | undefined;
+        for (const p of exported) {
+          error = this.add(p, spec);
+          if (error) break;
+          names.push((p as Plugin).name);
+        }
+        results.push({ spec, names, error });
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        const notFound = !isPath && (code === 'MODULE_NOT_FOUND' || code === 'ERR_MODULE_NOT_FOUND') && (err as Error).message.includes(spec);
+        results.push({ spec, names: [], error: `cannot load: ${notFound ? `package ${spec} is not installed (npm install ${spec})` : (err as Error).message}` });
+      }
+    }
+    return results;
+  }
+}

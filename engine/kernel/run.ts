@@ -1,0 +1,66 @@
+// Running one request through a compiled route: the request hook, then the terminal dispatch;
+// any thrown error becomes the spec's envelope through the one head writer. `done` runs once the
+// response closed, however it ended. Nothing a step throws gets further than this request.
+import type { IncomingMessage } from 'node:http';
+import { StepFailed } from '../backends/failures.js';
+import type { Stats } from '../backends/telemetry.js';
+import { Context, type RouteInfo } from './context.js';
+import { GatewayError, gwError, renderError } from './errors.js';
+import type { GatewayResponse } from './response.js';
+
+export type RouteRunner = (route: RouteInfo, req: IncomingMessage, res: GatewayResponse) => void;
+
+function fail(ctx: Context, err: unknown): void {
+  const log = ctx.route.log;
+  let gw: GatewayError;
+  if (err instanceof GatewayError) gw = err;
+  else {
+    log.error({ req: ctx.id, err }, 'unexpected error while handling a request');
+    gw = gwError('INTERNAL_ERROR');
+  }
+  ctx.error = gw;
+  if (ctx.res.headersSent) {
+    ctx.res.destroy();
+    return;
+  }
+  ctx.status = gw.status;
+  try {
+    renderError(ctx.res, gw, ctx.route.errorFormat);
+  } catch (e) {
+    if (!(e instanceof StepFailed)) throw e;
+    log.error({ req: ctx.id, err: e.failure }, 'respond step failed while rendering an error');
+    renderError(ctx.res, gw, ctx.route.errorFormat, true);
+  }
+}
+
+/** The last guard: whatever went wrong while answering, this request ends and nothing else does. */
+function failSafely(ctx: Context, err: unknown): void {
+  try {
+    fail(ctx, err);
+  } catch (e) {
+    ctx.route.log.error({ req: ctx.id, err: e }, 'could not render an error reply; closing the connection');
+    ctx.res.destroy();
+  }
+}
+
+/** `stats.inFlight` counts requests being handled (shutdown and reload drain on it). */
+export function createRunner(stats: Stats): RouteRunner {
+  return (route, req, res) => {
+    const ctx = new Context(req, res, route);
+    res.ctx = ctx;
+    const hooks = route.hooks;
+    stats.inFlight++;
+    res.once('close', () => {
+      stats.inFlight--;
+      try {
+        hooks.done.call(ctx);
+      } catch (err) {
+        route.log.error({ req: ctx.id, err }, 'done step failed');
+      }
+    });
+    hooks.request
+      .promise(ctx)
+      .then((answered) => (answered === true ? undefined : hooks.dispatch.promise(ctx)))
+      .catch((err) => failSafely(ctx, err));
+  };
+}

@@ -1,0 +1,45 @@
+// What a compiled graph runs against: the configuration it was built from, and the services
+// that outlive it (the backends' state, the logger, the reload status). A reload builds a new
+// graph against a new Runtime that shares those services.
+import type { Logger } from 'pino';
+import type { Backends } from '../backends/state.js';
+import type { Catalogue } from '../backends/catalogue.js';
+import type { DiscoveryService } from '../backends/discovery.js';
+import type { HealthMonitor } from '../backends/health.js';
+import type { EndpointRegistry } from '../backends/registry.js';
+import type { Stats } from '../backends/telemetry.js';
+import type { GatewayConfig } from './config.js';
+import type { ProfileSet } from './profiles.js';
+
+/** What /internal/status shows of hot reload. */
+export interface ReloadStatus {
+  /** Graphs built so far: 1 at start, +1 per successful reload. */
+  generation: number;
+  last_attempt: string | null;
+  ok: boolean;
+  error: string | null;
+}
+
+export interface Runtime {
+  config: GatewayConfig;
+  /** The config file, or "(built-in default)". */
+  source: string;
+  profiles: ProfileSet;
+  endpoints: EndpointRegistry;
+  health: HealthMonitor;
+  catalogue: Catalogue;
+  discovery: DiscoveryService;
+  stats: Stats;
+  log: Logger;
+  version: string;
+  startedAt: Date;
+  reload: Readonly<ReloadStatus>;
+}
+
+export function runtimeOf(o: { config: GatewayConfig; source: string; profiles: ProfileSet; backends: Backends; log: Logger; version: string; startedAt: Date; reload: ReloadStatus }): Runtime {
+  const { backends } = o;
+  return {
+    config: o.config, source: o.source, profiles: o.profiles, log: o.log, version: o.version, startedAt: o.startedAt, reload: o.reload,
+    endpoints: backends.endpoints, health: backends.health, catalogue: backends.catalogue, discovery: backends.discovery, stats: backends.stats,
+  };
+}

@@ -1,0 +1,138 @@
+// ajv set-up and the translation of its errors into problems a person can act on:
+// which field, what is wrong, what to write instead.
+import AjvImport, { type ErrorObject, type ValidateFunction } from 'ajv';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SCHEMAS_DIR } from './paths.js';
+
+const Ajv = AjvImport as unknown as typeof AjvImport.default;
+
+export interface Problem {
+  level: 'fail' | 'warn';
+  field: string;
+  message: string;
+  fix?: string;
+}
+
+export function createAjv(opts: { useDefaults?: boolean; removeAdditional?: boolean } = {}) {
+  const ajv = new Ajv({ allErrors: true, verbose: true, strict: false, useDefaults: opts.useDefaults ?? false, removeAdditional: opts.removeAdditional ?? false });
+  // The config refers to the shared-step form (pipelines.before/after).
+  ajv.addSchema(loadSchema('shared-steps'));
+  return ajv;
+}
+
+export function loadSchema(name: string): Record<string, unknown> {
+  return JSON.parse(readFileSync(join(SCHEMAS_DIR, `${name}.schema.json`), 'utf8'));
+}
+
+/** "/discovery/static/endpoints/0/url" → "discovery.static.endpoints[0].url" */
+export function fieldName(pointer: string, base = ''): string {
+  if (base.startsWith('/')) return base + pointer; // JSON-pointer style, for pipeline files
+  let out = base;
+  for (const part of pointer.split('/').slice(1)) {
+    const key = part.replace(/~1/g, '/').replace(/~0/g, '~');
+    out += /^\d+$/.test(key) ? `[${key}]` : out ? `.${key}` : key;
+  }
+  return out;
+}
+
+/** Edit distance counting a swap of neighbours as one edit (optimal string alignment). */
+export function editDistance(a: string, b: string): number {
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0][j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.length][b.length];
+}
+
+/** The closest candidate when it is close enough to be a misspelling. */
+export function closest(word: string, candidates: Iterable<string>): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  const w = word.toLowerCase();
+  for (const c of candidates) {
+    const d = editDistance(w, c.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [c, d];
+  }
+  const allowed = Math.max(1, Math.min(3, Math.floor(word.length / 3)));
+  return bestDistance <= allowed ? best : undefined;
+}
+
+// Values under these keys may be credentials: a problem names the field and the expected type,
+// never the value (a mistyped header must not print the token it holds), and no object or array
+// is printed anywhere (one could hold such a key).
+const SECRET_KEY = /^(headers|auth)$|pass|secret|token|api.?key|authori[sz]ation|cookie|credential/i;
+
+function isSecret(pointer: string): boolean {
+  return pointer.split('/').some((part) => SECRET_KEY.test(part));
+}
+
+function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+const DURATION = /^[0-9]+(\.[0-9]+)?(ms|s|m|h)$/;
+
+function describe(e: ErrorObject, base: string): Problem {
+  const field = fieldName(e.instancePath, base);
+  const where = field || '(top level)';
+  // Objects and arrays are never printed: a misplaced endpoint would bring its headers along.
+  const shown = isSecret(e.instancePath) ? `${kindOf(e.data)} (value not shown: it may be a secret)`
+    : typeof e.data === 'object' && e.data !== null ? kindOf(e.data) : JSON.stringify(e.data);
+  switch (e.keyword) {
+    case 'additionalProperties': {
+      const key = String(e.params.additionalProperty);
+      const known = Object.keys((e.parentSchema as { properties?: object })?.properties ?? {});
+      const full = field ? `${field}.${key}` : key;
+      const guess = closest(key, known);
+      if (guess) return { level: 'fail', field: full, message: `unknown key "${key}"`, fix: `did you mean "${guess}"? rename it to ${field ? `${field}.` : ''}${guess}` };
+      return { level: 'warn', field: full, message: `unknown key "${key}" is ignored`, fix: known.length ? `known keys here: ${known.join(', ')}` : undefined };
+    }
+    case 'enum':
+      return { level: 'fail', field: where, message: `value ${shown} is not allowed`, fix: `use one of: ${(e.params.allowedValues as unknown[]).join(', ')}` };
+    case 'const':
+      return { level: 'fail', field: where, message: `value ${shown} is not allowed`, fix: `use ${JSON.stringify(e.params.allowedValue)}` };
+    case 'required':
+      return { level: 'fail', field: where, message: `missing required key "${e.params.missingProperty}"`, fix: `add ${field ? `${field}.` : ''}${e.params.missingProperty}` };
+    case 'type':
+      return { level: 'fail', field: where, message: `must be ${e.params.type}, got ${shown}` };
+    case 'pattern':
+      if (String(e.params.pattern).includes('ms|s|m|h')) {
+        if (typeof e.data === 'string' && DURATION.test(e.data)) {
+          return { level: 'fail', field: where, message: `${shown} must be more than zero`, fix: 'write a duration above zero, such as 5s; zero would make the gateway spin or time out at once' };
+        }
+        return { level: 'fail', field: where, message: `${shown} is not a duration`, fix: 'write a number with a unit: 500ms, 5s, 5m, 1h' };
+      }
+      return { level: 'fail', field: where, message: `${shown} does not match ${e.params.pattern}` };
+    default:
+      return { level: 'fail', field: where, message: e.message ?? 'is invalid' };
+  }
+}
+
+/** Validate and explain. `base` prefixes field names (a plugin's step, for example). */
+export function explain(validate: ValidateFunction, data: unknown, base = ''): Problem[] {
+  if (validate(data)) return [];
+  // $ref'd sub-schemas and anyOf branches repeat errors; keep one per field and message.
+  const seen = new Set<string>();
+  const out: Problem[] = [];
+  for (const e of validate.errors ?? []) {
+    const p = describe(e, base);
+    const key = `${p.field}|${p.message}`;
+    if (!seen.has(key)) {
+      seen.add(key);
+      out.push(p);
+    }
+  }
+  return out;
+}
+
+export function formatProblem(p: Problem): string {
+  return `${p.field}: ${p.message}${p.fix ? ` — ${p.fix}` : ''}`;
+}

@@ -1,0 +1,240 @@
+// The one place requests are sent upstream. A terminal step hands the kernel a policy — how to
+// build the request for an endpoint, whether it may be sent twice, and how to shape the reply —
+// and the kernel tries the candidates in order: it runs the `upstream` hook, sends through the
+// endpoint's dispatch path (breaker, counts, health, stale-socket retry: backends/interceptors.ts),
+// relays the reply with backpressure, and fails over while no byte reached the client:
+// - nothing went out (refused, connect timeout, unreachable, TLS, an open breaker): next endpoint;
+// - reset, closed or no reply head in time after the request went out: the next endpoint on a
+//   replay-safe route; 502 or 504 otherwise — a request that is not replay-safe never runs twice.
+// Each endpoint is tried once, within max_retries; once a byte was relayed nothing is retried.
+import type { Dispatcher } from 'undici';
+import type { Endpoint } from '../backends/endpoints.js';
+import { BreakerOpen, ClientGone, connectionFailure, errorCode, StepFailed, unsendable } from '../backends/failures.js';
+import { brokenReason, endAndClose, endBroken } from './broken-stream.js';
+import type { Context, UpstreamRequest } from './context.js';
+import { formatDuration } from './duration.js';
+import { gwError } from './errors.js';
+
+type Controller = Dispatcher.DispatchController;
+type Headers = Record<string, string | string[] | undefined>;
+
+/** How a reply is shaped on its way to the client, decided when the backend's head arrives. */
+export type ReplyPlan =
+  /** As the backend sent it: status, headers (less hop-by-hop ones) and body, chunk by chunk. */
+  | { kind: 'pipe' }
+  /** A translated stream: a head of our own, each backend chunk turned into output as it comes. */
+  | { kind: 'stream'; status: number; headers: string[]; first?: string; chunk(data: Buffer): string; end(): string; fail(reason: string): string }
+  /** Read whole, then answered: `finish` builds the reply from the backend's status and body. */
+  | { kind: 'buffer'; limit: number; finish(status: number, body: Buffer): { status: number; headers: string[]; body: string } };
+
+export interface SendPolicy {
+  /** Further endpoints tried after the first. */
+  maxRetries: number;
+  /** May the request go to the next endpoint after the backend may have read it? */
+  replaySafe(ep: Endpoint): boolean;
+  /** The request for this endpoint (the kernel then runs the upstream hook on it). */
+  request(ep: Endpoint): UpstreamRequest;
+  /** How the reply is shaped; absent: piped as is. */
+  reply?(status: number, headers: Headers): ReplyPlan;
+}
+
+/** How one attempt ended: relayed (fully or cut after the first byte), or failed before any
+ *  byte — `sent` when undici had started the request on a connected socket. */
+type Outcome = { relayed: true } | { relayed: false; error: Error; sent: boolean };
+const RELAYED: Outcome = { relayed: true };
+const PIPE: ReplyPlan = { kind: 'pipe' };
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+/** One attempt: writes the reply into the client's response as it arrives (backpressure both
+ *  ways), settles exactly once, and cancels the upstream request if the client goes away. */
+class Relay implements Dispatcher.DispatchHandler {
+  private controller: Controller | null = null;
+  private settled = false;
+  private sent = false;
+  private status = 0;
+  private headers: Headers = {};
+  private plan: ReplyPlan = PIPE;
+  /** The last chunk relayed: whether a piped stream stopped mid-line decides how it is ended. */
+  private lastChunk: Buffer | null = null;
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  private readonly onClientClose = () => {
+    if (!this.ctx.res.writableFinished) this.controller?.abort(new ClientGone());
+  };
+
+  constructor(private readonly ctx: Context, private readonly policy: SendPolicy, private readonly resolve: (o: Outcome) => void) {
+    ctx.res.once('close', this.onClientClose);
+  }
+
+  private settle(o: Outcome): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.ctx.res.off('close', this.onClientClose);
+    this.resolve(o);
+  }
+
+  onRequestStart(controller: Controller): void {
+    this.controller = controller;
+    this.sent = true;
+    if (this.ctx.res.destroyed) controller.abort(new ClientGone());
+  }
+
+  onResponseStart(_c: Controller, status: number, headers: Headers): void {
+    if (status < 200) return; // 1xx informational: the final head follows
+    this.status = status;
+    this.headers = headers;
+    try {
+      this.start(status, headers);
+    } catch (err) {
+      // Ours (a policy or a respond tap threw): undici aborts the request and reports it back.
+      throw err instanceof StepFailed ? err : new StepFailed(err);
+    }
+  }
+
+  private start(status: number, headers: Headers): void {
+    const plan = (this.plan = this.policy.reply?.(status, headers) ?? PIPE);
+    const res = this.ctx.res;
+    if (plan.kind === 'buffer') return;
+    if (plan.kind === 'stream') {
+      res.writeHead(plan.status, [...plan.headers, 'cache-control', 'no-cache']);
+      if (plan.first) res.write(plan.first);
+      return;
+    }
+    const out: string[] = [];
+    for (const name in headers) {
+      const value = headers[name];
+      if (value === undefined || HOP_BY_HOP.has(name)) continue;
+      if (typeof value === 'string') out.push(name, value);
+      else for (const v of value) out.push(name, v);
+    }
+    res.writeHead(status, out);
+    // A reply without a length is a stream: send the head now so the client sees it before the first event.
+    if (headers['content-length'] === undefined) res.flushHeaders();
+  }
+
+  onResponseData(controller: Controller, chunk: Buffer): void {
+    const plan = this.plan;
+    if (plan.kind === 'buffer') {
+      this.size += chunk.length;
+      if (this.size > plan.limit) controller.abort(new Error(`the backend reply is larger than ${plan.limit} bytes`));
+      else this.chunks.push(chunk);
+      return;
+    }
+    let out: Buffer | string = chunk;
+    if (plan.kind === 'stream') {
+      try {
+        out = plan.chunk(chunk);
+      } catch (err) {
+        controller.abort(new StepFailed(err));
+        return;
+      }
+      if (!out) return;
+    } else this.lastChunk = chunk;
+    if (!this.ctx.res.write(out)) {
+      controller.pause();
+      this.ctx.res.once('drain', () => controller.resume());
+    }
+  }
+
+  onResponseEnd(): void {
+    try {
+      const plan = this.plan;
+      const res = this.ctx.res;
+      if (plan.kind === 'buffer') {
+        const reply = plan.finish(this.status, Buffer.concat(this.chunks, this.size));
+        res.writeHead(reply.status, [...reply.headers, 'content-length', String(Buffer.byteLength(reply.body))]);
+        res.end(this.ctx.method === 'HEAD' ? undefined : reply.body);
+      } else res.end(plan.kind === 'stream' ? plan.end() : undefined);
+      this.settle(RELAYED);
+    } catch (err) {
+      this.settle({ relayed: false, error: err instanceof StepFailed ? err : new StepFailed(err), sent: true });
+    }
+  }
+
+  /** undici turns a throw from here into an 'error' event nobody listens to (a crash): never throw. */
+  onResponseError(_c: Controller, error: Error): void {
+    try {
+      this.failed(error);
+    } catch (err) {
+      this.ctx.res.destroy();
+      this.settle({ relayed: false, error: new StepFailed(err), sent: this.sent });
+    }
+  }
+
+  private failed(error: Error): void {
+    const ctx = this.ctx;
+    if (error instanceof ClientGone || ctx.res.destroyed) {
+      ctx.error = error;
+      this.settle(RELAYED);
+    } else if (error instanceof StepFailed || !ctx.res.headersSent) {
+      // Nothing reached the client: the kernel fails over or answers with an error.
+      this.settle({ relayed: false, error, sent: this.sent });
+    } else {
+      // The head already reached the client: no retry, no splice; end its stream saying why.
+      ctx.error = error;
+      const reason = brokenReason(error, ctx.endpoint?.timeouts.idleMs ?? 0);
+      const plan = this.plan;
+      if (plan.kind === 'stream') endAndClose(ctx, plan.fail(`endpoint ${ctx.endpoint?.name} ${reason}; the reply is incomplete`));
+      else endBroken(ctx, this.headers, this.lastChunk, reason);
+      this.settle(RELAYED);
+    }
+  }
+}
+
+function attempt(ctx: Context, ep: Endpoint, policy: SendPolicy, replaySafe: boolean): Promise<Outcome> {
+  const up = policy.request(ep);
+  ctx.hooks.upstream.call(ctx, up);
+  return new Promise((resolve) => {
+    ep.dispatch({ path: up.path, method: up.method as Dispatcher.HttpMethod, headers: up.headers, body: up.body, replaySafe }, new Relay(ctx, policy, resolve));
+  });
+}
+
+/** Send the request to ctx.candidates in order (see the top of this file); resolves once a reply
+ *  was relayed, or throws the error the client should get. */
+export async function sendUpstream(ctx: Context, policy: SendPolicy): Promise<true> {
+  const log = ctx.route.log;
+  let skipped = 0;
+  let failed = 0;
+  let last: string | undefined;
+  for (const ep of ctx.candidates) {
+    if (ctx.attempts > policy.maxRetries) break;
+    const safe = policy.replaySafe(ep);
+    ctx.endpoint = ep;
+    ctx.attempts++;
+    const outcome = await attempt(ctx, ep, policy, safe);
+    if (outcome.relayed) {
+      if (ctx.responseStarted && ctx.error && !(ctx.error instanceof ClientGone)) log.warn({ req: ctx.id, endpoint: ep.name, err: ctx.error }, 'the reply broke off after it had started');
+      return true;
+    }
+    const { error, sent } = outcome;
+    if (error instanceof BreakerOpen) {
+      ctx.attempts--;
+      skipped++;
+      continue;
+    }
+    if (error instanceof StepFailed) throw error.failure;
+    if (unsendable(error)) throw gwError('BAD_REQUEST', { reason: `the request cannot be forwarded as it is: ${error.message}` });
+    const code = errorCode(error) ?? error.message;
+    // Before the request went out anything is a connection failure (a TLS error too).
+    const failure = connectionFailure(error) ?? (sent ? undefined : `connect failed (${code})`);
+    const timeout = formatDuration(ep.timeouts.responseMs);
+    if (!failure) throw gwError('UPSTREAM_ERROR', { endpoint: ep.name, reason: code });
+    if (sent && !safe) {
+      if (failure === 'timeout') throw gwError('UPSTREAM_TIMEOUT', { endpoint: ep.name, timeout, detail: 'not sent again: this route is not replay-safe (model management)' });
+      throw gwError('UPSTREAM_ERROR', {
+        endpoint: ep.name,
+        reason: `connection ${failure} after the backend may have read the ${ctx.method} request; not sent again, so it never runs twice (model-management routes are not replay-safe)`,
+      });
+    }
+    failed++;
+    last = failure;
+    log.warn({ req: ctx.id, endpoint: ep.name, failure }, 'attempt failed; trying the next endpoint');
+  }
+  const provider = ctx.family ?? ctx.route.pipeline;
+  if (failed === 0 && skipped > 0) throw gwError('CIRCUIT_BREAKER', { provider, skipped });
+  throw gwError('ENDPOINT_UNAVAILABLE', {
+    provider,
+    reason: `${failed} endpoint${failed === 1 ? '' : 's'} failed${last ? ` (last: ${last})` : ''}, ${skipped} skipped for an open circuit breaker`,
+  });
+}

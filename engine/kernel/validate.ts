@@ -1,0 +1,84 @@
+// `gw validate`: load config, profiles, endpoints, plugins and pipelines exactly as serving would,
+// print one PASS/WARN/FAIL line per check and a summary; never listens. Exit 0 unless something failed.
+import { relative } from 'node:path';
+import { compileGraph } from './compile.js';
+import { checkConfig } from './config.js';
+import { planEndpoints } from '../backends/endpoints.js';
+import { createLogger } from './logger.js';
+import { checkPipelines } from './pipelines.js';
+import { PluginRegistry } from './plugin.js';
+import { checkProfiles } from './profiles.js';
+import { runtimeOf } from './runtime.js';
+import { Backends } from '../backends/state.js';
+import type { Plugin } from './plugin.js';
+import type { Problem } from './schema.js';
+import { VERSION } from './gateway.js';
+
+type Level = 'PASS' | 'WARN' | 'FAIL';
+
+export async function validate(configFile: string | null, env: NodeJS.ProcessEnv, print: (line: string) => void, builtins: readonly Plugin[]): Promise<number> {
+  const counts: Record<Level, number> = { PASS: 0, WARN: 0, FAIL: 0 };
+  const line = (level: Level, text: string) => {
+    counts[level]++;
+    print(`${level} ${text}`);
+  };
+  const show = (f: string) => {
+    const rel = relative(process.cwd(), f);
+    return f.startsWith('(') || !rel || rel.startsWith('..') ? f : rel;
+  };
+  const report = (what: string, problems: Problem[], passText: string) => {
+    for (const p of problems) line(p.level === 'fail' ? 'FAIL' : 'WARN', `${what}: ${p.field ? `${p.field}: ` : ''}${p.message}${p.fix ? ` — fix: ${p.fix}` : ''}`);
+    if (!problems.some((p) => p.level === 'fail')) line('PASS', `${what}${passText ? `: ${passText}` : ''}`);
+  };
+
+  const source = configFile ?? '(built-in default)';
+  const { loaded, problems } = checkConfig(configFile, env);
+  report(`config ${show(source)}`, problems, 'valid');
+  if (!loaded) {
+    print(`summary: ${counts.PASS} passed, ${counts.WARN} warnings, ${counts.FAIL} failed (fix the config first; later checks need it)`);
+    return 1;
+  }
+  const { config } = loaded;
+
+  const profileLoad = checkProfiles(config.proxy.profiles_dir);
+  for (const f of profileLoad.files) {
+    report(`profile ${f.name ?? '?'} (${show(f.file)})`, f.problems, f.replaces ? `replaces the built-in ${show(f.replaces)}` : '');
+  }
+
+  let endpointsOk = false;
+  let plans: ReturnType<typeof planEndpoints>['plans'] = [];
+  if (profileLoad.profiles) {
+    const planned = planEndpoints(config, profileLoad.profiles, source);
+    plans = planned.plans;
+    report(`endpoints in ${show(source)}`, planned.problems, `${plans.length} endpoint${plans.length === 1 ? '' : 's'} (${plans.map((p) => `${p.name}: ${p.profile.name}`).join(', ')})`);
+    endpointsOk = planned.problems.length === 0;
+  }
+
+  const plugins = new PluginRegistry(builtins);
+  line('PASS', `plugins: ${builtins.length} built-in`);
+  const thirdParty = await plugins.loadThirdParty(config.plugins);
+  thirdParty.forEach((r, i) => {
+    if (r.error) line('FAIL', `plugin plugins[${i}] ${r.spec}: ${r.error}`);
+    else line('PASS', `plugin ${r.spec}: ${r.names.join(', ')}`);
+  });
+
+  const pipelineLoad = checkPipelines(config.pipelines.dir);
+  const broken = new Set(pipelineLoad.files.filter((f) => f.problems.some((p) => p.level === 'fail')).map((f) => f.file));
+  for (const f of pipelineLoad.files) if (broken.has(f.file) || f.problems.length) report(`pipeline ${f.name ?? '?'} (${show(f.file)})`, f.problems, '');
+
+  if (profileLoad.profiles && endpointsOk) {
+    const log = createLogger('error');
+    const backends = new Backends(config, plans, log);
+    const runtime = runtimeOf({ config, source, profiles: profileLoad.profiles, backends, log, version: VERSION, startedAt: new Date(), reload: { generation: 0, last_attempt: null, ok: true, error: null } });
+    const { problems: compiled, graph } = compileGraph(pipelineLoad, plugins, runtime, () => undefined);
+    for (const c of compiled) {
+      const routes = graph?.routes.filter((r) => r.pipeline === c.pipeline) ?? [];
+      const paths = new Set(routes.map((r) => r.path)).size;
+      const replaced = pipelineLoad.files.find((f) => f.file === c.file)?.replaces;
+      report(`pipeline ${c.pipeline} (${show(c.file)})`, c.problems, graph ? `${c.pipeline === 'proxy' ? `${paths} routes` : `${paths} route${paths === 1 ? '' : 's'}`}${replaced ? `, replaces the built-in ${show(replaced)}` : ''}` : 'steps valid');
+    }
+    await backends.stop();
+  }
+  print(`summary: ${counts.PASS} passed, ${counts.WARN} warnings, ${counts.FAIL} failed`);
+  return counts.FAIL > 0 ? 1 : 0;
+}

@@ -1,0 +1,110 @@
+// Catalogue models in the formats clients expect: the unified record, the chat-completions
+// list ("common"), and the native list shapes of the runner, desktop and paged families.
+import type { CatalogueModel } from '../../engine/backends/catalogue.js';
+import type { DiscoveredModel } from '../../engine/backends/model-lists.js';
+
+export const LIST_FORMATS = ['unified', 'common', 'localrunner', 'deskrunner', 'pagedengine'] as const;
+export type ListFormat = (typeof LIST_FORMATS)[number] | 'npuengine';
+
+const first = (m: CatalogueModel): DiscoveredModel => m.servedAs.get(m.endpoints[0])!;
+
+/** A best-effort owner label: the backend's, else the part before "/", else the leading hyphen-separated segment. */
+export function ownedBy(m: CatalogueModel): string {
+  const own = first(m).ownedBy;
+  if (own) return own;
+  if (m.id.includes('/')) return m.id.split('/')[0];
+  return m.id.includes('-') ? m.id.split('-')[0] : m.family;
+}
+
+function created(m: CatalogueModel): number {
+  const d = first(m);
+  if (d.created) return d.created;
+  const t = d.modified ? Date.parse(d.modified) : NaN;
+  return Number.isNaN(t) ? 0 : Math.floor(t / 1000);
+}
+
+export function capabilities(m: CatalogueModel): string[] {
+  return m.embedding ? ['embedding'] : m.vision ? ['chat', 'completion', 'vision'] : ['chat', 'completion'];
+}
+
+export function unifiedRecord(m: CatalogueModel) {
+  const d = first(m);
+  const det = d.details as Record<string, unknown>;
+  const metadata: Record<string, unknown> = {};
+  const put = (k: string, v: unknown) => {
+    if (v !== undefined && v !== null && v !== '') metadata[k] = v;
+  };
+  put('size', d.size);
+  put('modified', d.modified);
+  put('family', det.family);
+  put('parameter_size', det.parameter_size);
+  put('quantization', det.quantization_level ?? det.quantization);
+  put('loaded', d.loaded);
+  put('is_loading', d.isLoading);
+  put('digest', m.digest);
+  put('code', m.code || undefined);
+  for (const k of ['checkpoint', 'recipe', 'max_model_len', 'radix_cache_size', 'speculative_decoding']) put(k, det[k]);
+  if (m.names.length > 1) metadata.aliases = m.names.slice(1);
+  return {
+    id: m.id,
+    name: m.id,
+    provider: m.family,
+    endpoint: m.endpoints[0].name,
+    endpoints: m.endpoints.map((e) => e.name),
+    capabilities: capabilities(m),
+    context_window: m.contextWindow,
+    max_tokens: m.maxTokens,
+    vision: m.vision,
+    embedding: m.embedding,
+    available: m.endpoints.some((e) => e.routable),
+    metadata,
+  };
+}
+
+function commonItem(m: CatalogueModel) {
+  return { id: m.id, object: 'model', created: created(m), owned_by: ownedBy(m) };
+}
+
+export function renderList(format: ListFormat, models: readonly CatalogueModel[]): unknown {
+  switch (format) {
+    case 'unified': {
+      const providers: Record<string, number> = {};
+      for (const m of models) providers[m.family] = (providers[m.family] ?? 0) + 1;
+      return { models: models.map(unifiedRecord), total: models.length, providers };
+    }
+    case 'common':
+      return { object: 'list', data: models.map(commonItem) };
+    case 'pagedengine':
+      return { object: 'list', data: models.map((m) => ({ ...commonItem(m), max_model_len: m.contextWindow })) };
+    case 'npuengine':
+      return {
+        object: 'list',
+        data: models.map((m) => {
+          const det = first(m).details as Record<string, unknown>;
+          return { ...commonItem(m), checkpoint: det.checkpoint ?? m.id, recipe: det.recipe ?? null };
+        }),
+      };
+    case 'localrunner':
+      return {
+        models: models.map((m) => {
+          const d = first(m);
+          const det = d.details as Record<string, unknown>;
+          return {
+            name: m.id, model: m.id, modified_at: d.modified ?? new Date(created(m) * 1000).toISOString(), size: d.size ?? 0,
+            digest: (m.digest ?? '').replace(/^sha256:/, ''),
+            details: {
+              parent_model: det.parent_model ?? '', format: det.format ?? '', family: det.family ?? '', families: det.families ?? null,
+              parameter_size: det.parameter_size ?? '', quantization_level: det.quantization_level ?? det.quantization ?? '',
+            },
+          };
+        }),
+      };
+    case 'deskrunner':
+      return {
+        data: models.map((m) => ({
+          id: m.id, object: 'model', owned_by: ownedBy(m), permission: [],
+          engines: { [m.embedding ? 'embeddings' : 'chat_completions']: { context_length: m.contextWindow, max_tokens: m.maxTokens } },
+        })),
+      };
+  }
+}

@@ -1,5 +1,6 @@
 // GET /internal/status: version, configuration summary, traffic statistics, endpoints, models and
-// the system's state. Before any traffic the state comes from endpoint health alone.
+// the system's state, and hot reload's last outcome. Before any traffic the state comes from
+// endpoint health alone.
 import { formatDuration } from '../engine/kernel/duration.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { averageLatency, overall, percent } from './lib/endpoint-view.js';
@@ -50,6 +51,7 @@ export default definePlugin<Record<string, never>>({
           return [ep.name, { id: ep.id, healthy: ep.state === 'healthy', status: ep.state, models: served, requests: c.requests, errors: c.errors, average_latency: averageLatency(c.totalLatencyMs, c.requests) }];
         })),
         models: { total: models.length, by_provider: byProvider },
+        reload: { ...env.reload },
         system: {
           status,
           has_traffic: hasTraffic,

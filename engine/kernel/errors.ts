@@ -80,21 +80,49 @@ export const ERROR_CODES = {
 
 export type ErrorKey = keyof typeof ERROR_CODES;
 
+/** Marks gateway errors across copies of this module (a plugin importing the package from its
+ *  own node_modules gets another copy: `instanceof` would not see its errors). */
+const BRAND = Symbol.for('inference-gateway/error');
+
+/** An error the gateway answers with: rendered as the spec's envelope by the one renderer. */
 export class GatewayError extends Error {
-  readonly status: number;
-  readonly type: string;
-  readonly code: string | number;
-  constructor(readonly key: ErrorKey, readonly detail: Detail = {}) {
-    const spec: ErrorSpec = ERROR_CODES[key];
-    super(spec.message(detail));
-    this.status = spec.status;
-    this.type = spec.type;
-    this.code = spec.code ?? key;
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
+  }
+
+  constructor(
+    /** The table key (ERROR_CODES), or a plugin's own code. */
+    readonly key: string,
+    readonly status: number,
+    readonly type: string,
+    readonly code: string | number,
+    message: string,
+    readonly detail: Detail = {},
+  ) {
+    super(message);
   }
 }
+Object.defineProperty(GatewayError.prototype, BRAND, { value: true });
 
-export function gwError(key: ErrorKey, detail?: Detail): GatewayError {
-  return new GatewayError(key, detail);
+export function gwError(key: ErrorKey, detail: Detail = {}): GatewayError {
+  const spec: ErrorSpec = ERROR_CODES[key];
+  return new GatewayError(key, spec.status, spec.type, spec.code ?? key, spec.message(detail), detail);
+}
+
+const TYPE_OF_STATUS: Record<number, string> = {
+  400: 'bad_request', 401: 'unauthorized', 402: 'payment_required', 403: 'forbidden', 404: 'not_found', 405: 'method_not_allowed',
+  408: 'request_timeout', 409: 'conflict', 413: 'request_too_large', 415: 'unsupported_media_type', 422: 'unprocessable_entity',
+  429: 'rate_limited', 500: 'internal_error', 501: 'not_implemented', 502: 'bad_gateway', 503: 'service_unavailable', 504: 'gateway_timeout',
+};
+
+/**
+ * For plugins: refuse the request with any status (400–599), code and message, answered in the
+ * route's envelope like every gateway error (CORS and X-Gw-* included). Throw what it returns:
+ *   throw refuse(401, 'API_KEY_REQUIRED', 'send your key in the X-Api-Key header');
+ */
+export function refuse(status: number, code: string, message: string, type?: string): GatewayError {
+  if (!Number.isInteger(status) || status < 400 || status > 599) throw new RangeError(`refuse(): status ${status} is not an error status (400-599)`);
+  return new GatewayError(code, status, type ?? TYPE_OF_STATUS[status] ?? (status < 500 ? 'bad_request' : 'server_error'), code, message);
 }
 
 /** The spec's envelope; on messages-API routes it also carries that API's top-level `type: "error"`. */

@@ -1,7 +1,7 @@
 // The plugin contract ({name, schema, apply}) and the registry: built-ins plus third-party
 // plugins named in the config by path or package name, loaded under the same contract.
 import type { ValidateFunction } from 'ajv';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -107,7 +107,8 @@ export class PluginRegistry {
           results.push({ spec, names: [], error: `cannot load: ${target} does not exist (relative paths resolve against the working directory, ${cwd})` });
           continue;
         }
-        const file = isPath ? target : createRequire(join(cwd, 'package.json')).resolve(spec);
+        // A file, a package folder (its package.json main), or an installed package by name.
+        const file = isPath ? (statSync(target).isDirectory() ? createRequire(join(target, 'index.js')).resolve(target) : target) : createRequire(join(cwd, 'package.json')).resolve(spec);
         this.files.push(file);
         const url = pathToFileURL(file);
         if (generation) url.searchParams.set('gw-generation', String(generation));

@@ -7,6 +7,7 @@ import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
+import { waitFor } from '../helpers/wait.js';
 import { FakeBackend } from '../../engine/demo/index.js';
 
 const GW = resolve('bin/gw.js');
@@ -245,5 +246,46 @@ describe('gw serve', () => {
     expect(r.code).toBe(0);
     expect(r.out).toContain(`WARN config`);
     expect(r.out).toContain(`proxy.profiles_dir: folder ${join(dir, 'my-profiles')} does not exist; no custom profiles are loaded`);
+  });
+
+  it('reloads on SIGHUP without dropping a stream in flight, and keeps serving', async () => {
+    const fake = await new FakeBackend({ family: 'localrunner', reply: 'a b c d e f g h' }).start();
+    fake.behaviour.chunkDelayMs = 50;
+    const text = (aliases: string) => `server: { host: 127.0.0.1, port: 0 }\npipelines: { watch: false }\nmodel_aliases: { ${aliases} }\ndiscovery:\n  static:\n    endpoints:\n      - { name: l, type: localrunner, url: "${fake.url}" }\n`;
+    const file = configFile(text('first: [test-model]'));
+    const { child, port } = await serve(['--config', file]);
+    children.push(child);
+    const detail = async (id: string) => (await request(`http://127.0.0.1:${port}/gw/models/${id}`)).statusCode;
+    expect(await detail('second')).toBe(404);
+    // A stream in flight across the reload.
+    let firstChunk!: () => void;
+    const started = new Promise<void>((r) => (firstChunk = r));
+    const stream = new Promise<string>((resolveStream, rejectStream) => {
+      const req = httpRequest({ hostname: '127.0.0.1', port, path: '/gw/localrunner/api/chat', method: 'POST', agent: false }, (res) => {
+        let body = '';
+        res.on('data', (d) => {
+          body += d;
+          firstChunk();
+        });
+        res.on('end', () => resolveStream(body));
+        res.on('error', rejectStream);
+      });
+      req.on('error', rejectStream);
+      req.end('{"model":"test-model","messages":[]}');
+    });
+    await started;
+    writeFileSync(file, text('second: [test-model]'));
+    child.kill('SIGHUP');
+    await waitFor(async () => (await detail('second')) === 200, 'the alias from the edited config after SIGHUP');
+    expect(await detail('first')).toBe(404);
+    const body = await stream;
+    expect(JSON.parse(body.trim().split('\n').at(-1)!).done).toBe(true);
+    const status = (await (await request(`http://127.0.0.1:${port}/internal/status`)).body.json()) as any;
+    expect(status.reload).toMatchObject({ generation: 2, ok: true, error: null });
+    expect(child.exitCode).toBeNull();
+    const exited = new Promise((r) => child.on('exit', r));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    await fake.stop();
   });
 });

@@ -35,7 +35,7 @@ describe('/internal/status', () => {
     fakes = [await new FakeBackend({ family: 'pagedengine' }).start()];
     gw = await startGateway({ discovery: { static: { endpoints: [endpoint('gpu', 'pagedengine', fakes[0].url)] } } });
     const { json } = await get('/internal/status');
-    expect(Object.keys(json)).toEqual(['version', 'build', 'config', 'statistics', 'endpoints', 'models', 'system']);
+    expect(Object.keys(json)).toEqual(['version', 'build', 'config', 'statistics', 'endpoints', 'models', 'reload', 'system']);
     expect(json.config).toEqual({ proxy_engine: 'undici', load_balancer: 'priority', endpoints_configured: 1, models_discovered: 2 });
     expect(Object.keys(json.statistics)).toEqual(['requests_total', 'requests_active', 'requests_failed', 'average_latency', 'p95_latency', 'p99_latency']);
     expect(json.system).toMatchObject({ status: 'healthy', has_traffic: false, success_rate: 'N/A' });

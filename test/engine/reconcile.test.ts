@@ -1,0 +1,78 @@
+// The backends' state across a reload: reconciled by endpoint id, never rebuilt.
+import { afterEach, describe, expect, it } from 'vitest';
+import { Backends } from '../../engine/backends/state.js';
+import { planEndpoints } from '../../engine/backends/endpoints.js';
+import { FakeBackend } from '../../engine/demo/index.js';
+import { loadConfig } from '../../engine/kernel/config.js';
+import { createLogger } from '../../engine/kernel/logger.js';
+import { loadProfiles } from '../../engine/kernel/profiles.js';
+import { endpoint, writeConfig } from '../helpers/gateway.js';
+import { waitFor } from '../helpers/wait.js';
+
+const profiles = loadProfiles('/nonexistent');
+let backends: Backends | null = null;
+let fakes: FakeBackend[] = [];
+afterEach(async () => {
+  await backends?.stop();
+  for (const f of fakes) await f.stop();
+  [backends, fakes] = [null, []];
+});
+
+function configOf(endpoints: Record<string, unknown>[], extra: Record<string, unknown> = {}) {
+  const { config, source } = loadConfig(writeConfig({ ...extra, discovery: { static: { endpoints } } }), {});
+  return { config, plans: planEndpoints(config, profiles, source).plans };
+}
+
+describe('reconcile', () => {
+  it('keeps an endpoint whose id stays: same object, pool, health, breaker and model list', async () => {
+    fakes = [await new FakeBackend({ family: 'pagedengine' }).start()];
+    const first = configOf([endpoint('a', 'pagedengine', fakes[0].url, { check_interval: '60s' })]);
+    backends = new Backends(first.config, first.plans, createLogger('silent'));
+    await backends.start();
+    const ep = backends.endpoints.all[0];
+    await waitFor(() => backends!.catalogue.listOf(ep)?.length, 'the first discovery');
+    const pool = ep.pool;
+    ep.breaker.failure({ probe: false });
+    // Renamed, reprioritised, new headers: the same backend (same URL, so the same id).
+    const second = configOf([endpoint('renamed', 'pagedengine', fakes[0].url, { check_interval: '60s', priority: 7, headers: { 'X-Team': 'a' } })]);
+    const r = backends.reconcile(second.config, second.plans);
+    expect(r.kept).toEqual([ep]);
+    expect(backends.endpoints.all[0]).toBe(ep);
+    expect(ep).toMatchObject({ name: 'renamed', priority: 7, state: 'healthy' });
+    expect(ep.pool).toBe(pool);
+    expect(ep.breaker.proxyFailures).toBe(1);
+    expect(backends.catalogue.listOf(ep)?.length).toBeGreaterThan(0);
+  });
+
+  it('replaces only the pool when connection settings change, closing the old one once it is idle', async () => {
+    fakes = [await new FakeBackend({ family: 'pagedengine' }).start()];
+    const first = configOf([endpoint('a', 'pagedengine', fakes[0].url)]);
+    backends = new Backends(first.config, first.plans, createLogger('silent'));
+    const ep = backends.endpoints.all[0];
+    const pool = ep.pool;
+    const second = configOf([endpoint('a', 'pagedengine', fakes[0].url)], { proxy: { connection_timeout: '3s' } });
+    backends.reconcile(second.config, second.plans);
+    expect(backends.endpoints.all[0]).toBe(ep);
+    expect(ep.pool).not.toBe(pool);
+    await waitFor(() => pool.closed, 'the old pool to close');
+  });
+
+  it('checks a new endpoint at once and retires a removed one: out of rotation, its pool closed', async () => {
+    fakes = [await new FakeBackend({ family: 'pagedengine', name: 'x' }).start(), await new FakeBackend({ family: 'pagedengine', name: 'y' }).start()];
+    const first = configOf([endpoint('x', 'pagedengine', fakes[0].url, { check_interval: '60s' })]);
+    backends = new Backends(first.config, first.plans, createLogger('silent'));
+    await backends.start();
+    const x = backends.endpoints.all[0];
+    const second = configOf([endpoint('y', 'pagedengine', fakes[1].url, { check_interval: '60s' })]);
+    const r = backends.reconcile(second.config, second.plans);
+    expect(r.removed).toEqual([x]);
+    expect(x.retired).toBe(true);
+    expect(x.routable).toBe(false);
+    expect(backends.endpoints.routable('pagedengine')).not.toContain(x);
+    await waitFor(() => x.pool.closed, 'the retired pool to close');
+    const y = r.added[0];
+    // Checked at once, not after check_interval (60 s).
+    await waitFor(() => y.state === 'healthy', 'the new endpoint to be checked');
+    expect(backends.endpoints.routable('pagedengine')).toEqual([y]);
+  });
+});

@@ -29,7 +29,7 @@ export default definePlugin<Options>({
       log[level]({
         req: ctx.id, method, path: clip(ctx.route.prefix ? ctx.route.prefix + ctx.pathname : ctx.pathname),
         status: ctx.status, endpoint: ctx.endpoint?.name, model: model === undefined ? undefined : clip(model),
-        ms: Math.round(ctx.elapsedMs() * 1000) / 1000, attempts: ctx.attempts || undefined, aborted: aborted || undefined,
+        ms: Math.round(ctx.totalMs * 1000) / 1000, attempts: ctx.attempts || undefined, aborted: aborted || undefined,
       }, 'request');
     });
   },

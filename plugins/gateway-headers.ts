@@ -23,7 +23,7 @@ export default definePlugin<Options>({
       if (model) h.push('x-gw-model', echo(model)); // the client's words: encoded, cut to 256
       const type = ep?.family ?? family;
       if (type) h.push('x-gw-backend-type', type);
-      h.push('x-gw-response-time', formatDuration(ctx.elapsedMs()));
+      h.push('x-gw-response-time', formatDuration(ctx.headMs));
       const r = ctx.routing;
       if (r) h.push('x-gw-routing-strategy', r.strategy, 'x-gw-routing-decision', r.decision, 'x-gw-routing-reason', r.reason);
     });

@@ -14,7 +14,7 @@ export default definePlugin<Options>({
     hooks.done.tap('stats', (ctx) => {
       // A stream that broke after its 200 head is an upstream failure too.
       const failed = ctx.status >= 500 || ctx.brokeOff;
-      stats.record(ctx.endpoint, ctx.elapsedMs(), failed, o.per_model ? ctx.model : undefined);
+      stats.record(ctx.endpoint, ctx.totalMs, failed, o.per_model ? ctx.model : undefined);
     });
   },
 });

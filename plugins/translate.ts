@@ -91,7 +91,7 @@ export default definePlugin<Options>({
     hooks.done.tap('translate', (ctx) => {
       const st = state(ctx);
       counters.total++;
-      counters.totalLatencyMs += ctx.elapsedMs();
+      counters.totalLatencyMs += ctx.totalMs;
       if (st.stream) counters.streaming++;
       else counters.nonStreaming++;
       if (st.mode === 'passthrough') counters.passthrough++;

@@ -71,6 +71,9 @@ export class Context {
   responseStarted = false;
   /** What went wrong, if anything (a GatewayError, an upstream error, ClientGone). Owner: the kernel. */
   error: unknown = null;
+  /** Milliseconds from arrival to the reply head, and to the end. Owner: the kernel (hooks.ts). */
+  headMs = 0;
+  totalMs = 0;
   private parsed: unknown = NOT_PARSED;
   private modelField: ModelField | null | typeof NOT_PARSED = NOT_PARSED;
   private extras: Record<string, unknown> | null = null;

@@ -30,11 +30,16 @@ export const HOOK_PHASES = [
 ] as const;
 
 export function createHooks(): Hooks {
-  return Object.freeze({
+  const hooks = {
     request: new AsyncSeriesBailHook<[Context], true | void>(['ctx']),
     upstream: new SyncHook<[Context, UpstreamRequest]>(['ctx', 'upstream']),
     dispatch: new AsyncSeriesBailHook<[Context], true | void>(['ctx']),
     respond: new SyncHook<[Context, number]>(['ctx', 'status']),
     done: new SyncHook<[Context]>(['ctx']),
-  });
+  };
+  // The request's timings, taken once here for every step that reports them (headers, stats,
+  // logs, metrics): when the reply head went out, and when the request was over.
+  hooks.respond.intercept({ call: (ctx: Context) => void (ctx.headMs = ctx.elapsedMs()) });
+  hooks.done.intercept({ call: (ctx: Context) => void (ctx.totalMs = ctx.elapsedMs()) });
+  return Object.freeze(hooks);
 }

@@ -38,6 +38,8 @@ export function endpointDetail(ep: Endpoint, stats: Stats) {
     errors: c.errors,
     error_rate: c.requests === 0 ? '0.00%' : percent(c.errors, c.requests),
     average_latency: averageLatency(c.totalLatencyMs, c.requests),
+    /** Time to the backend's reply head, from the endpoint's own interceptor. */
+    average_upstream_latency: averageLatency(ep.upstream.totalMs, ep.upstream.count),
     active_requests: ep.active,
     consecutive_failures: ep.consecutiveFailures,
     circuit_breaker: {

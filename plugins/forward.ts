@@ -2,7 +2,7 @@
 // goes as it came (prefix stripped), the reply comes back as the backend sent it. Failover and
 // what may be sent twice (the profile's api.replay_safe_paths) are the kernel's: engine/kernel/upstream.ts.
 import { definePlugin } from '../engine/kernel/plugin.js';
-import { sendUpstream } from '../engine/kernel/upstream.js';
+import { sendUpstream, type SendPolicy } from '../engine/kernel/upstream.js';
 
 interface Options { max_retries?: number }
 
@@ -15,14 +15,11 @@ export default definePlugin<Options>({
     properties: { max_retries: { type: 'integer', minimum: 0, description: 'Default: proxy.max_retries' } },
   },
   apply(hooks, o, env) {
-    const maxRetries = o.max_retries ?? env.config.proxy.max_retries;
-    hooks.dispatch.tapPromise('forward', (ctx) => {
-      const method = ctx.method;
-      return sendUpstream(ctx, {
-        maxRetries,
-        replaySafe: (ep) => ep.replaySafe(method, ctx.pathname),
-        request: (ep) => ({ method, path: ep.upstreamPath(ctx.path), headers: [], body: ctx.body }),
-      });
-    });
+    const policy: SendPolicy = {
+      maxRetries: o.max_retries ?? env.config.proxy.max_retries,
+      replaySafe: (ctx, ep) => ep.replaySafe(ctx.method, ctx.pathname),
+      request: (ctx, ep) => ({ method: ctx.method, path: ep.upstreamPath(ctx.path), headers: [], body: ctx.body }),
+    };
+    hooks.dispatch.tapPromise('forward', (ctx) => sendUpstream(ctx, policy));
   },
 });

@@ -8,7 +8,7 @@ import type { Endpoint } from '../engine/backends/endpoints.js';
 import { GatewayError } from '../engine/kernel/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { translatedReply, type TranslateOptions } from './lib/msgapi/reply-plan.js';
-import { sendUpstream } from '../engine/kernel/upstream.js';
+import { sendUpstream, type SendPolicy } from '../engine/kernel/upstream.js';
 import { estimateInputTokens, toChatRequest } from './lib/msgapi/request.js';
 import type { MessagesRequest } from './lib/msgapi/types.js';
 import { ClientGone } from '../engine/backends/failures.js';
@@ -36,7 +36,7 @@ function modeFor(ep: Endpoint, passthroughAllowed: boolean): { mode: Mode; fallb
 }
 
 interface Options { passthrough: boolean; max_retries?: number; name: string }
-interface MsgapiState { mode?: Mode; fallback?: 'cannot' | 'translator'; stream?: boolean; malformed?: number }
+interface MsgapiState { mode?: Mode; fallback?: 'cannot' | 'translator'; stream?: boolean; malformed?: number; translation?: TranslateOptions }
 
 export default definePlugin<Options>({
   name: 'translate',
@@ -56,32 +56,38 @@ export default definePlugin<Options>({
     const counters = env.stats.translator(o.name);
     const state = (ctx: { state: Record<string, unknown> }) => ((ctx.state.msgapi ??= {}) as MsgapiState);
 
+    const policy: SendPolicy = {
+      maxRetries,
+      // The messages API is inference: replay-safe on every endpoint.
+      replaySafe: () => true,
+      request: (ctx, ep) => {
+        const st = state(ctx);
+        const req = ctx.bodyJson() as MessagesRequest;
+        const { mode, fallback } = modeFor(ep, o.passthrough);
+        st.mode = mode;
+        st.fallback = fallback;
+        if (mode === 'passthrough') return { method: 'POST', path: ep.upstreamPath(ep.profile.api.msgapi_support!.messages_path), headers: [], body: ctx.body };
+        const model = ctx.routing?.aliasTargets?.get(ep) ?? req.model;
+        const chat = toChatRequest(req, { model, topK: ep.profile.request.supports_top_k, streamUsage: ep.profile.request.stream_usage });
+        const path = ep.profile.request.parsing_rules?.chat_completions_path ?? '/v1/chat/completions';
+        return { method: 'POST', path: ep.upstreamPath(path), headers: [], body: Buffer.from(JSON.stringify(chat)) };
+      },
+      // Passthrough replies go back as the backend sent them.
+      reply: (ctx, status, headers) => {
+        const st = state(ctx);
+        return st.mode === 'passthrough' ? { kind: 'pipe' } : translatedReply(st.translation!, status, headers);
+      },
+    };
+
     hooks.dispatch.tapPromise('translate', async (ctx) => {
       const req = ctx.bodyJson() as MessagesRequest;
       const st = state(ctx);
       st.stream = req.stream === true;
-      const inputTokens = estimateInputTokens(req);
-      const translation: TranslateOptions = {
-        stream: st.stream, model: req.model, inputTokens, stopSequences: req.stop_sequences,
+      st.translation = {
+        stream: st.stream, model: req.model, inputTokens: estimateInputTokens(req), stopSequences: req.stop_sequences,
         onMalformed: (n) => (st.malformed = (st.malformed ?? 0) + n),
       };
-      return sendUpstream(ctx, {
-        maxRetries,
-        // The messages API is inference: replay-safe on every endpoint.
-        replaySafe: () => true,
-        request: (ep) => {
-          const { mode, fallback } = modeFor(ep, o.passthrough);
-          st.mode = mode;
-          st.fallback = fallback;
-          if (mode === 'passthrough') return { method: 'POST', path: ep.upstreamPath(ep.profile.api.msgapi_support!.messages_path), headers: [], body: ctx.body };
-          const model = ctx.routing?.aliasTargets?.get(ep) ?? req.model;
-          const chat = toChatRequest(req, { model, topK: ep.profile.request.supports_top_k, streamUsage: ep.profile.request.stream_usage });
-          const path = ep.profile.request.parsing_rules?.chat_completions_path ?? '/v1/chat/completions';
-          return { method: 'POST', path: ep.upstreamPath(path), headers: [], body: Buffer.from(JSON.stringify(chat)) };
-        },
-        // Passthrough replies go back as the backend sent them.
-        reply: (status, headers) => (st.mode === 'passthrough' ? { kind: 'pipe' } : translatedReply(translation, status, headers)),
-      });
+      return sendUpstream(ctx, policy);
     });
 
     hooks.respond.tap('translate', (ctx) => {

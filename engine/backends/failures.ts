@@ -1,12 +1,22 @@
 // How an upstream attempt can fail, told apart once for the interceptors (breaker, health) and
 // the kernel's failover decision.
 
+/** `instanceof` that also knows instances made by another copy of this module (a plugin that
+ *  imports the package from its own node_modules runs one). */
+function branded<T extends abstract new (...args: never[]) => Error>(cls: T, name: string): T {
+  const brand = Symbol.for(`inference-gateway/${name}`);
+  Object.defineProperty(cls.prototype, brand, { value: true });
+  Object.defineProperty(cls, Symbol.hasInstance, { value: (v: unknown) => typeof v === 'object' && v !== null && (v as Record<symbol, unknown>)[brand] === true });
+  return cls;
+}
+
 /** The client closed its connection: the upstream request is cancelled; no one's failure. */
 export class ClientGone extends Error {
   constructor() {
     super('client closed the connection');
   }
 }
+branded(ClientGone, 'client-gone');
 
 /** A step of ours threw while the reply head was being written: a gateway bug (a 500), not a
  *  failure of the endpoint. */
@@ -15,6 +25,7 @@ export class StepFailed extends Error {
     super('a step failed while writing the reply head');
   }
 }
+branded(StepFailed, 'step-failed');
 
 /** The endpoint's circuit breaker is open: it was skipped, nothing was sent. */
 export class BreakerOpen extends Error {
@@ -23,6 +34,7 @@ export class BreakerOpen extends Error {
     super(`the circuit breaker of ${endpoint} is open`);
   }
 }
+branded(BreakerOpen, 'breaker-open');
 
 /**
  * What a connection-level failure was, in words. Whether the request had gone out is told by

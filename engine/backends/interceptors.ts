@@ -150,7 +150,7 @@ export const health = (ep: Endpoint, markFailed: (ep: Endpoint, reason: string) 
 class StaleWatch extends Forwarding {
   private sent = false;
   private answered = false;
-  constructor(private readonly retry: () => void, next: Handler) {
+  constructor(private readonly dispatch: Dispatch, private readonly opts: SendOptions, next: Handler) {
     super(next);
   }
   override onRequestStart(c: Controller, context: unknown): void {
@@ -163,15 +163,12 @@ class StaleWatch extends Forwarding {
   }
   override onResponseError(c: Controller, error: Error): void {
     const failure = connectionFailure(error);
-    if (this.sent && !this.answered && (failure === 'reset' || failure === 'closed')) this.retry();
+    if (this.sent && !this.answered && (failure === 'reset' || failure === 'closed')) this.dispatch({ ...this.opts, fresh: true }, this.next);
     else super.onResponseError(c, error);
   }
 }
 
-export const staleRetry = (): Interceptor => (next) => (opts, handler) => {
-  if (!opts.replaySafe) return next(opts, handler);
-  return next(opts, new StaleWatch(() => void next({ ...opts, fresh: true }, handler), handler));
-};
+export const staleRetry = (): Interceptor => (next) => (opts, handler) => (opts.replaySafe ? next(opts, new StaleWatch(next, opts, handler)) : next(opts, handler));
 
 // ---- connection -------------------------------------------------------------------------------
 

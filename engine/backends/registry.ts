@@ -47,7 +47,9 @@ export class EndpointRegistry extends EventEmitter {
     const next = new Map<string, Endpoint>();
     const out: Reconciled = { added: [], kept: [], removed: [] };
     plans.forEach((plan, i) => {
-      const existing = this.byId.get(ids[i]);
+      const found = this.byId.get(ids[i]);
+      // Another family at the same URL is another backend to us: its state does not carry over.
+      const existing = found && found.family === plan.profile.name ? found : undefined;
       if (existing) {
         const replacedPool = existing.apply(plan, timeoutsOf(plan.profile));
         existing.breaker.configure(breaker);
@@ -63,7 +65,7 @@ export class EndpointRegistry extends EventEmitter {
       }
     });
     for (const ep of this.byId.values()) {
-      if (next.has(ep.id)) continue;
+      if (next.get(ep.id) === ep) continue;
       ep.retired = true;
       out.removed.push(ep);
       ep.pool.close().catch(() => ep.pool.destroy());

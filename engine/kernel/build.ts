@@ -19,8 +19,6 @@ export interface BuildOptions {
   env: NodeJS.ProcessEnv;
   /** The built-in plugins (the engine does not import plugins/: the caller hands them in). */
   plugins: readonly Plugin[];
-  /** Bumped per reload, so edited third-party plugin files are imported afresh. */
-  generation?: number;
 }
 
 export interface Inputs {
@@ -44,7 +42,7 @@ export async function loadInputs(o: BuildOptions): Promise<Inputs> {
     throw new ConfigError(source, p.field, p.message, p.fix);
   }
   const registry = new PluginRegistry(o.plugins);
-  const loaded = await registry.loadThirdParty(config.plugins, process.cwd(), o.generation ?? 0);
+  const loaded = await registry.loadThirdParty(config.plugins, process.cwd());
   loaded.forEach((r, i) => {
     if (r.error) throw new ConfigError(source, `plugins[${i}]`, `plugin ${r.spec}: ${r.error}`, 'fix the plugin or remove it from plugins:');
   });

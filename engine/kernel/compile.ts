@@ -32,6 +32,8 @@ interface Placed {
   /** "match-prefix (/steps/1)", "cors (shared steps /before/0)". */
   label: string;
   field: string;
+  /** A shared step wraps pipelines of every kind: what it needs, it only uses. */
+  shared: boolean;
   options: Record<string, unknown>;
 }
 
@@ -53,11 +55,11 @@ function compose(def: PipelineDef, load: PipelineLoad, config: Runtime['config']
       const step = stepOf(s);
       if (own.has(step.use)) return [];
       own.add(step.use);
-      return [{ step, field: where(i), label: `${step.use} (${where(i)})` }];
+      return [{ step, field: where(i), label: `${step.use} (${where(i)})`, shared: true }];
     });
   const builtInBefore = wrap(load.shared.before, (i) => `shared steps /before/${i}`);
   const configBefore = wrap(config.pipelines.before, (i) => `config pipelines.before[${i}]`);
-  const steps = def.steps.map((step, i) => ({ step, field: `/steps/${i}`, label: `${step.use} (/steps/${i})` }));
+  const steps = def.steps.map((step, i) => ({ step, field: `/steps/${i}`, label: `${step.use} (/steps/${i})`, shared: false }));
   const configAfter = wrap(config.pipelines.after, (i) => `config pipelines.after[${i}]`);
   const builtInAfter = wrap(load.shared.after, (i) => `shared steps /after/${i}`);
   return [...builtInBefore, ...configBefore, ...steps, ...configAfter, ...builtInAfter];
@@ -93,10 +95,12 @@ function checkSteps(def: PipelineDef, steps: Omit<Placed, 'options'>[], registry
   return { problems, placed };
 }
 
-/** YAML order is the order steps run: a step comes after the steps whose facts it needs (or uses). */
-function checkFacts(placed: Placed[], registry: PluginRegistry): Problem[] {
+/** YAML order is the order steps run: a step comes after the steps whose facts it needs (or
+ *  uses). `given` are facts the route has before any step (a path mount's path is its own). */
+function checkFacts(placed: Placed[], registry: PluginRegistry, given: readonly string[]): Problem[] {
   const problems: Problem[] = [];
   const providerOf = new Map<string, { index: number; label: string }>();
+  for (const fact of given) providerOf.set(fact, { index: -1, label: 'the route' });
   placed.forEach((p, index) => {
     for (const fact of factsOf(registry.get(p.step.use)!.plugin.provides, p.options)) if (!providerOf.has(fact)) providerOf.set(fact, { index, label: p.label });
   });
@@ -112,7 +116,7 @@ function checkFacts(placed: Placed[], registry: PluginRegistry): Problem[] {
         problems.push({ level: 'fail', field: p.field, message: `${p.step.use} needs ${fact}, which no earlier step provides`, fix: candidates.length ? `add ${candidates.join(' or ')} above it` : `add a step that provides ${fact} above it` });
       }
     };
-    for (const fact of factsOf(plugin.needs, p.options)) check(fact, true);
+    for (const fact of factsOf(plugin.needs, p.options)) check(fact, !p.shared);
     for (const fact of factsOf(plugin.uses, p.options)) check(fact, false);
   });
   return problems;
@@ -130,21 +134,24 @@ function applySteps(placed: Placed[], registry: PluginRegistry, env: PluginEnv):
   return { hooks, phases };
 }
 
-/** A step listed after one that runs in a later phase would run out of its YAML order. */
+/** A step listed after one that runs in a later phase would run out of its YAML order. Shared
+ *  steps are placed by the gateway, not by the pipeline's author: they are checked among
+ *  themselves, the pipeline's own steps among themselves. */
 function checkPhases(placed: Placed[], phases: (number | undefined)[]): Problem[] {
   const problems: Problem[] = [];
-  let latest: { phase: number; label: string } | undefined;
+  const latest = new Map<boolean, { phase: number; label: string }>();
   placed.forEach((p, i) => {
     const phase = phases[i];
     if (phase === undefined) return;
-    if (latest && phase < latest.phase) {
+    const before = latest.get(p.shared);
+    if (before && phase < before.phase) {
       problems.push({
         level: 'fail', field: p.field,
-        message: `${p.step.use} runs in the ${HOOK_PHASES[phase].name} phase, but is listed after ${latest.label}, which runs later (${HOOK_PHASES[latest.phase].name})`,
-        fix: `move ${p.step.use} above ${latest.label.split(' ')[0]}: YAML order is the order steps run`,
+        message: `${p.step.use} runs in the ${HOOK_PHASES[phase].name} phase, but is listed after ${before.label}, which runs later (${HOOK_PHASES[before.phase].name})`,
+        fix: `move ${p.step.use} above ${before.label.split(' ')[0]}: YAML order is the order steps run`,
       });
     }
-    if (!latest || phase >= latest.phase) latest = { phase, label: p.label };
+    if (!before || phase >= before.phase) latest.set(p.shared, { phase, label: p.label });
   });
   return problems;
 }
@@ -196,7 +203,7 @@ export function compileGraph(load: PipelineLoad, registry: PluginRegistry, runti
     const { problems, placed } = checkSteps(def, compose(def, load, runtime.config), registry);
     entry.problems.push(...problems);
     if (problems.some((p) => p.level === 'fail')) continue;
-    entry.problems.push(...checkFacts(placed, registry));
+    entry.problems.push(...checkFacts(placed, registry, def.mount.per_profile ? [] : ['path']));
     if (entry.problems.some((p) => p.level === 'fail')) continue;
 
     const mount = (path: string, info: RouteInfo) => {

@@ -10,7 +10,7 @@ import type { DestinationStream, Logger } from 'pino';
 import { Backends } from '../backends/state.js';
 import { compile, loadInputs, type BuildOptions, type Inputs } from './build.js';
 import type { Graph } from './compile.js';
-import type { GatewayConfig } from './config.js';
+import { checkConfig, type GatewayConfig } from './config.js';
 import { parseDuration } from './duration.js';
 import { ConfigError, gwError, renderError } from './errors.js';
 import { clip } from './head.js';
@@ -34,14 +34,11 @@ export interface GatewayOptions extends BuildOptions {
 interface Current {
   graph: Graph;
   runtime: Runtime;
-  /** What to watch for the next reload. */
-  watched: string[];
 }
 
 export class Gateway {
   private server: Server | null = null;
   private reloader: Reloader | null = null;
-  private generation = 1;
 
   private constructor(
     private readonly options: GatewayOptions,
@@ -62,7 +59,7 @@ export class Gateway {
     try {
       const runtime = runtimeOf({ ...inputs, backends, log, version: VERSION, startedAt: new Date(), reload: status });
       const graph = compile(inputs, runtime, runner);
-      return new Gateway(options, backends, log, runner, status, { graph, runtime, watched: watchTargets(options, inputs) });
+      return new Gateway(options, backends, log, runner, status, { graph, runtime });
     } catch (err) {
       await backends.stop();
       throw err;
@@ -142,7 +139,7 @@ export class Gateway {
     const addr = server.address() as AddressInfo;
     this.log.info({ host: addr.address, port: addr.port, version: VERSION, config: source, endpoints: this.backends.endpoints.all.length }, 'gateway listening');
     this.reloader = new Reloader((reason) => this.reload(reason), this.log);
-    if (config.pipelines.watch) this.reloader.watch(this.current.watched);
+    await this.rewatch(config);
     return addr;
   }
 
@@ -169,33 +166,54 @@ export class Gateway {
     let inputs: Inputs;
     let next: Current;
     try {
-      inputs = await loadInputs({ ...this.options, generation: ++this.generation });
+      inputs = await loadInputs(this.options);
       const runtime = runtimeOf({ ...inputs, backends: this.backends, log: this.log, version: VERSION, startedAt: this.runtime.startedAt, reload: this.status });
-      next = { graph: compile(inputs, runtime, this.runner), runtime, watched: watchTargets(this.options, inputs) };
+      next = { graph: compile(inputs, runtime, this.runner), runtime };
     } catch (err) {
-      const e = err instanceof ConfigError ? err : new ConfigError('(reload)', '', (err as Error).message);
-      this.status.ok = false;
-      this.status.error = e.message;
-      this.log.error({ reason, file: e.file, field: e.field || undefined, fix: e.fix || undefined, problem: e.problem }, 'reload failed; the configuration loaded before keeps serving');
+      // Watch what the edited config names, even though it did not load: fixing a plugin it
+      // added must trigger the next reload. Reported once that watch is in place.
+      const { loaded } = checkConfig(this.options.configFile, this.options.env);
+      if (loaded) await this.rewatch(loaded.config);
+      this.failed(reason, err);
       return false;
     }
-    const before = this.runtime.config.server;
-    const after = inputs.config.server;
-    if (before.host !== after.host || before.port !== after.port || before.request_limits.max_header_size !== after.request_limits.max_header_size) {
-      this.log.warn({ host: before.host, port: before.port }, 'server.host, server.port and server.request_limits.max_header_size take effect at the next restart; still serving as before');
+    try {
+      const before = this.runtime.config.server;
+      const after = inputs.config.server;
+      if (before.host !== after.host || before.port !== after.port || before.request_limits.max_header_size !== after.request_limits.max_header_size) {
+        this.log.warn({ host: before.host, port: before.port }, 'server.host, server.port and server.request_limits.max_header_size take effect at the next restart; still serving as before');
+      }
+      this.log.level = inputs.config.logging.level;
+      for (const p of inputs.warnings) this.log.warn({ file: inputs.source, field: p.field }, formatProblem(p));
+      // The backends first (the new routes may name new endpoints), then the one reference.
+      const r = this.backends.reconcile(inputs.config, inputs.plans);
+      if (this.server) this.applyServerSettings(this.server, inputs.config);
+      this.current = next;
+      this.status.generation++;
+      this.status.ok = true;
+      this.status.error = null;
+      this.log.info({ reason, generation: this.status.generation, added: r.added.map((e) => e.name), removed: r.removed.map((e) => e.name), routes: next.graph.routes.length }, 'configuration reloaded');
+    } catch (err) {
+      this.failed(reason, err);
+      return false;
+    } finally {
+      void this.rewatch(this.runtime.config);
     }
-    this.log.level = inputs.config.logging.level;
-    for (const p of inputs.warnings) this.log.warn({ file: inputs.source, field: p.field }, formatProblem(p));
-    // The backends first (the new routes may name new endpoints), then the one reference.
-    const r = this.backends.reconcile(inputs.config, inputs.plans);
-    if (this.server) this.applyServerSettings(this.server, inputs.config);
-    this.current = next;
-    this.status.generation++;
-    this.status.ok = true;
-    this.status.error = null;
-    if (inputs.config.pipelines.watch) this.reloader?.watch(next.watched);
-    this.log.info({ reason, generation: this.status.generation, added: r.added.map((e) => e.name), removed: r.removed.map((e) => e.name), routes: next.graph.routes.length }, 'configuration reloaded');
     return true;
+  }
+
+  private failed(reason: string, err: unknown): void {
+    const e = err instanceof ConfigError ? err : new ConfigError('(reload)', '', (err as Error).message);
+    this.status.ok = false;
+    this.status.error = e.message;
+    this.log.error({ reason, file: e.file, field: e.field || undefined, fix: e.fix || undefined, problem: e.problem }, 'reload failed; the configuration loaded before keeps serving');
+  }
+
+  private rewatch(config: GatewayConfig): Promise<void> {
+    if (!this.reloader) return Promise.resolve();
+    if (config.pipelines.watch) return this.reloader.watch(watchTargets(this.options.configFile, config));
+    this.reloader.unwatch();
+    return Promise.resolve();
   }
 
   get port(): number {
@@ -228,8 +246,9 @@ export class Gateway {
   }
 }
 
-/** The files a reload reads: the config, the custom profiles and pipelines, third-party plugins. */
-function watchTargets(o: BuildOptions, inputs: Inputs): string[] {
-  const c = inputs.config;
-  return [...(o.configFile ? [o.configFile] : []), resolve(c.proxy.profiles_dir), resolve(c.pipelines.dir), ...inputs.registry.files];
+/** The files a reload reads: the config, the custom profiles and pipelines, third-party plugin
+ *  files and folders (an installed package is not watched: it changes with an install). */
+function watchTargets(configFile: string | null, config: GatewayConfig): string[] {
+  const plugins = config.plugins.filter((spec) => spec.startsWith('.') || spec.startsWith('/')).map((spec) => resolve(spec));
+  return [...(configFile ? [configFile] : []), resolve(config.proxy.profiles_dir), resolve(config.pipelines.dir), ...plugins];
 }

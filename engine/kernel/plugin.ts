@@ -44,7 +44,7 @@ export function factsOf<O>(facts: Facts<O> | undefined, options: O): readonly st
   return typeof facts === 'function' ? facts(options) : facts ?? [];
 }
 
-export function definePlugin<O>(plugin: Plugin<O>): Plugin<O> {
+export function definePlugin<O = Record<string, any>>(plugin: Plugin<O>): Plugin<O> {
   return plugin;
 }
 
@@ -92,12 +92,10 @@ export class PluginRegistry {
     return undefined;
   }
 
-  /** Where each third-party plugin came from (a file to watch for hot reload). */
-  readonly files: string[] = [];
-
-  /** Load third-party plugins; each spec is a file path (./x.js, /abs/x.js) or a package name.
-   *  `generation` busts the module cache, so a reload imports an edited file afresh. */
-  async loadThirdParty(specs: readonly string[], cwd = process.cwd(), generation = 0): Promise<{ spec: string; names: string[]; error?: string }[]> {
+  /** Load third-party plugins; each spec is a file path (./x.js, /abs/x.js), a package folder
+   *  or a package name. A file is imported afresh when it changed since the last import (hot
+   *  reload); an unchanged one is the module already loaded. */
+  async loadThirdParty(specs: readonly string[], cwd = process.cwd()): Promise<{ spec: string; names: string[]; error?: string }[]> {
     const results = [];
     for (const spec of specs) {
       const isPath = spec.startsWith('.') || spec.startsWith('/');
@@ -109,9 +107,8 @@ export class PluginRegistry {
         }
         // A file, a package folder (its package.json main), or an installed package by name.
         const file = isPath ? (statSync(target).isDirectory() ? createRequire(join(target, 'index.js')).resolve(target) : target) : createRequire(join(cwd, 'package.json')).resolve(spec);
-        this.files.push(file);
         const url = pathToFileURL(file);
-        if (generation) url.searchParams.set('gw-generation', String(generation));
+        url.searchParams.set('mtime', String(statSync(file).mtimeMs));
         const mod = await import(url.href);
         const exported: unknown[] = Array.isArray(mod.plugins) ? mod.plugins : [mod.default ?? mod.plugin];
         const names: string[] = [];

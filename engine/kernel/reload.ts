@@ -2,13 +2,14 @@
 // copied in) becomes one reload once it settles, and reloads never overlap — a change during
 // one schedules one more after it.
 import { watch, type FSWatcher } from 'chokidar';
+import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 
 const SETTLE_MS = 100;
 
 export class Reloader {
   private watcher: FSWatcher | null = null;
-  private watched = '';
+  private watched = new Set<string>();
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private again = false;
@@ -16,15 +17,47 @@ export class Reloader {
 
   constructor(private readonly reload: (reason: string) => Promise<unknown>, private readonly log: Logger) {}
 
-  /** Watch these paths (files or folders, existing or not yet); the same list is a no-op. */
-  watch(paths: readonly string[]): void {
-    const key = [...new Set(paths)].sort().join('\n');
-    if (this.closed || key === this.watched) return;
-    this.watched = key;
+  /** Watch exactly these paths (files or folders, existing or not yet): the watcher is kept
+   *  and told the difference, so no change is lost while a new one would scan. */
+  watch(paths: readonly string[]): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    const next = new Set(paths);
+    let ready = Promise.resolve();
+    if (!this.watcher) {
+      const watcher = (this.watcher = watch([...next], { ignoreInitial: true }));
+      // Changes made before the first scan is over would go unseen: callers wait for it.
+      ready = new Promise((done) => watcher.once('ready', () => done()));
+      watcher.on('all', () => this.changed());
+      watcher.on('error', (err) => this.log.warn({ err }, 'watching for configuration changes failed'));
+    } else {
+      const gone = [...this.watched].filter((p) => !next.has(p));
+      const added = [...next].filter((p) => !this.watched.has(p));
+      if (gone.length) this.watcher.unwatch(gone);
+      if (added.length) {
+        this.watcher.add(added);
+        ready = this.settled(this.watcher, added);
+      }
+    }
+    this.watched = next;
+    return ready;
+  }
+
+  /** Resolves once chokidar watches the folders of these paths (a file not there yet is seen
+   *  through its folder), or after a second at most. */
+  private async settled(watcher: FSWatcher, paths: string[]): Promise<void> {
+    const folders = paths.map((p) => dirname(p));
+    for (let i = 0; i < 100; i++) {
+      const watched = watcher.getWatched();
+      if (folders.every((f) => f in watched)) return;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  /** Stop watching (pipelines.watch turned off); SIGHUP still reloads. */
+  unwatch(): void {
     void this.watcher?.close();
-    this.watcher = watch([...new Set(paths)], { ignoreInitial: true });
-    this.watcher.on('all', () => this.changed());
-    this.watcher.on('error', (err) => this.log.warn({ err }, 'watching for configuration changes failed'));
+    this.watcher = null;
+    this.watched = new Set();
   }
 
   private changed(): void {
@@ -36,18 +69,26 @@ export class Reloader {
     }, SETTLE_MS);
   }
 
-  /** Reload now, or once more after the reload under way. */
+  /** Reload now, or once more after the reload under way. A reload that throws is logged and
+   *  never stops the next one. */
   trigger(reason: string): Promise<void> {
     if (this.running) {
       this.again = true;
       return this.running;
     }
     this.running = (async () => {
-      do {
-        this.again = false;
-        await this.reload(reason);
-      } while (this.again && !this.closed);
-      this.running = null;
+      try {
+        do {
+          this.again = false;
+          try {
+            await this.reload(reason);
+          } catch (err) {
+            this.log.error({ err, reason }, 'reload failed unexpectedly');
+          }
+        } while (this.again && !this.closed);
+      } finally {
+        this.running = null;
+      }
     })();
     return this.running;
   }

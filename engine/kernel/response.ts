@@ -43,27 +43,33 @@ export class GatewayResponse<Req extends IncomingMessage = IncomingMessage> exte
   ctx: Context | null = null;
 
   override writeHead(status: number, a?: string | HeadersArg, b?: HeadersArg): this {
+    // An informational head (1xx) is not the reply's: no respond hook, nothing recorded.
+    if (this.headersSent || status < 200) return super.writeHead(status, a as never, b as never);
     const given = flat(typeof a === 'string' ? b : a);
     const ctx = this.ctx;
-    if (!ctx || this.headersSent) return this.rawWriteHead(status, given);
-    ctx.status = status;
-    ctx.responseStarted = true;
-    try {
-      ctx.hooks.respond.call(ctx, status);
-    } catch (err) {
-      ctx.responseStarted = false;
-      throw new StepFailed(err);
-    }
+    if (!ctx) return this.rawWriteHead(status, given);
     const ours = ctx.replyHeaders;
-    if (ours.length === 0) return this.rawWriteHead(status, given);
-    // Lower-case names (as the steps write them): ours win over a backend's or a step's.
-    const out: string[] = [];
-    for (let i = 0; i < given.length; i += 2) {
-      const name = given[i].toLowerCase();
-      if (!listed(ours, name)) out.push(name, given[i + 1]);
+    const mark = ours.length;
+    try {
+      ctx.status = status;
+      ctx.responseStarted = true;
+      ctx.hooks.respond.call(ctx, status);
+      if (ours.length === 0) return this.rawWriteHead(status, given);
+      // Lower-case names (as the steps write them): ours win over a backend's or a step's.
+      const out: string[] = [];
+      for (let i = 0; i < given.length; i += 2) {
+        const name = given[i].toLowerCase();
+        if (!listed(ours, name)) out.push(name, given[i + 1]);
+      }
+      for (let i = 0; i < ours.length; i++) out.push(ours[i]);
+      return this.rawWriteHead(status, out);
+    } catch (err) {
+      // Nothing went out: undo what this head added, so an error reply starts clean.
+      ours.length = mark;
+      ctx.status = 0;
+      ctx.responseStarted = false;
+      throw err instanceof StepFailed ? err : new StepFailed(err);
     }
-    for (let i = 0; i < ours.length; i++) out.push(ours[i]);
-    return this.rawWriteHead(status, out);
   }
 
   /** Write the head without the respond hook (an error reply after that hook itself threw). A value

@@ -60,7 +60,12 @@ export function createRunner(stats: Stats): RouteRunner {
     });
     hooks.request
       .promise(ctx)
-      .then((answered) => (answered === true ? undefined : hooks.dispatch.promise(ctx)))
+      // A request step that answered (even one that forgot to return true) ends it there.
+      .then((answered) => (answered === true || res.headersSent ? undefined : hooks.dispatch.promise(ctx)))
+      .then(() => {
+        // Every request gets an answer: a terminal step that returned without one is a bug.
+        if (!res.headersSent && !res.destroyed) throw new Error(`pipeline ${route.pipeline}: no step answered the request`);
+      })
       .catch((err) => failSafely(ctx, err));
   };
 }

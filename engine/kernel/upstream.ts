@@ -27,15 +27,16 @@ export type ReplyPlan =
   /** Read whole, then answered: `finish` builds the reply from the backend's status and body. */
   | { kind: 'buffer'; limit: number; finish(status: number, body: Buffer): { status: number; headers: string[]; body: string } };
 
+/** A terminal step's policy, made once when the step is applied (no allocation per request). */
 export interface SendPolicy {
   /** Further endpoints tried after the first. */
   maxRetries: number;
   /** May the request go to the next endpoint after the backend may have read it? */
-  replaySafe(ep: Endpoint): boolean;
+  replaySafe(ctx: Context, ep: Endpoint): boolean;
   /** The request for this endpoint (the kernel then runs the upstream hook on it). */
-  request(ep: Endpoint): UpstreamRequest;
+  request(ctx: Context, ep: Endpoint): UpstreamRequest;
   /** How the reply is shaped; absent: piped as is. */
-  reply?(status: number, headers: Headers): ReplyPlan;
+  reply?(ctx: Context, status: number, headers: Headers): ReplyPlan;
 }
 
 /** How one attempt ended: relayed (fully or cut after the first byte), or failed before any
@@ -93,7 +94,7 @@ class Relay implements Dispatcher.DispatchHandler {
   }
 
   private start(status: number, headers: Headers): void {
-    const plan = (this.plan = this.policy.reply?.(status, headers) ?? PIPE);
+    const plan = (this.plan = this.policy.reply?.(this.ctx, status, headers) ?? PIPE);
     const res = this.ctx.res;
     if (plan.kind === 'buffer') return;
     if (plan.kind === 'stream') {
@@ -183,7 +184,7 @@ class Relay implements Dispatcher.DispatchHandler {
 }
 
 function attempt(ctx: Context, ep: Endpoint, policy: SendPolicy, replaySafe: boolean): Promise<Outcome> {
-  const up = policy.request(ep);
+  const up = policy.request(ctx, ep);
   ctx.hooks.upstream.call(ctx, up);
   return new Promise((resolve) => {
     ep.dispatch({ path: up.path, method: up.method as Dispatcher.HttpMethod, headers: up.headers, body: up.body, replaySafe }, new Relay(ctx, policy, resolve));
@@ -199,7 +200,9 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy): Promise<tr
   let last: string | undefined;
   for (const ep of ctx.candidates) {
     if (ctx.attempts > policy.maxRetries) break;
-    const safe = policy.replaySafe(ep);
+    // Removed by a reload since the candidates were chosen: it takes no new requests.
+    if (ep.retired) continue;
+    const safe = policy.replaySafe(ctx, ep);
     ctx.endpoint = ep;
     ctx.attempts++;
     const outcome = await attempt(ctx, ep, policy, safe);
@@ -210,6 +213,7 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy): Promise<tr
     const { error, sent } = outcome;
     if (error instanceof BreakerOpen) {
       ctx.attempts--;
+      ctx.endpoint = null;
       skipped++;
       continue;
     }

@@ -17,8 +17,9 @@ beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), 'gw-pipes-'));
   const proxy = readFileSync(join(BUILTIN_PIPELINES_DIR, 'proxy.yaml'), 'utf8').replace('steps:\n', 'steps:\n  - use: explode\n');
   writeFileSync(join(dir, 'proxy.yaml'), proxy);
+  writeFileSync(join(dir, 'silent.yaml'), 'name: silent\nmount: { paths: [/silent] }\nsteps:\n  - use: silent-terminal\n');
   gw = await startGateway({
-    plugins: [resolve('test/fixtures/plugins/explode.mjs')],
+    plugins: [resolve('test/fixtures/plugins/explode.mjs'), resolve('test/fixtures/plugins/silent-terminal.mjs')],
     pipelines: { dir },
     discovery: { static: { endpoints: [endpoint('paged', 'pagedengine', fake.url)] } },
   });
@@ -53,5 +54,29 @@ describe('a step that throws', () => {
     expect(r.status).toBe(200);
     expect(r.headers['x-model-echo']).toBe('%D0%BC%D0%BE%D0%B4%D0%B5%D0%BB%D1%8C%0D%0Ax-injected: 1');
     expect(r.headers['x-injected']).toBeUndefined();
+  });
+
+  it('a step that answers without saying so: one answer, the terminal step does not run', async () => {
+    const before = fake.traffic.length;
+    const res = await request(`${gw.url}/gw/pagedengine/v1/chat/completions`, { method: 'POST', body: '{"model":"test-model","messages":[]}', headers: { 'x-explode': 'answer-no-bail' } });
+    expect(res.statusCode).toBe(200);
+    expect(await res.body.text()).toBe('answered early');
+    expect(fake.traffic.length).toBe(before);
+  });
+
+  it('a head the kernel cannot write: a 500 whose headers appear once', async () => {
+    const r = await chat('bad-status');
+    expect(r.status).toBe(500);
+    expect(String(r.headers['x-gw-request-id'])).not.toContain(',');
+    expect(r.json.error.code).toBe('INTERNAL_ERROR');
+  });
+});
+
+describe('a terminal step that answers nothing', () => {
+  it('gets a 500 instead of leaving the client waiting', async () => {
+    const res = await request(`${gw.url}/silent`);
+    expect(res.statusCode).toBe(500);
+    expect(((await res.body.json()) as any).error.code).toBe('INTERNAL_ERROR');
+    expect(gw.logs.some((l) => String(l.err?.message).includes('no step answered the request'))).toBe(true);
   });
 });

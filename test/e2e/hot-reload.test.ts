@@ -124,10 +124,14 @@ describe('hot reload under load', () => {
       took.pipeline = await change('the new step to run', () => writeFileSync(join(pipelinesDir, 'proxy.yaml'), proxy),
         async () => (await status('/gw/pagedengine/v1/models')).headers['x-tag'] === 'reloaded');
 
-      // The endpoint list: b removed, c added.
+      // The endpoint list: b removed, c added — while b carries a stream (b streams slowly).
+      b.behaviour.chunkDelayMs = 100;
+      const bEndpoint = gw.gw.runtime.endpoints.all.find((e) => e.name === 'b')!;
+      await waitFor(() => bEndpoint.active > 0, 'a request in flight on b');
       const cBefore = c.traffic.length;
       took.endpoints = await change('c to take traffic and b to leave', () => writeFileSync(gw.configFile, stringify(config([a, c]))),
         () => c.traffic.length > cBefore + 5 && gw.gw.runtime.endpoints.all.every((e) => e.name !== 'b'));
+      expect(bEndpoint.retired).toBe(true);
       const bAfter = b.traffic.length;
 
       // A plugin file, re-imported.
@@ -160,5 +164,31 @@ describe('hot reload under load', () => {
     console.log(`hot reload: ${JSON.stringify(Object.fromEntries(Object.entries(took).map(([k, v]) => [k, Math.round(v)])))} ms; ${l.requests} requests and ${l.streams} streams, ${l.failures.length} failed`);
     expect(l.failures).toEqual([]);
     expect(gen()).toBeGreaterThanOrEqual(6);
+  });
+});
+
+describe('hot reload after a failed edit', () => {
+  it('watches what the broken config names, so fixing it reloads', async () => {
+    const own = mkdtempSync(join(tmpdir(), 'gw-reload-fix-'));
+    const later = join(own, 'later.mjs');
+    const fake = await new FakeBackend({ family: 'pagedengine', name: 'solo' }).start();
+    const base = { server: { host: '127.0.0.1', port: 0 }, logging: { level: 'info' }, discovery: { static: { endpoints: [endpoint('solo', 'pagedengine', fake.url)] } } };
+    const g = await startGateway(base);
+    try {
+      // The config names a plugin file that is not there yet: the reload fails.
+      writeFileSync(g.configFile, stringify({ ...base, plugins: [later], pipelines: { after: ['later'] } }));
+      await waitFor(() => g.gw.runtime.reload.ok === false, 'the reload to fail on the missing plugin');
+      expect(g.gw.runtime.reload.error).toContain(later);
+      // Writing the plugin is the fix: it is watched, so it reloads by itself.
+      writeFileSync(later, "export default { name: 'later', schema: { type: 'object' }, apply(h) { h.respond.tap('later', (ctx) => ctx.replyHeaders.push('x-later', 'yes')); } };\n");
+      await waitFor(async () => {
+        const res = await request(`${g.url}/gw/pagedengine/v1/models`);
+        await res.body.dump();
+        return res.headers['x-later'] === 'yes';
+      }, 'the fixed plugin to take effect');
+      expect(g.gw.runtime.reload.ok).toBe(true);
+    } finally {
+      await closeAll(g, [fake]);
+    }
   });
 });

@@ -59,6 +59,15 @@ describe('YAML order is checked', () => {
     expect(lines).toContainEqual(expect.stringContaining('/steps/4: upstream-headers runs in the upstream (when the terminal step sends) phase, but is listed after forward (/steps/3), which runs later (terminal)'));
   });
 
+  it('passes a pipeline that lists a shared step of a later phase itself, and a path mount that forwards its own path', async () => {
+    const { code, lines } = await validateWith({
+      'm.yaml': 'name: my-models\nmount: { paths: [/my/models] }\nsteps:\n  - use: cors\n  - use: models-list\n  - use: access-log\n',
+      'f.yaml': 'name: my-forward\nmount: { paths: [/v1/chat/completions] }\nsteps:\n  - use: read-body\n  - use: select-endpoint\n  - use: forward\n',
+    });
+    expect(lines.filter((l) => l.startsWith('FAIL'))).toEqual([]);
+    expect(code).toBe(0);
+  });
+
   it('passes the built-in pipelines', async () => {
     const { code, lines } = await validateWith({});
     expect(lines.filter((l) => l.startsWith('FAIL'))).toEqual([]);

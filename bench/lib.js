@@ -41,22 +41,20 @@ export function forkReady(script, args) {
 }
 
 /** `gw serve` on a free port with the given config lines (and optional pipeline files); logs to a
- *  file. Resolves with { port, pid }. */
+ *  file. Resolves with { port, pid, dir, pipelineDir }. */
 export async function startGateway(configLines, pipelines = {}) {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'gw-bench-'));
   const pipelineDir = join(dir, 'pipelines');
-  if (Object.keys(pipelines).length) {
-    (await import('node:fs')).mkdirSync(pipelineDir);
-    for (const [name, text] of Object.entries(pipelines)) writeFileSync(join(pipelineDir, name), text);
-  }
+  (await import('node:fs')).mkdirSync(pipelineDir);
+  for (const [name, text] of Object.entries(pipelines)) writeFileSync(join(pipelineDir, name), text);
   const config = join(dir, 'config.yaml');
   writeFileSync(config, [`server: { host: 127.0.0.1, port: ${port} }`, `pipelines: { dir: ${pipelineDir} }`, ...configLines].join('\n'));
   const child = spawn(process.execPath, [join(here, '../bin/gw.js'), 'serve', '--config', config], { stdio: ['ignore', openSync(join(dir, 'gw.log'), 'w'), 'inherit'] });
   children.push(child);
   for (let i = 0; i < 100; i++) {
     try {
-      if ((await fetch(`http://127.0.0.1:${port}/internal/health`)).ok) return { port, pid: child.pid };
+      if ((await fetch(`http://127.0.0.1:${port}/internal/health`)).ok) return { port, pid: child.pid, dir, pipelineDir };
     } catch {}
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -4,13 +4,14 @@
 //  2. model routing — the gateway with alias resolution and body rewrite against the gateway
 //     with no body inspection, on a 2 KB and a 200 KB chat body;
 //  3. messages API translation — the same chat request as a messages request, translated both
-//     ways, against plain proxying, streaming and not, at concurrency 16.
+//     ways, against plain proxying, streaming and not, at concurrency 16;
+//  4. hot reload — pipeline edits under load: how long each takes to show, and no failed request.
 // "Time per request" in the A/B comparisons is the CPU time the gateway process spends per request
 // (from /proc, over alternating load rounds): unlike req/s on a two-core machine shared by four busy
 // processes, it does not depend on how the scheduler mixes them.
 // Results go to bench/RESULTS.md. Usage: npm run bench [-- --quick]
-import { writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { cpuAdded, timeAdded, forkReady, here, load, loadAlternating, pairedAdded, round, sequential, startGateway, stopAll, streaming } from './lib.js';
 
@@ -50,8 +51,8 @@ steps:
   - use: read-body
   - use: select-endpoint
     with: { model_routing: false }
-  - use: forward
   - use: upstream-headers
+  - use: forward
   - use: gateway-headers
     with: { model_header: false }
   - use: stats
@@ -184,9 +185,58 @@ ${verdicts.join('\n')}
 `;
 }
 
+const TAG_PLUGIN = `export default { name: 'tag', schema: { type: 'object', properties: { value: { type: 'string' } } },
+  apply(hooks, o) { hooks.respond.tap('tag', (ctx) => ctx.replyHeaders.push('x-tag', o.value)); } };
+`;
+
+async function reloadSection(backendPort) {
+  const plugin = join(mkdtempSync(join(tmpdir(), 'gw-bench-plugin-')), 'tag.mjs');
+  writeFileSync(plugin, TAG_PLUGIN);
+  const gw = await startGateway(['logging: { level: warn }', `plugins: [${plugin}]`, ...endpointLines(backendPort)]);
+  const url = `http://127.0.0.1:${gw.port}`;
+  const path = '/gw/pagedengine/v1/chat/completions';
+  const proxy = readFileSync(join(here, '../pipelines/proxy.yaml'), 'utf8');
+  const edits = quick ? 4 : 8;
+  // The load runs for as long as the edits take; each edit waits for its effect, then a pause.
+  const running = load(url, path, chatBody, 16, edits * 1.2 + 2, gw.pid).catch((err) => ({ error: err.message }));
+  await new Promise((r) => setTimeout(r, 1000));
+  const took = [];
+  for (let i = 0; i < edits; i++) {
+    const value = `v${i}`;
+    const t0 = performance.now();
+    writeFileSync(join(gw.pipelineDir, 'proxy.yaml'), proxy.replace('  - use: forward', `  - use: forward\n  - use: tag\n    with: { value: ${value} }`));
+    for (let seen = ''; seen !== value; ) {
+      const res = await fetch(url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chatBody });
+      await res.arrayBuffer();
+      seen = res.headers.get('x-tag') ?? '';
+    }
+    took.push(performance.now() - t0);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  const loadResult = await running;
+  const sorted = [...took].sort((a, b) => a - b);
+  const max = sorted.at(-1);
+  const failedLoad = 'error' in loadResult;
+  return `## 4. Hot reload under load
+
+The built-in proxy pipeline edited ${edits} times (a step added, then its option changed) while autocannon sends the
+chat request at concurrency 16; each edit counts from the file write to the first reply that shows it. The load
+fails the run on any non-2xx reply or error.
+
+| edits | effect p50 ms | effect max ms | load req/s | load errors |
+|---|---|---|---|---|
+| ${edits} | ${round(sorted[Math.floor(sorted.length / 2)], 0)} | ${round(max, 0)} | ${failedLoad ? '—' : round(loadResult.rps, 0)} | ${failedLoad ? loadResult.error : 'none'} |
+
+| target (issue 9) | measured | verdict |
+|---|---|---|
+| every change takes effect within 1 s | max ${round(max, 0)} ms | ${max <= 1000 ? 'met' : 'NOT met'} |
+| no request fails during reloads | ${failedLoad ? loadResult.error : 'none failed'} | ${failedLoad ? 'NOT met' : 'met'} |
+`;
+}
+
 async function main() {
   const { port: backendPort } = await forkReady('backend.js', ['0']);
-  const sections = [await proxySection(backendPort), await routingSection(backendPort), await translationSection(backendPort)];
+  const sections = [await proxySection(backendPort), await routingSection(backendPort), await translationSection(backendPort), await reloadSection(backendPort)];
   const md = `# Benchmark results
 
 Machine: ${cpus().length} × ${cpus()[0].model}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}.

@@ -113,21 +113,26 @@ export const inflight = (ep: Endpoint): Interceptor => (next) => (opts, handler)
   return next(opts, new InflightWatch(ep, handler));
 };
 
-// ---- health -------------------------------------------------------------------------------------
-
-class HealthWatch extends Forwarding {
-  private sent = false;
-  private answered = false;
-  constructor(private readonly ep: Endpoint, private readonly markFailed: (ep: Endpoint, reason: string) => void, next: Handler) {
-    super(next);
-  }
+/** Knows how far an attempt got: sent (undici started it on a connected socket), answered (a
+ *  reply head arrived). */
+class Tracking extends Forwarding {
+  protected sent = false;
+  protected answered = false;
   override onRequestStart(c: Controller, context: unknown): void {
     this.sent = true;
     super.onRequestStart(c, context);
   }
   override onResponseStart(c: Controller, status: number, headers: Headers, message?: string): void {
-    this.answered = true;
+    if (status >= 200) this.answered = true;
     super.onResponseStart(c, status, headers, message);
+  }
+}
+
+// ---- health -------------------------------------------------------------------------------------
+
+class HealthWatch extends Tracking {
+  constructor(private readonly ep: Endpoint, private readonly markFailed: (ep: Endpoint, reason: string) => void, next: Handler) {
+    super(next);
   }
   override onResponseError(c: Controller, error: Error): void {
     if (!this.answered && !notTheEndpoints(error)) {
@@ -147,19 +152,9 @@ export const health = (ep: Endpoint, markFailed: (ep: Endpoint, reason: string) 
 
 /** Holds a pooled attempt's failure back when the socket may have been stale, and replays the
  *  request once on a fresh connection with the same handler underneath. */
-class StaleWatch extends Forwarding {
-  private sent = false;
-  private answered = false;
+class StaleWatch extends Tracking {
   constructor(private readonly dispatch: Dispatch, private readonly opts: SendOptions, next: Handler) {
     super(next);
-  }
-  override onRequestStart(c: Controller, context: unknown): void {
-    this.sent = true;
-    super.onRequestStart(c, context);
-  }
-  override onResponseStart(c: Controller, status: number, headers: Headers, message?: string): void {
-    this.answered = true;
-    super.onResponseStart(c, status, headers, message);
   }
   override onResponseError(c: Controller, error: Error): void {
     const failure = connectionFailure(error);

@@ -71,10 +71,6 @@ export class Gateway {
     return this.current.runtime;
   }
 
-  routes(): Graph['routes'] {
-    return this.current.graph.routes;
-  }
-
   private readonly onRequest = (req: IncomingMessage, res: GatewayResponse) => {
     try {
       const url = req.url ?? '/';

@@ -18,10 +18,11 @@ function isHeaderError(err: unknown): boolean {
 /** A flat [name, value, …] list from any form Node's writeHead takes. */
 function flat(headers: HeadersArg): string[] {
   if (!headers) return [];
+  // The kernel's own callers pass a flat list already: read it as it is (never written to).
+  if (Array.isArray(headers) && (headers.length === 0 || typeof headers[0] === 'string')) return headers as string[];
   const out: string[] = [];
   if (Array.isArray(headers)) {
-    if (headers.length && Array.isArray(headers[0])) for (const [k, v] of headers as unknown as [string, string][]) out.push(k, String(v));
-    else for (let i = 0; i < headers.length; i += 2) out.push(String(headers[i]), String(headers[i + 1]));
+    for (const [k, v] of headers as unknown as [string, string][]) out.push(k, String(v));
     return out;
   }
   for (const name in headers) {

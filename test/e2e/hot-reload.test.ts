@@ -192,3 +192,23 @@ describe('hot reload after a failed edit', () => {
     }
   });
 });
+
+describe('settings a reload cannot change', () => {
+  it('keeps the listen address, says a restart applies it, and applies the rest', async () => {
+    const fake = await new FakeBackend({ family: 'pagedengine', name: 'solo' }).start();
+    const base = { server: { host: '127.0.0.1', port: 0 }, logging: { level: 'info' }, pipelines: { watch: false }, discovery: { static: { endpoints: [endpoint('solo', 'pagedengine', fake.url)] } } };
+    const g = await startGateway(base);
+    try {
+      const port = g.gw.port;
+      writeFileSync(g.configFile, stringify({ ...base, server: { host: '127.0.0.1', port: port + 1 }, model_aliases: { later: ['test-model'] } }));
+      expect(await g.gw.reload('test')).toBe(true);
+      expect(g.gw.port).toBe(port);
+      expect(g.logs.some((l) => l.level === 40 && String(l.msg).includes('take effect at the next restart'))).toBe(true);
+      const alias = await request(`${g.url}/gw/models/later`);
+      await alias.body.dump();
+      expect(alias.statusCode).toBe(200);
+    } finally {
+      await closeAll(g, [fake]);
+    }
+  });
+});

@@ -1,8 +1,13 @@
 // The terminal step of the proxy routes, as a policy for the kernel's upstream path: the request
 // goes as it came (prefix stripped), the reply comes back as the backend sent it. Failover and
 // what may be sent twice (the profile's api.replay_safe_paths) are the kernel's: engine/kernel/upstream.ts.
+// Two profile-declared touches to the reply, both off unless the endpoint's profile asks:
+// api.error_context annotates JSON error bodies (lib/error-context.ts); api.radix_headers adds
+// the X-Radix-* headers (lib/radix-headers.ts). Success bodies are never changed.
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { sendUpstream, type SendPolicy } from '../engine/kernel/upstream.js';
+import { errorContextPlan } from './lib/error-context.js';
+import { radixPlan } from './lib/radix-headers.js';
 
 interface Options { max_retries?: number }
 
@@ -15,10 +20,15 @@ export default definePlugin<Options>({
     properties: { max_retries: { type: 'integer', minimum: 0, description: 'Default: proxy.max_retries' } },
   },
   apply(hooks, o, env) {
+    const { catalogue } = env;
     const policy: SendPolicy = {
       maxRetries: o.max_retries ?? env.config.proxy.max_retries,
       replaySafe: (ctx, ep) => ep.replaySafe(ctx.method, ctx.pathname),
       request: (ctx, ep) => ({ method: ctx.method, path: ep.upstreamPath(ctx.path), headers: [], body: ctx.body }),
+      reply: (ctx, status, headers) => {
+        const api = ctx.endpoint!.profile.api;
+        return errorContextPlan(ctx, status, headers, catalogue) ?? (api.radix_headers ? radixPlan(ctx, status, headers, catalogue) : undefined);
+      },
     };
     hooks.dispatch.tapPromise('forward', (ctx) => sendUpstream(ctx, policy));
   },

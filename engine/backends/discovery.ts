@@ -12,7 +12,8 @@ import type { EndpointRegistry } from './registry.js';
 import { describeError } from './health.js';
 import { SingleFlight } from './single-flight.js';
 import type { Catalogue } from './catalogue.js';
-import { ModelListError, parseModelList } from './model-lists.js';
+import { ModelListError, parseModelList, type DiscoveredModel } from './model-lists.js';
+import { ModelInfo } from './model-info.js';
 
 const STALE_MS = 24 * 3_600_000;
 const CLEANUP_MS = 10 * 60_000;
@@ -35,6 +36,8 @@ export class DiscoveryService {
   private schedule: NodeJS.Timeout | null = null;
   private cleanup: NodeJS.Timeout | null = null;
   private readonly agent = new Agent({ keepAliveTimeout: 2_500, keepAliveMaxTimeout: 2_500 });
+  /** Context windows the lists lack (the profile's api.model_info_path), cached by digest. */
+  private readonly info = new ModelInfo(this.agent);
   private started = false;
   private stopped = false;
   /** Aborts the requests under way at shutdown: stopping never waits on a backend that hangs. */
@@ -109,13 +112,17 @@ export class DiscoveryService {
     for (let attempt = 0; attempt < this.attempts && !this.stopped; attempt++) {
       if (attempt > 0) await new Promise((r) => setTimeout(r, RETRY_BASE_MS * 2 ** (attempt - 1)).unref());
       try {
-        const res = await request(ep.modelUrl, { headers: ep.headers as string[], signal: AbortSignal.any([this.halt.signal, AbortSignal.timeout(this.timeoutMs)]), dispatcher: this.agent });
+        const signal = AbortSignal.any([this.halt.signal, AbortSignal.timeout(this.timeoutMs)]);
+        const res = await request(ep.modelUrl, { headers: ep.headers as string[], signal, dispatcher: this.agent });
         if (res.statusCode !== 200) {
           await res.body.dump();
           throw new ModelListError(`model list answered ${res.statusCode}`);
         }
-        const models = parseModelList(await res.body.json());
-        if (this.stopped || !ep.routable) return { endpoint: ep.name, ok: false, models: 0, error: 'endpoint no longer routable' };
+        const gone = () => this.stopped || !ep.routable;
+        const listed = parseModelList(await res.body.json(), ep.profile.request.response_format);
+        if (gone()) return { endpoint: ep.name, ok: false, models: 0, error: 'endpoint no longer routable' };
+        const models = await this.withContexts(ep, listed, signal, gone);
+        if (gone()) return { endpoint: ep.name, ok: false, models: 0, error: 'endpoint no longer routable' };
         this.catalogue.set(ep, models);
         this.log.debug({ endpoint: ep.name, models: models.length }, 'models discovered');
         return { endpoint: ep.name, ok: true, models: models.length };
@@ -125,5 +132,19 @@ export class DiscoveryService {
     }
     this.log.warn({ endpoint: ep.name, error }, 'model discovery failed');
     return { endpoint: ep.name, ok: false, models: this.catalogue.listOf(ep)?.length ?? 0, error };
+  }
+
+  /** Where the profile names a model-info path, the context windows the list lacks: known
+   *  digests from the cache, the rest asked within what is left of this attempt's time. The
+   *  list is published first, so routing never waits on these. */
+  private async withContexts(ep: Endpoint, listed: DiscoveredModel[], signal: AbortSignal, gone: () => boolean): Promise<DiscoveredModel[]> {
+    const path = ep.profile.api.model_info_path;
+    if (!path) return listed;
+    const { models, missing } = this.info.fromCache(ep, listed);
+    if (missing.length === 0) return models;
+    if (!gone()) this.catalogue.set(ep, models);
+    const { learnt, errors } = await this.info.fetch(ep, path, missing, signal);
+    if (errors.length) this.log.debug({ endpoint: ep.name, errors: errors.slice(0, 5), failed: errors.length }, 'model info not read; the profile patterns apply until the next discovery');
+    return learnt ? this.info.fromCache(ep, listed).models : models;
   }
 }

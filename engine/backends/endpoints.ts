@@ -39,15 +39,11 @@ export interface EndpointTimeouts {
   idleMs: number;
 }
 
-/** The URL as status routes show it: no userinfo, query or fragment. */
+/** The URL as status routes show it, and what the endpoint id hashes: scheme, host and port
+ *  (the WHATWG origin: lower-case host, default port left out) and the path without trailing
+ *  slashes; never userinfo, query or fragment. */
 export function sanitizeUrl(url: URL): string {
-  return `${url.origin}${url.pathname === '/' ? '' : url.pathname}`;
-}
-
-/** What the endpoint id hashes: scheme, host, port and path, the port always explicit. */
-function identityOf(url: URL): string {
-  const port = url.port || (url.protocol === 'https:' ? '443' : '80');
-  return `${url.protocol}//${url.hostname.toLowerCase()}:${port}${url.pathname.replace(/\/+$/, '') || '/'}`;
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
 
 /** Time to the reply head of proxied requests (from the inflight interceptor). */
@@ -66,9 +62,8 @@ export class UpstreamTimings {
  * the pool only when its connection settings changed.
  */
 export class Endpoint {
-  /** base36 FNV-1a of the sanitised URL, "-N" for siblings sharing it. */
+  /** base36 FNV-1a of `url` (the sanitised URL), "-N" for siblings sharing it. */
   readonly id: string;
-  readonly identity: string;
   /** For status output: never credentials, query or fragment. */
   readonly url: string;
   readonly origin: string;
@@ -113,7 +108,6 @@ export class Endpoint {
 
   constructor(id: string, plan: EndpointPlan, timeouts: EndpointTimeouts, breaker: BreakerSettings) {
     this.id = id;
-    this.identity = identityOf(plan.url);
     this.url = sanitizeUrl(plan.url);
     this.origin = plan.url.origin;
     this.breaker = new CircuitBreaker(breaker);
@@ -290,12 +284,12 @@ export function planEndpoints(config: GatewayConfig, profiles: ProfileSet, sourc
 export function idsOf(plans: readonly EndpointPlan[]): string[] {
   const groups = new Map<string, number[]>();
   plans.forEach((p, i) => {
-    const identity = identityOf(p.url);
-    groups.set(identity, [...(groups.get(identity) ?? []), i]);
+    const shown = sanitizeUrl(p.url);
+    groups.set(shown, [...(groups.get(shown) ?? []), i]);
   });
   const ids: string[] = new Array(plans.length);
-  for (const [identity, members] of groups) {
-    const hash = fnv1a36(identity);
+  for (const [shown, members] of groups) {
+    const hash = fnv1a36(shown);
     if (members.length === 1) ids[members[0]] = hash;
     else [...members].sort((a, b) => (plans[a].name < plans[b].name ? -1 : plans[a].name > plans[b].name ? 1 : 0)).forEach((m, k) => (ids[m] = `${hash}-${k + 1}`));
   }

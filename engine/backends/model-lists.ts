@@ -1,6 +1,15 @@
 // Model lists as each family's backend returns them, read into one shape. The parser is
 // tolerant: `models` (native runner, legacy desktop list, multi-model status) or `data` arrays,
 // with whatever extras the family adds (max_model_len, context lengths, digests, recipes).
+//
+// The context window is what the engine reports, in its own words (first found wins):
+//   vLLM, SGLang, mlx multi-model, lmdeploy   max_model_len
+//   LM Studio (v1 and api/v0)                 max_context_length (loaded_context_length kept as detail)
+//   LM Studio legacy list                     engines.{chat_completions|completions}.context_length
+//   hosted services, multi-provider gateways  context_length (OpenRouter), context_window (Groq)
+//   llama.cpp server                          meta.n_ctx_train (the trained context; meta.n_ctx,
+//                                             the per-slot serving context, kept as detail)
+// Ollama's api/tags has none: discovery asks its api/show per model (model-info.ts).
 export interface DiscoveredModel {
   /** The name the backend uses: what routing matches and what an alias rewrite sends. */
   name: string;
@@ -24,30 +33,40 @@ const str = (v: unknown) => (typeof v === 'string' && v ? v : undefined);
 const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 const bool = (v: unknown) => (typeof v === 'boolean' ? v : undefined);
 
-function engineInfo(raw: Raw): { context?: number; maxTokens?: number } {
+function engineInfo(raw: Raw): { context?: number; maxTokens?: number; tokenizer?: unknown } {
   const engines = raw.engines as Record<string, Raw> | undefined;
   const e = engines?.chat_completions ?? engines?.completions;
-  return e ? { context: num(e.context_length), maxTokens: num(e.max_tokens) } : {};
+  return e ? { context: num(e.context_length), maxTokens: num(e.max_tokens), tokenizer: e.tokenizer } : {};
 }
+
+/** llama.cpp's per-model `meta`: the trained context, and the serving context per slot. */
+function llamaMeta(raw: Raw): { trained?: number; serving?: number; size?: number; params?: number } {
+  const meta = raw.meta && typeof raw.meta === 'object' ? (raw.meta as Raw) : undefined;
+  return meta ? { trained: num(meta.n_ctx_train), serving: num(meta.n_ctx), size: num(meta.size), params: num(meta.n_params) } : {};
+}
+
+const EXTRAS = ['max_model_len', 'max_context_length', 'loaded_context_length', 'radix_cache_size', 'speculative_decoding', 'checkpoint', 'recipe', 'permission', 'root', 'parent', 'pinned', 'estimated_size', 'publisher', 'arch', 'quantization', 'state', 'tokenizer'];
 
 function one(raw: Raw): DiscoveredModel | null {
   const name = str(raw.name) ?? str(raw.id) ?? str(raw.model);
   if (!name) return null;
   const details = (raw.details && typeof raw.details === 'object' ? raw.details : {}) as Raw;
   const engine = engineInfo(raw);
+  const llama = llamaMeta(raw);
   const digest = str(raw.digest);
   const extras: Raw = {};
-  for (const k of ['max_model_len', 'radix_cache_size', 'speculative_decoding', 'checkpoint', 'recipe', 'permission', 'root', 'parent', 'pinned', 'estimated_size', 'publisher', 'arch', 'quantization', 'state']) {
-    if (raw[k] !== undefined) extras[k] = raw[k];
-  }
+  for (const k of EXTRAS) if (raw[k] !== undefined) extras[k] = raw[k];
+  if (engine.tokenizer !== undefined) extras.tokenizer = engine.tokenizer;
+  if (llama.serving !== undefined) extras.n_ctx = llama.serving;
+  if (llama.params !== undefined) extras.n_params = llama.params;
   return {
     name,
     digest: digest ? (digest.includes(':') ? digest : `sha256:${digest}`) : undefined,
-    size: num(raw.size) ?? num(raw.estimated_size),
+    size: num(raw.size) ?? num(raw.estimated_size) ?? llama.size,
     modified: str(raw.modified_at),
     created: num(raw.created),
     ownedBy: str(raw.owned_by),
-    context: num(raw.max_model_len) ?? num(raw.max_context_length) ?? num(raw.context_length) ?? engine.context,
+    context: num(raw.max_model_len) ?? num(raw.max_context_length) ?? num(raw.context_length) ?? num(raw.context_window) ?? llama.trained ?? engine.context,
     maxTokens: engine.maxTokens,
     kind: str(raw.type),
     loaded: bool(raw.loaded) ?? (raw.state === 'loaded' ? true : raw.state === 'not-loaded' ? false : undefined),
@@ -59,10 +78,15 @@ function one(raw: Raw): DiscoveredModel | null {
 /** A model-list reply the gateway cannot use; the message says why. */
 export class ModelListError extends Error {}
 
-/** Parse a model-list reply; throws when it is not a list the gateway can read. */
-export function parseModelList(body: unknown): DiscoveredModel[] {
+/** Parse a model-list reply; throws when it is not a list the gateway can read. The profile's
+ *  `request.response_format` says which array comes first when a reply has both (llama.cpp sends
+ *  an Ollama-style `models` beside the `data` that carries its metadata): `models` for the
+ *  native runner format, `data` for every other. */
+export function parseModelList(body: unknown, format = 'common'): DiscoveredModel[] {
   const b = body as Raw | unknown[] | null;
-  const list = Array.isArray(b) ? b : Array.isArray((b as Raw)?.models) ? (b as Raw).models : Array.isArray((b as Raw)?.data) ? (b as Raw).data : null;
+  const models = Array.isArray((b as Raw)?.models) ? (b as Raw).models : null;
+  const data = Array.isArray((b as Raw)?.data) ? (b as Raw).data : null;
+  const list = Array.isArray(b) ? b : format === 'localrunner' ? models ?? data : data ?? models;
   if (!list) throw new ModelListError('the model list has neither a "models" nor a "data" array');
   const out: DiscoveredModel[] = [];
   for (const item of list as unknown[]) {

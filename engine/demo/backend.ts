@@ -8,7 +8,10 @@ export interface FakeModel {
   name: string;
   digest?: string;
   size?: number;
+  /** The context window, reported the way the family reports it (see modelList). */
   context?: number;
+  /** llama.cpp only: the per-slot serving context (meta.n_ctx); default min(context, 4096). */
+  servingContext?: number;
 }
 
 export interface Recorded {
@@ -27,6 +30,8 @@ export interface Behaviour {
   hang: boolean;
   /** Answer generation routes with this status and an error body. */
   status: number;
+  /** The error body sent with `status` (default: a JSON error object naming the fake). */
+  errorBody: { contentType: string; body: string } | null;
   /** Read the whole request, count it as executed, then close the connection without a reply:
    *  a backend that took the request and died. */
   resetBeforeResponse: boolean;
@@ -65,6 +70,8 @@ export interface Behaviour {
   /** Override the chat finish_reason (and, for "stop", the matched stop sequence vLLM-style). */
   finishReason: string | null;
   stopMatched: string | null;
+  /** Extra headers on every reply but the health route's (an engine that reports in headers). */
+  replyHeaders: Record<string, string>;
 }
 
 /** A tool call the fake makes when the request offers tools. */
@@ -85,9 +92,9 @@ export interface FakeOptions {
 }
 
 const DEFAULT_BEHAVIOUR: Behaviour = {
-  delayMs: 0, hang: false, status: 0, resetBeforeResponse: false, resetOnRequest: false, closeReusedSockets: false,
+  delayMs: 0, hang: false, status: 0, errorBody: null, resetBeforeResponse: false, resetOnRequest: false, closeReusedSockets: false,
   resetReusedSockets: false, resetAfterChunks: -1, stallAfterChunks: -1, cutBodyAt: -1, holdUntil: null, beforeChunk: null, healthStatus: 200, healthDelayMs: 0, healthHeaders: {}, chunkDelayMs: 0, listFailures: 0,
-  emptyStream: false, malformedChunk: false, finishReason: null, stopMatched: null,
+  emptyStream: false, malformedChunk: false, finishReason: null, stopMatched: null, replyHeaders: {},
 };
 const SERVED = Symbol('requests served on this socket');
 
@@ -99,6 +106,10 @@ export class FakeBackend {
   toolCalls: FakeToolCall[];
   /** Reasoning text sent before the reply (reasoning_content), when set. */
   reasoning = '';
+  /** radixengine: speculative decoding on (health and model list report it). */
+  speculativeDecoding = false;
+  /** radixengine: the prompts seen so far, its "prefix cache" (a repeated prompt is a hit). */
+  readonly promptCache = new Set<string>();
   readonly received: Recorded[] = [];
   /** Generation requests that ran to the point of producing output (for double-execution checks). */
   executions = 0;
@@ -179,6 +190,7 @@ export class FakeBackend {
     this.executions = 0;
     this.aborts = 0;
     this.healthMaxInFlight = 0;
+    this.promptCache.clear();
     this.behaviour = { ...DEFAULT_BEHAVIOUR };
   }
 
@@ -234,8 +246,8 @@ export class FakeBackend {
       if (b.holdUntil) await b.holdUntil;
       if (b.delayMs) await new Promise((r) => setTimeout(r, b.delayMs));
       if (b.status && handler?.kind === 'generate') {
-        const err = JSON.stringify({ error: { message: `fake ${this.name} failing with ${b.status}`, type: 'server_error', code: b.status } });
-        res.writeHead(b.status, { 'content-type': 'application/json', 'x-fake-backend': this.name });
+        const err = b.errorBody?.body ?? JSON.stringify({ error: { message: `fake ${this.name} failing with ${b.status}`, type: 'server_error', code: b.status } });
+        res.writeHead(b.status, { 'content-type': b.errorBody?.contentType ?? 'application/json', 'x-fake-backend': this.name });
         res.end(err);
         return;
       }
@@ -253,6 +265,7 @@ export class FakeBackend {
       return;
     }
     res.setHeader('x-fake-backend', this.name);
+    for (const [name, value] of Object.entries(b.replyHeaders)) res.setHeader(name, value);
     if (!handler) {
       // Anything else the family routes: echo what arrived, so tests can see the path reached us.
       res.writeHead(200, { 'content-type': 'application/json' });

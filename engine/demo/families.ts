@@ -71,6 +71,31 @@ const cppCompletion: Handler['fn'] = async (f, r, res) => {
   await f.writeStream(res, events, 'text/event-stream');
 };
 
+/** radixengine's prefix cache, simulated: a prompt seen before is a hit. Returns whether this
+ *  one hit, and remembers it. */
+function radixCacheHit(f: FakeBackend, r: Recorded): boolean {
+  const key = JSON.stringify(r.json?.messages ?? r.json?.prompt ?? r.json?.text ?? r.text);
+  const hit = f.promptCache.has(key);
+  f.promptCache.add(key);
+  return hit;
+}
+
+/** The metrics radixengine adds to chat and completion replies. */
+const radixMetrics = (f: FakeBackend, r: Recorded) => ({ metrics: { time_to_first_token_ms: 12, generation_time_ms: 40, radix_cache_hit_rate: radixCacheHit(f, r) ? 0.93 : 0 } });
+
+/** Ollama's api/show: model_info names the architecture and its context length (for fake
+ *  models given a context; a real runner always has one, tests also need the pattern fallback). */
+const ollamaShow: Handler['fn'] = (f, r, res) => {
+  const name = r.json?.model ?? r.json?.name;
+  const model = f.models.find((m) => m.name === name);
+  if (!model) {
+    sendJson(res, 404, { error: `model '${name}' not found` }, f);
+    return;
+  }
+  const modelInfo = { 'general.architecture': 'llama', 'general.parameter_count': 8_030_261_248, ...(model.context ? { 'llama.context_length': model.context } : {}), 'llama.embedding_length': 4096 };
+  sendJson(res, 200, { modelfile: `FROM ${name}`, parameters: 'stop "<|eot_id|>"', template: '{{ .Prompt }}', details: { family: 'llama' }, model_info: modelInfo, capabilities: ['completion'] }, f);
+};
+
 const FAMILIES: Record<string, () => Table> = {
   localrunner: () => ({
     ...messages,
@@ -79,7 +104,7 @@ const FAMILIES: Record<string, () => Table> = {
     'POST /api/chat': gen(ndjson('message')),
     'POST /api/generate': gen(ndjson('response')),
     'POST /api/embeddings': gen((f, r, res) => sendJson(res, 200, { embedding: vector(String(r.json?.prompt ?? '')), model: r.json?.model, total_duration: 1000, load_duration: 10, prompt_eval_count: 3 }, f)),
-    'POST /api/show': other((f, r, res) => sendJson(res, 200, { modelfile: `FROM ${r.json?.name}`, parameters: '', template: '{{ .Prompt }}', details: { family: 'llama' }, model_info: {} }, f)),
+    'POST /api/show': other(ollamaShow),
     'GET /api/ps': other((f, _r, res) => sendJson(res, 200, { models: [] }, f)),
     ...common(''),
   }),
@@ -93,7 +118,7 @@ const FAMILIES: Record<string, () => Table> = {
   cppengine: () => ({
     ...messages,
     'GET /health': health(() => ({ status: 'ok' })),
-    ...common(''),
+    ...common('', 'cppengine'),
     'POST /completion': gen(cppCompletion),
     'POST /infill': gen(cppCompletion),
     'POST /embedding': gen((f, r, res) => sendJson(res, 200, { embedding: vector(String(r.json?.content ?? '')), model: f.models[0]?.name }, f)),
@@ -111,9 +136,12 @@ const FAMILIES: Record<string, () => Table> = {
     }),
   }),
   radixengine: () => ({
-    'GET /health': health(() => ({ status: 'ok', model_loaded: true, radix_cache_ready: true, radix_cache_usage_perc: 0.1, num_requests_running: 0, num_requests_waiting: 0, speculative_decoding_enabled: false })),
-    ...common('', 'pagedengine'),
-    'POST /generate': gen((f, r, res) => sendJson(res, 200, { text: f.reply, meta: { id: 'gen-1', rid: r.json?.rid ?? 'rid-1', finish_reason: 'stop', input_tokens: 5, output_tokens: 7, completion_time_ms: 3, radix_cache_hit: false } }, f)),
+    'GET /health': health((f) => ({ status: 'ok', model_loaded: true, radix_cache_ready: true, radix_cache_usage_perc: 0.1, num_requests_running: 0, num_requests_waiting: 0, speculative_decoding_enabled: f.speculativeDecoding })),
+    ...common('', 'radixengine'),
+    // Replies report the prefix cache in their bodies (no header): metrics on the common routes.
+    'POST /v1/chat/completions': gen((f, r, res) => chatCompletion(f, r, res, radixMetrics(f, r))),
+    'POST /v1/completions': gen((f, r, res) => completion(f, r, res, radixMetrics(f, r))),
+    'POST /generate': gen((f, r, res) => sendJson(res, 200, { text: f.reply, meta: { id: 'gen-1', rid: r.json?.rid ?? 'rid-1', finish_reason: 'stop', input_tokens: 5, output_tokens: 7, completion_time_ms: 3, radix_cache_hit: radixCacheHit(f, r) } }, f)),
   }),
   npuengine: () => ({
     'GET /api/v1/health': health(() => ({ status: 'ok', checkpoint_loaded: true, model_loaded: true })),
@@ -123,7 +151,7 @@ const FAMILIES: Record<string, () => Table> = {
   mlxmulti: () => ({
     ...messages,
     'GET /health': health(() => ({ status: 'ok' })),
-    ...common(''),
+    ...common('', 'mlxmulti'),
     'GET /v1/models/status': list('mlxmulti-status'),
     'POST /v1/rerank': gen((f, r, res) => sendJson(res, 200, { results: (r.json?.documents ?? []).map((_: unknown, index: number) => ({ index, relevance_score: 1 / (index + 1) })), model: r.json?.model, usage: { total_tokens: 10 } }, f)),
   }),
@@ -146,7 +174,7 @@ const FAMILIES: Record<string, () => Table> = {
     'GET /health': health((f) => ({ status: 'healthy', models: f.models.length, providers: ['fake'] })),
     'GET /health/readiness': other((f, _r, res) => sendJson(res, 200, { status: 'ready' }, f)),
     'GET /health/liveness': other((f, _r, res) => sendJson(res, 200, { status: 'alive' }, f)),
-    ...common(''),
+    ...common('', 'multigateway'),
   }),
 };
 

@@ -24,7 +24,8 @@ function usage(rec: Recorded, text: string) {
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 
-export async function chatCompletion(fake: FakeBackend, rec: Recorded, res: ServerResponse): Promise<void> {
+/** `extra`: top-level fields a family adds to a non-streaming reply (radixengine's metrics). */
+export async function chatCompletion(fake: FakeBackend, rec: Recorded, res: ServerResponse, extra: object = {}): Promise<void> {
   const model = modelOf(fake, rec);
   const id = `chatcmpl-${fake.name}-${fake.executions}`;
   const b = fake.behaviour;
@@ -41,6 +42,7 @@ export async function chatCompletion(fake: FakeBackend, rec: Recorded, res: Serv
       id, object: 'chat.completion', created: CREATED, model, system_fingerprint: 'fp_fake',
       choices: [{ index: 0, message, logprobs: null, finish_reason: finish, ...stopReason }],
       usage: usage(rec, text),
+      ...extra,
     }, fake);
     return;
   }
@@ -89,12 +91,12 @@ export async function nativeMessages(fake: FakeBackend, rec: Recorded, res: Serv
   ], 'text/event-stream');
 }
 
-export async function completion(fake: FakeBackend, rec: Recorded, res: ServerResponse): Promise<void> {
+export async function completion(fake: FakeBackend, rec: Recorded, res: ServerResponse, extra: object = {}): Promise<void> {
   const model = modelOf(fake, rec);
   const id = `cmpl-${fake.name}-${fake.executions}`;
   const text = fake.reply;
   if (!rec.json?.stream) {
-    sendJson(res, 200, { id, object: 'text_completion', created: CREATED, model, choices: [{ text, index: 0, logprobs: null, finish_reason: 'stop' }], usage: usage(rec, text) }, fake);
+    sendJson(res, 200, { id, object: 'text_completion', created: CREATED, model, choices: [{ text, index: 0, logprobs: null, finish_reason: 'stop' }], usage: usage(rec, text), ...extra }, fake);
     return;
   }
   const chunk = (t: string, finish: string | null, extra: object = {}) =>
@@ -124,11 +126,29 @@ export function embeddings(fake: FakeBackend, rec: Recorded, res: ServerResponse
   }, fake);
 }
 
-export type ListFormat = 'common' | 'hosted' | 'pagedengine' | 'deskrunner' | 'deskrunner-legacy' | 'localrunner' | 'npuengine' | 'mlxmulti-status';
+export type ListFormat = 'common' | 'hosted' | 'multigateway' | 'pagedengine' | 'radixengine' | 'mlxmulti' | 'cppengine' | 'deskrunner' | 'deskrunner-legacy' | 'localrunner' | 'npuengine' | 'mlxmulti-status';
 
+/** Each family's model list, with the context window where and how that engine reports it. */
 export function modelList(fake: FakeBackend, format: ListFormat): unknown {
   const m = fake.models;
   switch (format) {
+    case 'cppengine':
+      // llama.cpp's server: an Ollama-style `models` list beside the `data` list whose `meta`
+      // carries the trained context (n_ctx_train) and the per-slot serving context (n_ctx).
+      return {
+        models: m.map((x) => ({
+          name: x.name, model: x.name, modified_at: '', size: '', digest: '', type: 'model', description: '', tags: [''], capabilities: ['completion'], parameters: '',
+          details: { parent_model: '', format: 'gguf', family: '', families: [''], parameter_size: '', quantization_level: '' },
+        })),
+        object: 'list',
+        data: m.map((x) => {
+          const trained = x.context ?? 4096;
+          return {
+            id: x.name, aliases: [x.name], tags: [], object: 'model', created: CREATED, owned_by: 'llamacpp',
+            meta: { vocab_type: 1, n_vocab: 32000, n_ctx: x.servingContext ?? Math.min(trained, 4096), n_ctx_train: trained, n_embd: 4096, n_params: 8_030_261_248, size: x.size ?? 4_920_734_208 },
+          };
+        }),
+      };
     case 'localrunner':
       return {
         models: m.map((x) => ({
@@ -153,9 +173,15 @@ export function modelList(fake: FakeBackend, format: ListFormat): unknown {
       return {
         object: 'list',
         data: m.map((x) => ({
-          id: x.name, object: 'model', created: CREATED, owned_by: fake.family,
+          // A multi-provider gateway names the provider in owned_by.
+          id: x.name, object: 'model', created: CREATED, owned_by: format === 'multigateway' ? (x.name.includes('/') ? x.name.split('/')[0] : 'openai') : fake.family,
           ...(format === 'hosted' ? { permission: [], root: x.name, parent: null } : {}),
-          ...(format === 'pagedengine' ? { max_model_len: x.context ?? 32768 } : {}),
+          // Some hosted services name the context window (Groq: context_window), others do not.
+          ...(format === 'hosted' && x.context ? { context_window: x.context } : {}),
+          // Multi-provider gateways that report it say context_length (OpenRouter).
+          ...(format === 'multigateway' && x.context ? { context_length: x.context } : {}),
+          ...(format === 'pagedengine' || format === 'radixengine' || format === 'mlxmulti' ? { max_model_len: x.context ?? 32768 } : {}),
+          ...(format === 'radixengine' ? { radix_cache_size: 2_147_483_648, speculative_decoding: fake.speculativeDecoding } : {}),
           ...(format === 'deskrunner' ? { max_context_length: x.context ?? 8192 } : {}),
           ...(format === 'npuengine' ? { checkpoint: `org/${x.name}-onnx`, recipe: 'oga-npu' } : {}),
         })),

@@ -8,7 +8,7 @@ import { loadConfig, type GatewayConfig } from './config.js';
 import { ConfigError } from './errors.js';
 import { checkPipelines, type PipelineLoad } from './pipelines.js';
 import { PluginRegistry, type Plugin } from './plugin.js';
-import { loadProfiles, type ProfileSet } from './profiles.js';
+import { loadProfilesReporting, type FileProblem, type ProfileSet } from './profiles.js';
 import type { RouteRunner } from './run.js';
 import type { Runtime } from './runtime.js';
 import type { Problem } from './schema.js';
@@ -24,8 +24,8 @@ export interface BuildOptions {
 export interface Inputs {
   config: GatewayConfig;
   source: string;
-  /** Warnings about the config (a FAIL throws). */
-  warnings: Problem[];
+  /** Warnings about the config and the profiles (a FAIL throws); `file` when not the config's. */
+  warnings: (Problem | FileProblem)[];
   profiles: ProfileSet;
   plans: EndpointPlan[];
   registry: PluginRegistry;
@@ -35,7 +35,7 @@ export interface Inputs {
 /** Load and check everything; throws a ConfigError naming the file, the field and the fix. */
 export async function loadInputs(o: BuildOptions): Promise<Inputs> {
   const { config, source, problems } = loadConfig(o.configFile, o.env);
-  const profiles = loadProfiles(config.proxy.profiles_dir);
+  const { profiles, warnings: profileWarnings } = loadProfilesReporting(config.proxy.profiles_dir);
   const { plans, problems: planProblems } = planEndpoints(config, profiles, source);
   if (planProblems.length) {
     const p = planProblems[0];
@@ -51,7 +51,7 @@ export async function loadInputs(o: BuildOptions): Promise<Inputs> {
     const fail = f.problems.find((p) => p.level === 'fail');
     if (fail) throw new ConfigError(f.file, fail.field, fail.message, fail.fix);
   }
-  return { config, source, warnings: problems, profiles, plans, registry, pipelines };
+  return { config, source, warnings: [...problems, ...profileWarnings], profiles, plans, registry, pipelines };
 }
 
 /** Compile the graph against a runtime; throws a ConfigError for the first failing pipeline. */

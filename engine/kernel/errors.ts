@@ -41,7 +41,7 @@ export const ERROR_CODES = {
   },
   MODEL_UNAVAILABLE: {
     status: 503, type: 'model_unavailable',
-    message: (d) => `model ${clip(d.model)} is served only by ${d.provider} endpoints that are not routable now (${d.endpoints})`,
+    message: (d) => `model ${clip(d.model)} is served only by ${d.provider ? `${d.provider} endpoints` : 'endpoints'} that are not routable now (${d.endpoints})`,
   },
   NO_ENDPOINTS: { status: 503, type: 'service_unavailable', message: () => 'no healthy endpoints: the model catalogue is empty until one recovers' },
   INVALID_FORMAT: {

@@ -52,7 +52,7 @@ export class Gateway {
   static async create(options: GatewayOptions): Promise<Gateway> {
     const inputs = await loadInputs(options);
     const log = createLogger(inputs.config.logging.level, options.logDestination);
-    for (const p of inputs.warnings) log.warn({ file: inputs.source, field: p.field }, formatProblem(p));
+    for (const p of inputs.warnings) log.warn({ file: 'file' in p ? p.file : inputs.source, field: p.field }, formatProblem(p));
     const backends = new Backends(inputs.config, inputs.plans, log);
     const status: ReloadStatus = { generation: 1, last_attempt: null, ok: true, error: null };
     const runner = createRunner(backends.stats);
@@ -180,7 +180,7 @@ export class Gateway {
         this.log.warn({ host: before.host, port: before.port }, 'server.host, server.port and server.request_limits.max_header_size take effect at the next restart; still serving as before');
       }
       this.log.level = inputs.config.logging.level;
-      for (const p of inputs.warnings) this.log.warn({ file: inputs.source, field: p.field }, formatProblem(p));
+      for (const p of inputs.warnings) this.log.warn({ file: 'file' in p ? p.file : inputs.source, field: p.field }, formatProblem(p));
       // The backends first (the new routes may name new endpoints), then the one reference.
       const r = this.backends.reconcile(inputs.config, inputs.plans);
       if (this.server) this.applyServerSettings(this.server, inputs.config);

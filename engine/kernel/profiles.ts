@@ -24,8 +24,14 @@ export interface Profile {
     replay_safe_paths: string[];
     intercepts: { path: string; format: 'common' | 'npuengine' | 'localrunner' | 'deskrunner' | 'pagedengine' }[];
     model_discovery_path?: string;
+    /** Per-model details (Ollama's /api/show): context windows the list lacks. */
+    model_info_path?: string;
     health_check_path?: string;
     metrics_path?: string;
+    /** What backend error replies gain (engine-agnostic; plugins/lib/error-context.ts). */
+    error_context: { gw_context: boolean; integer_code: boolean; provider: boolean };
+    /** X-Radix-Cache-Hit / X-Radix-Spec-Decode on replies (plugins/lib/radix-headers.ts). */
+    radix_headers: boolean;
   };
   characteristics: { timeout?: string; max_concurrent_requests?: number; default_priority: number; streaming_support: boolean };
   health: { transient_statuses: number[] };
@@ -65,6 +71,24 @@ function yamlFiles(dir: string): string[] {
   return readdirSync(dir).filter((f) => /\.ya?ml$/.test(f)).sort().map((f) => join(dir, f));
 }
 
+const inModels = (p: Problem) => p.field === 'models' || p.field.startsWith('models.') || p.field.startsWith('models[');
+
+/** Model patterns that cannot be read do not stop the gateway (the spec's rule for model-pattern
+ *  files): when the `models` block is all that is wrong, its problems become warnings, the block
+ *  is dropped (no patterns: what backends report, else the platform default) and the rest of
+ *  the profile loads. */
+function withoutBrokenPatterns(raw: unknown, problems: Problem[]): Problem[] {
+  const fails = problems.filter((p) => p.level === 'fail');
+  if (fails.length === 0 || !fails.every(inModels) || !raw || typeof raw !== 'object') return problems;
+  const ignored = problems.filter(inModels).map((p): Problem => ({
+    ...p,
+    level: 'warn',
+    message: `${p.message}; the model patterns of this profile are ignored (capabilities and context windows come from what backends report, else the platform default)`,
+  }));
+  delete (raw as Record<string, unknown>).models;
+  return [...explain(validate, raw), ...ignored];
+}
+
 function loadOne(file: string): { profile?: Profile; problems: Problem[] } {
   let raw: unknown;
   try {
@@ -73,7 +97,8 @@ function loadOne(file: string): { profile?: Profile; problems: Problem[] } {
     if (err instanceof ConfigError) return { problems: [{ level: 'fail', field: err.field, message: err.problem, fix: err.fix }] };
     throw err;
   }
-  const problems = explain(validate, raw);
+  let problems = explain(validate, raw);
+  problems = withoutBrokenPatterns(raw, problems);
   if (problems.some((p) => p.level === 'fail')) return { problems };
   const api = (raw as Profile).api;
   const unlisted = api.forward_all ? [] : api.replay_safe_paths.filter((p) => !api.paths.includes(p));
@@ -121,9 +146,19 @@ export function checkProfiles(customDir: string): ProfileLoad {
   return { files, profiles: { list, byName, byType } };
 }
 
+/** A warning about a profile file, for the log. */
+export interface FileProblem extends Problem {
+  file: string;
+}
+
 export function loadProfiles(customDir: string): ProfileSet {
+  return loadProfilesReporting(customDir).profiles;
+}
+
+/** The profiles, and the warnings their files raised (logged at start and on reload). */
+export function loadProfilesReporting(customDir: string): { profiles: ProfileSet; warnings: FileProblem[] } {
   const { profiles, files } = checkProfiles(customDir);
-  if (profiles) return profiles;
+  if (profiles) return { profiles, warnings: files.flatMap((f) => f.problems.map((p) => ({ ...p, file: f.file }))) };
   const bad = files.find((f) => f.problems.some((p) => p.level === 'fail'))!;
   const fail = bad.problems.find((p) => p.level === 'fail')!;
   throw new ConfigError(bad.file, fail.field, fail.message, fail.fix);

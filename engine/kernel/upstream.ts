@@ -20,12 +20,17 @@ type Headers = Record<string, string | string[] | undefined>;
 
 /** How a reply is shaped on its way to the client, decided when the backend's head arrives. */
 export type ReplyPlan =
-  /** As the backend sent it: status, headers (less hop-by-hop ones) and body, chunk by chunk. */
-  | { kind: 'pipe' }
+  /** As the backend sent it: status, headers (less hop-by-hop ones) and body, chunk by chunk;
+   *  `headers` (flat) are added to the backend's. */
+  | { kind: 'pipe'; headers?: string[] }
   /** A translated stream: a head of our own, each backend chunk turned into output as it comes. */
   | { kind: 'stream'; status: number; headers: string[]; first?: string; chunk(data: Buffer): string; end(): string; fail(reason: string): string }
-  /** Read whole, then answered: `finish` builds the reply from the backend's status and body. */
-  | { kind: 'buffer'; limit: number; finish(status: number, body: Buffer): { status: number; headers: string[]; body: string } };
+  /** Read whole, then answered: `finish` builds the reply from the backend's status and body.
+   *  Past `limit` the request fails, or, given an `overflow` pipe plan, the reply is relayed as
+   *  that plan says after all (what was read first, then the rest as it comes). */
+  | { kind: 'buffer'; limit: number; overflow?: PipePlan; finish(status: number, body: Buffer): { status: number; headers: string[]; body: string | Buffer } };
+
+export type PipePlan = Extract<ReplyPlan, { kind: 'pipe' }>;
 
 /** A terminal step's policy, made once when the step is applied (no allocation per request). */
 export interface SendPolicy {
@@ -35,8 +40,8 @@ export interface SendPolicy {
   replaySafe(ctx: Context, ep: Endpoint): boolean;
   /** The request for this endpoint (the kernel then runs the upstream hook on it). */
   request(ctx: Context, ep: Endpoint): UpstreamRequest;
-  /** How the reply is shaped; absent: piped as is. */
-  reply?(ctx: Context, status: number, headers: Headers): ReplyPlan;
+  /** How the reply is shaped; absent, or undefined for this reply: piped as is. */
+  reply?(ctx: Context, status: number, headers: Headers): ReplyPlan | undefined;
 }
 
 /** How one attempt ended: relayed (fully or cut after the first byte), or failed before any
@@ -46,6 +51,21 @@ const RELAYED: Outcome = { relayed: true };
 const PIPE: ReplyPlan = { kind: 'pipe' };
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+const HOP_BY_HOP_AND_LENGTH = new Set([...HOP_BY_HOP, 'content-length']);
+
+/** The backend's headers as a flat list, less hop-by-hop ones; `withLength: false` drops
+ *  Content-Length too (a body the kernel measures again: a buffer plan's). */
+export function backendHeaders(headers: Headers, withLength = true): string[] {
+  const skip = withLength ? HOP_BY_HOP : HOP_BY_HOP_AND_LENGTH;
+  const out: string[] = [];
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined || skip.has(name)) continue;
+    if (typeof value === 'string') out.push(name, value);
+    else for (const v of value) out.push(name, v);
+  }
+  return out;
+}
 
 /** One attempt: writes the reply into the client's response as it arrives (backpressure both
  *  ways), settles exactly once, and cancels the upstream request if the client goes away. */
@@ -102,24 +122,45 @@ class Relay implements Dispatcher.DispatchHandler {
       if (plan.first) res.write(plan.first);
       return;
     }
-    const out: string[] = [];
-    for (const name in headers) {
-      const value = headers[name];
-      if (value === undefined || HOP_BY_HOP.has(name)) continue;
-      if (typeof value === 'string') out.push(name, value);
-      else for (const v of value) out.push(name, v);
-    }
-    res.writeHead(status, out);
+    this.pipeHead(status, headers, plan.headers);
+  }
+
+  private pipeHead(status: number, headers: Headers, extra: string[] | undefined): void {
+    const out = backendHeaders(headers);
+    if (extra) for (const h of extra) out.push(h);
+    this.ctx.res.writeHead(status, out);
     // A reply without a length is a stream: send the head now so the client sees it before the first event.
-    if (headers['content-length'] === undefined) res.flushHeaders();
+    if (headers['content-length'] === undefined) this.ctx.res.flushHeaders();
+  }
+
+  /** A buffer plan's reply outgrew its limit: relay it as the backend sent it after all. */
+  private overflowToPipe(controller: Controller, pipe: PipePlan): void {
+    this.plan = pipe;
+    this.pipeHead(this.status, this.headers, pipe.headers);
+    const held = Buffer.concat(this.chunks, this.size);
+    this.chunks.length = 0;
+    this.lastChunk = held;
+    if (!this.ctx.res.write(held)) {
+      controller.pause();
+      this.ctx.res.once('drain', () => controller.resume());
+    }
   }
 
   onResponseData(controller: Controller, chunk: Buffer): void {
     const plan = this.plan;
     if (plan.kind === 'buffer') {
       this.size += chunk.length;
-      if (this.size > plan.limit) controller.abort(new Error(`the backend reply is larger than ${plan.limit} bytes`));
-      else this.chunks.push(chunk);
+      this.chunks.push(chunk);
+      if (this.size <= plan.limit) return;
+      if (!plan.overflow) {
+        controller.abort(new Error(`the backend reply is larger than ${plan.limit} bytes`));
+        return;
+      }
+      try {
+        this.overflowToPipe(controller, plan.overflow);
+      } catch (err) {
+        controller.abort(new StepFailed(err));
+      }
       return;
     }
     let out: Buffer | string = chunk;
@@ -144,7 +185,7 @@ class Relay implements Dispatcher.DispatchHandler {
       const res = this.ctx.res;
       if (plan.kind === 'buffer') {
         const reply = plan.finish(this.status, Buffer.concat(this.chunks, this.size));
-        res.writeHead(reply.status, [...reply.headers, 'content-length', String(Buffer.byteLength(reply.body))]);
+        res.writeHead(reply.status, [...reply.headers, 'content-length', String(typeof reply.body === 'string' ? Buffer.byteLength(reply.body) : reply.body.length)]);
         res.end(this.ctx.method === 'HEAD' ? undefined : reply.body);
       } else res.end(plan.kind === 'stream' ? plan.end() : undefined);
       this.settle(RELAYED);

@@ -1,9 +1,10 @@
-// Catalogue models in the formats clients expect: the unified record, the chat-completions
-// list ("common"), and the native list shapes of the runner, desktop and paged families.
+// Catalogue models in the formats clients expect: the unified record, the catalogue record (the
+// spec's other form of it), the chat-completions list ("common"), and the native list shapes of
+// the runner, desktop and paged families.
 import type { CatalogueModel } from '../../engine/backends/catalogue.js';
 import type { DiscoveredModel } from '../../engine/backends/model-lists.js';
 
-export const LIST_FORMATS = ['unified', 'common', 'localrunner', 'deskrunner', 'pagedengine'] as const;
+export const LIST_FORMATS = ['unified', 'catalogue', 'common', 'localrunner', 'deskrunner', 'pagedengine'] as const;
 export type ListFormat = (typeof LIST_FORMATS)[number] | 'npuengine';
 
 const first = (m: CatalogueModel): DiscoveredModel => m.servedAs.get(m.endpoints[0])!;
@@ -23,10 +24,17 @@ function created(m: CatalogueModel): number {
   return Number.isNaN(t) ? 0 : Math.floor(t / 1000);
 }
 
+function tokenizerOf(m: CatalogueModel): string | null {
+  const t = (first(m).details as Record<string, unknown>).tokenizer;
+  return typeof t === 'string' && t ? t : null;
+}
+
 export function capabilities(m: CatalogueModel): string[] {
   return m.embedding ? ['embedding'] : m.vision ? ['chat', 'completion', 'vision'] : ['chat', 'completion'];
 }
 
+/** The spec's unified record: one endpoint (the first serving it), capabilities as a list. The
+ *  names of every endpoint serving it are in metadata.endpoints. */
 export function unifiedRecord(m: CatalogueModel) {
   const d = first(m);
   const det = d.details as Record<string, unknown>;
@@ -43,20 +51,41 @@ export function unifiedRecord(m: CatalogueModel) {
   put('is_loading', d.isLoading);
   put('digest', m.digest);
   put('code', m.code || undefined);
-  for (const k of ['checkpoint', 'recipe', 'max_model_len', 'radix_cache_size', 'speculative_decoding']) put(k, det[k]);
+  // n_ctx (llama.cpp) and loaded_context_length (LM Studio): the context the server runs with now.
+  for (const k of ['checkpoint', 'recipe', 'max_model_len', 'n_ctx', 'loaded_context_length', 'radix_cache_size', 'speculative_decoding']) put(k, det[k]);
   if (m.names.length > 1) metadata.aliases = m.names.slice(1);
+  metadata.endpoints = m.endpoints.map((e) => e.name);
   return {
     id: m.id,
     name: m.id,
     provider: m.family,
     endpoint: m.endpoints[0].name,
-    endpoints: m.endpoints.map((e) => e.name),
     capabilities: capabilities(m),
     context_window: m.contextWindow,
     max_tokens: m.maxTokens,
     vision: m.vision,
     embedding: m.embedding,
     available: m.endpoints.some((e) => e.routable),
+    metadata,
+  };
+}
+
+/** The spec's other form of the record: every endpoint serving it, capabilities as booleans,
+ *  `context_length` and `created`. */
+export function catalogueRecord(m: CatalogueModel) {
+  const { metadata } = unifiedRecord(m);
+  delete metadata.endpoints;
+  const generates = !m.embedding;
+  return {
+    id: m.id,
+    name: m.id,
+    provider: m.family,
+    endpoints: m.endpoints.map((e) => e.name),
+    capabilities: { chat: generates, completion: generates, embeddings: m.embedding, vision: m.vision },
+    context_length: m.contextWindow,
+    max_tokens: m.maxTokens,
+    available: m.endpoints.some((e) => e.routable),
+    created: created(m),
     metadata,
   };
 }
@@ -72,6 +101,8 @@ export function renderList(format: ListFormat, models: readonly CatalogueModel[]
       for (const m of models) providers[m.family] = (providers[m.family] ?? 0) + 1;
       return { models: models.map(unifiedRecord), total: models.length, providers };
     }
+    case 'catalogue':
+      return { models: models.map(catalogueRecord) };
     case 'common':
       return { object: 'list', data: models.map(commonItem) };
     case 'pagedengine':
@@ -100,10 +131,12 @@ export function renderList(format: ListFormat, models: readonly CatalogueModel[]
         }),
       };
     case 'deskrunner':
+      // The legacy desktop list: one engine, chat_completions for models that chat, completions
+      // for the others (embedding models); the tokenizer when the backend named one, else null.
       return {
         data: models.map((m) => ({
           id: m.id, object: 'model', owned_by: ownedBy(m), permission: [],
-          engines: { [m.embedding ? 'embeddings' : 'chat_completions']: { context_length: m.contextWindow, max_tokens: m.maxTokens } },
+          engines: { [m.embedding ? 'completions' : 'chat_completions']: { context_length: m.contextWindow, max_tokens: m.maxTokens, tokenizer: tokenizerOf(m) } },
         })),
       };
   }

@@ -22,7 +22,8 @@ function servedBy(env: PluginEnv, families: readonly Profile[], model: string): 
   return families.length === 1 ? env.catalogue.servedBy(families[0].name, model) : env.catalogue.servedByAny(model);
 }
 
-const label = (families: readonly Profile[]) => (families.length === 1 ? families[0].name : 'any family');
+/** The family named in errors; none when the step works across every family (msgapi). */
+const label = (families: readonly Profile[]) => (families.length === 1 ? families[0].name : undefined);
 
 /** Per alias: which routable endpoint serves which real name, valid while neither the catalogue
  *  nor endpoint health changed (the map is shared by the requests in between, never mutated). */

@@ -46,7 +46,9 @@ describe('/gw/models', () => {
     expect(json.total).toBe(5);
     expect(json.providers).toEqual({ localrunner: 3, pagedengine: 1, npuengine: 1 });
     const llamas = json.models.filter((m: any) => m.id.startsWith('llama3.1'));
-    expect(llamas.map((m: any) => [m.provider, m.endpoints])).toEqual([['localrunner', ['local1', 'local2']], ['pagedengine', ['paged']]]);
+    expect(llamas.map((m: any) => [m.provider, m.endpoint, m.metadata.endpoints])).toEqual([['localrunner', 'local1', ['local1', 'local2']], ['pagedengine', 'paged', ['paged']]]);
+    // The spec's unified record: one endpoint, capabilities as a list; none of the other form's fields.
+    for (const m of json.models) expect(Object.keys(m)).toEqual(['id', 'name', 'provider', 'endpoint', 'capabilities', 'context_window', 'max_tokens', 'vision', 'embedding', 'available', 'metadata']);
     expect(llamas[0]).toMatchObject({ name: 'llama3.1:8b', endpoint: 'local1', context_window: 131072, capabilities: ['chat', 'completion'], metadata: { aliases: ['llama3.1:latest'] } });
     expect(llamas[1].context_window).toBe(65536);
   });
@@ -66,7 +68,18 @@ describe('/gw/models', () => {
     const native = (await get('/gw/models?format=localrunner&provider=localrunner')).json;
     expect(native.models[0]).toMatchObject({ name: 'llama3.1:8b', model: 'llama3.1:8b', digest: 'aaa', details: { format: 'gguf', family: 'llama' } });
     const desk = (await get('/gw/models?format=deskrunner')).json;
-    expect(desk.data[0]).toMatchObject({ id: 'llama3.1:8b', object: 'model', permission: [], engines: { chat_completions: { context_length: 131072 } } });
+    expect(desk.data[0]).toMatchObject({ id: 'llama3.1:8b', object: 'model', permission: [], engines: { chat_completions: { context_length: 131072, tokenizer: null } } });
+    // The legacy desktop form knows chat_completions and completions engines only (an embedding model: completions).
+    expect(desk.data.find((d: any) => d.id === 'nomic-embed-text').engines).toEqual({ completions: { context_length: 4096, max_tokens: 4096, tokenizer: null } });
+    for (const d of desk.data) expect(Object.keys(d)).toEqual(['id', 'object', 'owned_by', 'permission', 'engines']);
+    // The unified record's other documented form: every endpoint, capabilities as booleans, context_length, created.
+    const other = (await get('/gw/models?format=catalogue&provider=localrunner')).json;
+    expect(Object.keys(other)).toEqual(['models']);
+    expect(other.models[0]).toMatchObject({
+      id: 'llama3.1:8b', provider: 'localrunner', endpoints: ['local1', 'local2'],
+      capabilities: { chat: true, completion: true, embeddings: false, vision: false }, context_length: 131072, created: 1793527200,
+    });
+    expect(other.models[0].endpoint).toBeUndefined();
     const pagedList = (await get('/gw/models?format=pagedengine&provider=pagedengine')).json;
     expect(pagedList.data[0]).toMatchObject({ id: 'llama3.1:8b', max_model_len: 65536 });
   });

@@ -26,6 +26,13 @@ describe('/gw/proxy/', () => {
     expect(paged.traffic[0].url).toBe('/v1/chat/completions?x=1');
   });
 
+  it('names no family when a model is served by none (the message reads plainly)', async () => {
+    const res = await request(`${gw.url}/gw/proxy/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'gpt-9', messages: [] }) });
+    const body = (await res.body.json()) as any;
+    expect(res.statusCode).toBe(404);
+    expect(body.error).toMatchObject({ code: 'MODEL_NOT_FOUND', message: 'model gpt-9 is not served by any endpoint; GET /gw/models lists what is served' });
+  });
+
   it('answers 503 when no endpoint is healthy', async () => {
     const dead = await startGateway({ discovery: { static: { endpoints: [endpoint('d', 'localrunner', 'http://127.0.0.1:1')] } } });
     try {

@@ -102,6 +102,29 @@ describe('endpoint ids', () => {
   });
 });
 
+describe('endpoint ids and the url shown', () => {
+  it('hash exactly the url the status routes show, however the configured URL is spelled', async () => {
+    gw = await startGateway({
+      discovery: {
+        static: {
+          endpoints: [
+            endpoint('default-port', 'mlxsingle', 'http://127.0.0.1:80/'),
+            endpoint('upper-tls', 'mlxsingle', 'https://LOCALHOST:443/v1/'),
+            endpoint('slashes', 'mlxsingle', 'http://127.0.0.1:1/base//?q=1'),
+          ],
+        },
+      },
+    });
+    const shown = (await get('/internal/status/endpoints')).json.endpoints.map((e: any) => [e.name, e.url, e.id]);
+    expect(shown.map(([name, url]: string[]) => [name, url])).toEqual([
+      ['default-port', 'http://127.0.0.1'], ['upper-tls', 'https://localhost/v1'], ['slashes', 'http://127.0.0.1:1/base'],
+    ]);
+    for (const [, url, id] of shown) expect(id).toBe(fnv1a36(url));
+    const health = (await get('/internal/health')).json.endpoints;
+    for (const e of health) expect(e.id).toBe(fnv1a36(e.url));
+  });
+});
+
 describe('ETags', () => {
   it.each(['/internal/status', '/internal/status/endpoints', '/internal/health'])('%s sends a weak ETag and answers 304 to a match', async (path) => {
     await twoFamilies();
@@ -133,6 +156,12 @@ describe('/internal/process', () => {
     expect(json.connections.total_created).toBeGreaterThan(0);
     expect(json.runtime).toMatchObject({ go_version: process.version, os: process.platform, arch: process.arch });
     expect(json.memory.sys_mb).toBeGreaterThan(1);
+    // An integer, as the spec has it: 0 ("not counted") unless a count is asked for, since
+    // counting stops the process for a full garbage collection.
+    expect(json.memory.heap_objects).toBe(0);
+    const counted = (await get('/internal/process?heap_objects=count')).json.memory.heap_objects;
+    expect(Number.isInteger(counted)).toBe(true);
+    expect(counted).toBeGreaterThan(1000);
   });
 });
 

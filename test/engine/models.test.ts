@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { Catalogue } from '../../engine/backends/catalogue.js';
 import { parseModelList } from '../../engine/backends/model-lists.js';
+import { contextFromShow } from '../../engine/backends/model-info.js';
 import { DEFAULT_CONTEXT, compileTraits, globToRegExp } from '../../engine/backends/model-traits.js';
 import { renderList } from '../../plugins/lib/model-formats.js';
 import type { Endpoint } from '../../engine/backends/endpoints.js';
@@ -29,6 +30,48 @@ describe('parsing model lists', () => {
   });
   it('refuses a reply that is not a list', () => {
     expect(() => parseModelList({ nope: [] })).toThrow(/neither a "models" nor a "data" array/);
+  });
+});
+
+// Each engine reports its context window in its own words; the catalogue reads it before the
+// profile's patterns (and the platform default of 4096) apply.
+describe('context windows as each engine reports them', () => {
+  it('llama.cpp: the trained context of data[].meta (n_ctx_train), the serving n_ctx kept as detail, though an Ollama-style models array comes first', () => {
+    // What llama-server answers on /v1/models (captured from the real server beside the suite).
+    const real = {
+      models: [{ name: 'tiny-chat', model: 'tiny-chat', modified_at: '', size: '', digest: '', type: 'model', description: '', tags: [''], capabilities: ['completion'], parameters: '', details: { parent_model: '', format: 'gguf', family: '', families: [''], parameter_size: '', quantization_level: '' } }],
+      object: 'list',
+      data: [{ id: 'tiny-chat', aliases: ['tiny-chat'], tags: [], object: 'model', created: 1795480144, owned_by: 'llamacpp', meta: { vocab_type: true, n_vocab: 32000, n_ctx: 1024, n_ctx_train: 2048, n_embd: 64, n_params: 4178240, size: 16712960, ftype: 'all F32' } }],
+    };
+    const [m] = parseModelList(real, 'common');
+    expect(m).toMatchObject({ name: 'tiny-chat', context: 2048, size: 16712960, ownedBy: 'llamacpp' });
+    expect(m.details).toMatchObject({ n_ctx: 1024, n_params: 4178240 });
+    // The fake speaks the same shape.
+    expect(parseModelList(modelList(fake('cppengine', [{ name: 'q', context: 32768, servingContext: 8192 } as any]), 'cppengine'), 'common')[0]).toMatchObject({ name: 'q', context: 32768, details: { n_ctx: 8192 } });
+  });
+  it('vLLM, SGLang, mlx multi-model and lmdeploy: max_model_len', () => {
+    for (const family of ['pagedengine', 'radixengine', 'mlxmulti'] as const) {
+      expect(parseModelList(modelList(fake(family), family))[0]).toMatchObject({ name: 'a-7b', context: 9000 });
+    }
+    expect(parseModelList({ object: 'list', data: [{ id: 'internlm2', object: 'model', owned_by: 'lmdeploy', max_model_len: 32768 }] })[0].context).toBe(32768);
+  });
+  it('LM Studio: max_context_length (v1 and api/v0, loaded_context_length kept), and the legacy engines list', () => {
+    expect(parseModelList(modelList(fake('deskrunner'), 'deskrunner'))[0].context).toBe(9000);
+    const v0 = { object: 'list', data: [{ id: 'qwen2.5-7b-instruct', object: 'model', type: 'llm', publisher: 'lmstudio-community', arch: 'qwen2', compatibility_type: 'gguf', quantization: 'Q4_K_M', state: 'loaded', max_context_length: 32768, loaded_context_length: 4096 }] };
+    expect(parseModelList(v0, 'deskrunner')[0]).toMatchObject({ context: 32768, loaded: true, details: { loaded_context_length: 4096 } });
+    expect(parseModelList(modelList(fake('deskrunner'), 'deskrunner-legacy'), 'deskrunner')[0]).toMatchObject({ context: 9000, details: { tokenizer: 'bpe' } });
+  });
+  it('hosted services and multi-provider gateways: context_window or context_length when they give one', () => {
+    expect(parseModelList(modelList(fake('hosted-compatible'), 'hosted'))[0].context).toBe(9000);
+    expect(parseModelList(modelList(fake('multigateway'), 'multigateway'))[0].context).toBe(9000);
+    expect(parseModelList(modelList(fake('hosted-compatible', [{ name: 'gpt-4o' } as any]), 'hosted'))[0].context).toBeUndefined();
+  });
+  it('Ollama: api/tags has none; api/show names it under model_info["<arch>.context_length"]', () => {
+    expect(parseModelList(modelList(fake('localrunner'), 'localrunner'), 'localrunner')[0].context).toBeUndefined();
+    expect(contextFromShow({ model_info: { 'general.architecture': 'qwen2', 'qwen2.context_length': 32768, 'qwen2.embedding_length': 3584 } })).toBe(32768);
+    expect(contextFromShow({ model_info: { 'bert.context_length': 2048 } })).toBe(2048);
+    expect(contextFromShow({ model_info: {} })).toBeUndefined();
+    expect(contextFromShow({ error: 'model not found' })).toBeUndefined();
   });
 });
 
@@ -77,9 +120,24 @@ describe('the catalogue', () => {
     expect(unified.providers).toEqual({ localrunner: 2 });
     expect(unified.models[0]).toMatchObject({ id: 'llava:7b', provider: 'localrunner', endpoint: 'a', capabilities: ['chat', 'completion', 'vision'], vision: true, embedding: false, available: true, metadata: { family: 'llama', quantization: 'Q4_K_M', digest: 'sha256:v' } });
     expect(unified.models[1]).toMatchObject({ capabilities: ['embedding'], embedding: true });
+    // The spec's unified record, and nothing of the other form.
+    expect(Object.keys(unified.models[0])).toEqual(['id', 'name', 'provider', 'endpoint', 'capabilities', 'context_window', 'max_tokens', 'vision', 'embedding', 'available', 'metadata']);
+    expect(unified.models[0].metadata.endpoints).toEqual(['a']);
+    // The other form: endpoints, capabilities as booleans, context_length, created; envelope `models` only.
+    const other = renderList('catalogue', models) as any;
+    expect(Object.keys(other)).toEqual(['models']);
+    expect(other.models[0]).toEqual({
+      id: 'llava:7b', name: 'llava:7b', provider: 'localrunner', endpoints: ['a'],
+      capabilities: { chat: true, completion: true, embeddings: false, vision: true },
+      context_length: 4096, max_tokens: 4096, available: true, created: 1793527200,
+      metadata: { size: 4_000_000_000, modified: '2026-11-01T10:00:00Z', family: 'llama', parameter_size: '8B', quantization: 'Q4_K_M', digest: 'sha256:v' },
+    });
+    expect(other.models[1].capabilities).toEqual({ chat: false, completion: false, embeddings: true, vision: false });
     expect((renderList('common', models) as any).data[0]).toEqual({ id: 'llava:7b', object: 'model', created: 1793527200, owned_by: 'localrunner' });
     expect((renderList('pagedengine', models) as any).data[0].max_model_len).toBe(4096);
     expect((renderList('localrunner', models) as any).models[0]).toMatchObject({ name: 'llava:7b', model: 'llava:7b', digest: 'v', details: { family: 'llama' } });
-    expect((renderList('deskrunner', models) as any).data[1]).toMatchObject({ id: 'nomic-embed-text', object: 'model', owned_by: 'nomic', engines: { embeddings: { context_length: 4096 } } });
+    // The legacy desktop list: engines has chat_completions or completions, with the tokenizer.
+    expect((renderList('deskrunner', models) as any).data[0].engines).toEqual({ chat_completions: { context_length: 4096, max_tokens: 4096, tokenizer: null } });
+    expect((renderList('deskrunner', models) as any).data[1]).toEqual({ id: 'nomic-embed-text', object: 'model', owned_by: 'nomic', permission: [], engines: { completions: { context_length: 4096, max_tokens: 4096, tokenizer: null } } });
   });
 });

@@ -1,8 +1,11 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { request } from 'undici';
+import { BUILTIN_PROFILES_DIR } from '../../engine/kernel/paths.js';
 import { checkProfiles, loadProfiles } from '../../engine/kernel/profiles.js';
+import { startGateway } from '../helpers/gateway.js';
 
 const builtins = loadProfiles('/nonexistent');
 
@@ -71,6 +74,40 @@ describe('custom profiles', () => {
     expect(bad.problems.map((p) => p.field).sort()).toEqual(['(top level)', 'routting', 'version']);
     expect(bad.problems.find((p) => p.field === 'routting')!.fix).toContain('did you mean "routing"');
     expect(() => loadProfiles(dir)).toThrow(/bad\.yaml/);
+  });
+
+  it('keep a profile whose model patterns cannot be read, ignoring the patterns with a warning (path and error)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-profiles-'));
+    writeFileSync(join(dir, 'mine.yaml'), 'name: localrunner\nversion: "1.0"\nrouting: { prefixes: [ollama] }\napi: { paths: [/api/tags] }\nmodels:\n  context_patterns:\n    - { pattern: "*llama*", context: big }\n  capability_patterns: { vision: "*llava*" }\n');
+    const { profiles, files } = checkProfiles(dir);
+    const p = profiles!.byName.get('localrunner')!;
+    expect(p.routing.prefixes).toEqual(['ollama']);
+    expect(p.models).toEqual({ capability_patterns: {}, context_patterns: [] });
+    const mine = files.find((f) => f.file.endsWith('mine.yaml'))!;
+    expect(mine.problems.map((x) => `${x.level} ${x.field}`).sort()).toEqual(['warn models.capability_patterns.vision', 'warn models.context_patterns[0].context']);
+    expect(mine.problems[0].message).toContain('the model patterns of this profile are ignored');
+    // Anything else wrong in the file still fails it.
+    writeFileSync(join(dir, 'mine.yaml'), 'name: localrunner\nversion: "2.0"\nrouting: { prefixes: [ollama] }\napi: {}\nmodels: { context_patterns: oops }\n');
+    expect(checkProfiles(dir).profiles).toBeUndefined();
+  });
+
+  it('with broken model patterns do not stop the gateway: it starts and logs a warning naming the file and the error', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-profiles-'));
+    const file = join(dir, 'localrunner.yaml');
+    const builtin = readFileSync(join(BUILTIN_PROFILES_DIR, 'localrunner.yaml'), 'utf8');
+    writeFileSync(file, builtin.replace(/context_patterns:\n(    - .*\n)+/, 'context_patterns:\n    - { pattern: "*llama3.1*", context: "a lot" }\n'));
+    const gw = await startGateway({ proxy: { profiles_dir: dir } });
+    try {
+      const res = await request(`${gw.url}/internal/health`);
+      await res.body.dump();
+      expect(res.statusCode).toBe(200);
+      const warning = gw.logs.find((l) => l.level === 40 && l.file === file);
+      expect(warning).toMatchObject({ field: 'models.context_patterns[0].context' });
+      expect(warning!.msg).toContain('must be integer');
+      expect(warning!.msg).toContain('the model patterns of this profile are ignored');
+    } finally {
+      await gw.close();
+    }
   });
 
   it('refuse a prefix claimed by two families', () => {

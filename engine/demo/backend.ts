@@ -27,6 +27,8 @@ export interface Behaviour {
   hang: boolean;
   /** Answer generation routes with this status and an error body. */
   status: number;
+  /** That error body and its content type (default: a llama.cpp / OpenAI-style error object). */
+  errorBody: { type: string; body: string } | null;
   /** Read the whole request, count it as executed, then close the connection without a reply:
    *  a backend that took the request and died. */
   resetBeforeResponse: boolean;
@@ -85,7 +87,7 @@ export interface FakeOptions {
 }
 
 const DEFAULT_BEHAVIOUR: Behaviour = {
-  delayMs: 0, hang: false, status: 0, resetBeforeResponse: false, resetOnRequest: false, closeReusedSockets: false,
+  delayMs: 0, hang: false, status: 0, errorBody: null, resetBeforeResponse: false, resetOnRequest: false, closeReusedSockets: false,
   resetReusedSockets: false, resetAfterChunks: -1, stallAfterChunks: -1, cutBodyAt: -1, holdUntil: null, beforeChunk: null, healthStatus: 200, healthDelayMs: 0, healthHeaders: {}, chunkDelayMs: 0, listFailures: 0,
   emptyStream: false, malformedChunk: false, finishReason: null, stopMatched: null,
 };
@@ -234,9 +236,9 @@ export class FakeBackend {
       if (b.holdUntil) await b.holdUntil;
       if (b.delayMs) await new Promise((r) => setTimeout(r, b.delayMs));
       if (b.status && handler?.kind === 'generate') {
-        const err = JSON.stringify({ error: { message: `fake ${this.name} failing with ${b.status}`, type: 'server_error', code: b.status } });
-        res.writeHead(b.status, { 'content-type': 'application/json', 'x-fake-backend': this.name });
-        res.end(err);
+        const err = b.errorBody ?? { type: 'application/json', body: JSON.stringify({ error: { message: `fake ${this.name} failing with ${b.status}`, type: 'server_error', code: b.status } }) };
+        res.writeHead(b.status, { 'content-type': err.type, 'x-fake-backend': this.name });
+        res.end(err.body);
         return;
       }
     } else if (b.healthDelayMs || b.healthStatus !== 200) {

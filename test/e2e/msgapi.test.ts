@@ -3,7 +3,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { FakeBackend } from '../../engine/demo/index.js';
-import { compareVersions } from '../../plugins/translate.js';
+import { compareVersions } from '../../plugins/lib/msgapi/mode.js';
 import { waitFor } from '../helpers/wait.js';
 import { endpoint, startGateway, type Started } from '../helpers/gateway.js';
 

@@ -6,6 +6,8 @@
 // chat-completions at its chat path, without the messages API's own headers, and the reply
 // translated back. Routing, aliases, balancing, failover and gateway headers are those of the
 // proxy routes.
+import type { Endpoint } from '../engine/backends/endpoints.js';
+import type { Context, UpstreamRequest } from '../engine/kernel/context.js';
 import { GatewayError, gwError } from '../engine/kernel/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { sendUpstream, type SendPolicy } from '../engine/kernel/upstream.js';
@@ -54,6 +56,22 @@ export default definePlugin<Options>({
       });
     };
 
+    /** The chat-completions request for one endpoint; what it drops is logged once, at debug. */
+    const chatRequest = (ctx: Context, ep: Endpoint, st: MsgapiState): UpstreamRequest => {
+      const req = ctx.bodyJson() as MessagesRequest;
+      const first = !st.translation;
+      translationOf(st, req);
+      const log = ctx.route.log;
+      const dropped = first && log.isLevelEnabled('debug') ? [] as string[] : undefined;
+      const chat = toChatRequest(req, {
+        model: ctx.routing?.aliasTargets?.get(ep) ?? req.model, topK: ep.profile.request.supports_top_k, streamUsage: ep.profile.request.stream_usage,
+        dropBillingHeader: stripBilling && isLocalFamily(ep.profile), dropped,
+      });
+      if (dropped?.length) log.debug({ req: ctx.id, endpoint: ep.name, dropped }, 'translation to chat-completions dropped what it cannot carry');
+      const path = ep.profile.request.parsing_rules?.chat_completions_path ?? '/v1/chat/completions';
+      return { method: 'POST', path: ep.upstreamPath(path), headers: [], body: Buffer.from(JSON.stringify(chat)), omitClientHeader: isMessagesApiHeader };
+    };
+
     const policy: SendPolicy = {
       maxRetries,
       // The messages API is inference: replay-safe on every endpoint.
@@ -63,20 +81,8 @@ export default definePlugin<Options>({
         const { mode, fallback } = modeFor(ep, o.passthrough);
         st.mode = mode;
         st.fallback = fallback;
-        if (mode === 'passthrough') return { method: 'POST', path: ep.upstreamPath(ep.profile.api.msgapi_support!.messages_path), headers: [], body: passthroughBody(ctx, ep, stripBilling) };
-        const req = ctx.bodyJson() as MessagesRequest;
-        const first = !st.translation;
-        translationOf(st, req);
-        const log = ctx.route.log;
-        const dropped = first && log.isLevelEnabled('debug') ? [] as string[] : undefined;
-        const model = ctx.routing?.aliasTargets?.get(ep) ?? req.model;
-        const chat = toChatRequest(req, {
-          model, topK: ep.profile.request.supports_top_k, streamUsage: ep.profile.request.stream_usage,
-          dropBillingHeader: stripBilling && isLocalFamily(ep.profile), dropped,
-        });
-        if (dropped?.length) log.debug({ req: ctx.id, endpoint: ep.name, dropped }, 'translation to chat-completions dropped what it cannot carry');
-        const path = ep.profile.request.parsing_rules?.chat_completions_path ?? '/v1/chat/completions';
-        return { method: 'POST', path: ep.upstreamPath(path), headers: [], body: Buffer.from(JSON.stringify(chat)), omitClientHeader: isMessagesApiHeader };
+        if (mode === 'translation') return chatRequest(ctx, ep, st);
+        return { method: 'POST', path: ep.upstreamPath(ep.profile.api.msgapi_support!.messages_path), headers: [], body: passthroughBody(ctx, ep, stripBilling) };
       },
       reply: (ctx, status, headers) => {
         const st = state(ctx);

@@ -1,42 +1,29 @@
 // The terminal step of POST /gw/msgapi/v1/messages. Per candidate endpoint: passthrough when its
 // profile declares native messages-API support (api.msgapi_support, respecting min_version when
-// the endpoint's version is configured) — the original bytes go to its messages_path and the
-// reply comes back unchanged, with X-Gw-Mode: passthrough; otherwise translation to
-// chat-completions at its chat path, and the reply translated back. Routing, aliases,
-// balancing, failover and gateway headers are those of the proxy routes.
+// the endpoint's version is configured) — the original bytes go to its messages_path (less the
+// billing block toward local backends) and the reply comes back unchanged but for errors put in
+// the messages API's shape, with X-Gw-Mode: passthrough; otherwise translation to
+// chat-completions at its chat path, without the messages API's own headers, and the reply
+// translated back. Routing, aliases, balancing, failover and gateway headers are those of the
+// proxy routes.
 import type { Endpoint } from '../engine/backends/endpoints.js';
-import { GatewayError } from '../engine/kernel/errors.js';
+import type { Context, UpstreamRequest } from '../engine/kernel/context.js';
+import { GatewayError, gwError } from '../engine/kernel/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
-import { translatedReply, type TranslateOptions } from './lib/msgapi/reply-plan.js';
 import { sendUpstream, type SendPolicy } from '../engine/kernel/upstream.js';
-import { estimateInputTokens, toChatRequest } from './lib/msgapi/request.js';
-import type { MessagesRequest } from './lib/msgapi/types.js';
 import { ClientGone } from '../engine/backends/failures.js';
-
-/** Numeric comparison of versions such as 0.11.1 or b4847; undefined when either has no number. */
-export function compareVersions(a: string, b: string): number | undefined {
-  const pa = a.match(/\d+/g)?.map(Number);
-  const pb = b.match(/\d+/g)?.map(Number);
-  if (!pa || !pb) return undefined;
-  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
-    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
-    if (d) return Math.sign(d);
-  }
-  return 0;
-}
-
-type Mode = 'passthrough' | 'translation';
-/** Why an endpoint is translated to: its family has no native support, or its version is too old. */
-function modeFor(ep: Endpoint, passthroughAllowed: boolean): { mode: Mode; fallback?: 'cannot' | 'translator' } {
-  const support = ep.profile.api.msgapi_support;
-  if (!support?.enabled) return { mode: 'translation', fallback: 'cannot' };
-  if (!passthroughAllowed) return { mode: 'translation', fallback: 'translator' };
-  if (support.min_version && ep.version && (compareVersions(ep.version, support.min_version) ?? 0) < 0) return { mode: 'translation', fallback: 'cannot' };
-  return { mode: 'passthrough' };
-}
+import { isLocalFamily } from './lib/msgapi/billing.js';
+import { translationProblem } from './lib/msgapi/check.js';
+import { estimateInputTokens } from './lib/msgapi/estimate.js';
+import { isMessagesApiHeader } from './lib/msgapi/headers.js';
+import { modeFor, type Fallback, type Mode } from './lib/msgapi/mode.js';
+import { passthroughBody, passthroughReply } from './lib/msgapi/passthrough.js';
+import { translatedReply, type TranslateOptions } from './lib/msgapi/reply-plan.js';
+import { toChatRequest } from './lib/msgapi/request.js';
+import type { MessagesRequest } from './lib/msgapi/types.js';
 
 interface Options { passthrough: boolean; max_retries?: number; name: string }
-interface MsgapiState { mode?: Mode; fallback?: 'cannot' | 'translator'; stream?: boolean; malformed?: number; translation?: TranslateOptions }
+interface MsgapiState { mode?: Mode; fallback?: Fallback; stream?: boolean; malformed?: number; translation?: TranslateOptions }
 
 export default definePlugin<Options>({
   name: 'translate',
@@ -53,8 +40,37 @@ export default definePlugin<Options>({
   },
   apply(hooks, o, env) {
     const maxRetries = o.max_retries ?? env.config.proxy.max_retries;
+    const stripBilling = env.config.translators.msgapi.strip_billing_header;
     const counters = env.stats.translator(o.name);
     const state = (ctx: { state: Record<string, unknown> }) => ((ctx.state.msgapi ??= {}) as MsgapiState);
+
+    /** The first translated attempt checks what translation reads (400 naming the field) and
+     *  fixes what the reply translation needs; later attempts reuse it. */
+    const translationOf = (st: MsgapiState, req: MessagesRequest): TranslateOptions => {
+      if (st.translation) return st.translation;
+      const why = translationProblem(req);
+      if (why) throw gwError('BAD_REQUEST', { reason: why });
+      return (st.translation = {
+        stream: st.stream === true, model: req.model, inputTokens: estimateInputTokens(req), stopSequences: req.stop_sequences,
+        onMalformed: (n) => (st.malformed = (st.malformed ?? 0) + n),
+      });
+    };
+
+    /** The chat-completions request for one endpoint; what it drops is logged once, at debug. */
+    const chatRequest = (ctx: Context, ep: Endpoint, st: MsgapiState): UpstreamRequest => {
+      const req = ctx.bodyJson() as MessagesRequest;
+      const first = !st.translation;
+      translationOf(st, req);
+      const log = ctx.route.log;
+      const dropped = first && log.isLevelEnabled('debug') ? [] as string[] : undefined;
+      const chat = toChatRequest(req, {
+        model: ctx.routing?.aliasTargets?.get(ep) ?? req.model, topK: ep.profile.request.supports_top_k, streamUsage: ep.profile.request.stream_usage,
+        dropBillingHeader: stripBilling && isLocalFamily(ep.profile), dropped,
+      });
+      if (dropped?.length) log.debug({ req: ctx.id, endpoint: ep.name, dropped }, 'translation to chat-completions dropped what it cannot carry');
+      const path = ep.profile.request.parsing_rules?.chat_completions_path ?? '/v1/chat/completions';
+      return { method: 'POST', path: ep.upstreamPath(path), headers: [], body: Buffer.from(JSON.stringify(chat)), omitClientHeader: isMessagesApiHeader };
+    };
 
     const policy: SendPolicy = {
       maxRetries,
@@ -62,31 +78,20 @@ export default definePlugin<Options>({
       replaySafe: () => true,
       request: (ctx, ep) => {
         const st = state(ctx);
-        const req = ctx.bodyJson() as MessagesRequest;
         const { mode, fallback } = modeFor(ep, o.passthrough);
         st.mode = mode;
         st.fallback = fallback;
-        if (mode === 'passthrough') return { method: 'POST', path: ep.upstreamPath(ep.profile.api.msgapi_support!.messages_path), headers: [], body: ctx.body };
-        const model = ctx.routing?.aliasTargets?.get(ep) ?? req.model;
-        const chat = toChatRequest(req, { model, topK: ep.profile.request.supports_top_k, streamUsage: ep.profile.request.stream_usage });
-        const path = ep.profile.request.parsing_rules?.chat_completions_path ?? '/v1/chat/completions';
-        return { method: 'POST', path: ep.upstreamPath(path), headers: [], body: Buffer.from(JSON.stringify(chat)) };
+        if (mode === 'translation') return chatRequest(ctx, ep, st);
+        return { method: 'POST', path: ep.upstreamPath(ep.profile.api.msgapi_support!.messages_path), headers: [], body: passthroughBody(ctx, ep, stripBilling) };
       },
-      // Passthrough replies go back as the backend sent them.
       reply: (ctx, status, headers) => {
         const st = state(ctx);
-        return st.mode === 'passthrough' ? { kind: 'pipe' } : translatedReply(st.translation!, status, headers);
+        return st.mode === 'passthrough' ? passthroughReply(status, headers) : translatedReply(st.translation!, status, headers);
       },
     };
 
     hooks.dispatch.tapPromise('translate', async (ctx) => {
-      const req = ctx.bodyJson() as MessagesRequest;
-      const st = state(ctx);
-      st.stream = req.stream === true;
-      st.translation = {
-        stream: st.stream, model: req.model, inputTokens: estimateInputTokens(req), stopSequences: req.stop_sequences,
-        onMalformed: (n) => (st.malformed = (st.malformed ?? 0) + n),
-      };
+      state(ctx).stream = (ctx.bodyJson() as { stream?: unknown }).stream === true;
       return sendUpstream(ctx, policy);
     });
 

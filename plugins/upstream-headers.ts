@@ -1,4 +1,5 @@
-// Headers toward the backend: the client's (less hop-by-hop ones and its Host), the gateway's
+// Headers toward the backend: the client's (less hop-by-hop ones, its Host, and those the
+// terminal step marks as another API's: UpstreamRequest.omitClientHeader), the gateway's
 // request id and forwarding headers, then the endpoint's configured headers and auth, which win.
 import { definePlugin } from '../engine/kernel/plugin.js';
 
@@ -24,10 +25,12 @@ export default definePlugin<Record<string, never>>({
       // Names listed in the client's Connection header are hop-by-hop too.
       const conn = ctx.req.headers.connection;
       const connNames = conn && conn !== 'keep-alive' && conn !== 'close' ? conn.toLowerCase().split(/\s*,\s*/) : null;
+      // Headers of the API the request was translated from (the terminal step's call).
+      const omit = up.omitClientHeader;
       for (let i = 0; i < raw.length; i += 2) {
         const name = raw[i].toLowerCase();
         if (name === 'x-forwarded-for') xff = raw[i + 1];
-        if (DROP.has(name) || own.has(name) || (connNames && connNames.includes(name))) continue;
+        if (DROP.has(name) || own.has(name) || (connNames && connNames.includes(name)) || (omit && omit(name))) continue;
         if (name === 'content-type') contentType = true;
         out.push(name, raw[i + 1]);
       }

@@ -1,7 +1,7 @@
 // The routes each fake family answers. Paths not listed here get an echo of what arrived.
 import type { ServerResponse } from 'node:http';
 import type { FakeBackend, Recorded } from './backend.js';
-import { chatCompletion, completion, embeddings, modelList, nativeMessages, pieces, sendJson, vector, type ListFormat } from './openai.js';
+import { chatCompletion, completion, embeddings, modelList, nativeCountTokens, nativeMessages, pieces, sendJson, vector, type ListFormat } from './openai.js';
 
 export interface Handler {
   /** health: exempt from failure behaviours; generate: counted as an execution and subject to `status`. */
@@ -117,6 +117,8 @@ const FAMILIES: Record<string, () => Table> = {
   }),
   cppengine: () => ({
     ...messages,
+    // The one family that counts tokens for the messages API (api.msgapi_support.token_count).
+    'POST /v1/messages/count_tokens': gen(nativeCountTokens),
     'GET /health': health(() => ({ status: 'ok' })),
     ...common('', 'cppengine'),
     'POST /completion': gen(cppCompletion),

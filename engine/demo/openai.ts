@@ -91,6 +91,19 @@ export async function nativeMessages(fake: FakeBackend, rec: Recorded, res: Serv
   ], 'text/event-stream');
 }
 
+/** The C++ engine's count_tokens: {input_tokens} only. Its own "tokenizer": one token per word of
+ *  the system and message text, plus 4 per message for the chat template's markers. */
+export function nativeCountTokens(fake: FakeBackend, rec: Recorded, res: ServerResponse): void {
+  const words = (v: unknown): number => {
+    if (typeof v === 'string') return v.split(/\s+/).filter(Boolean).length;
+    if (Array.isArray(v)) return v.reduce((n: number, b) => n + words(b?.type === 'text' ? b.text : b?.content), 0);
+    return 0;
+  };
+  const messages: unknown[] = Array.isArray(rec.json?.messages) ? rec.json.messages : [];
+  const tokens = words(rec.json?.system) + messages.reduce((n: number, m) => n + 4 + words((m as { content?: unknown })?.content), 0);
+  sendJson(res, 200, { input_tokens: tokens }, fake);
+}
+
 export async function completion(fake: FakeBackend, rec: Recorded, res: ServerResponse, extra: object = {}): Promise<void> {
   const model = modelOf(fake, rec);
   const id = `cmpl-${fake.name}-${fake.executions}`;

@@ -48,7 +48,7 @@ export interface GatewayConfig {
     };
   };
   model_aliases: Record<string, string[]>;
-  translators: { msgapi: { enabled: boolean; max_message_size: number } };
+  translators: { msgapi: { enabled: boolean; max_message_size: number; strip_billing_header: boolean } };
   dashboard: { enabled: boolean; access_policy: { allowed_cidrs: string[]; allowed_hosts: string[] } };
   logging: { level: 'debug' | 'info' | 'warn' | 'error'; format: 'json' };
   pipelines: { dir: string; before: SharedStepDef[]; after: SharedStepDef[]; watch: boolean };

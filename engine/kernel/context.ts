@@ -18,6 +18,10 @@ export interface UpstreamRequest {
   /** Flat [name, value, name, value…] list. */
   headers: string[];
   body: Buffer | null;
+  /** Client headers not to forward on this attempt (upstream-headers asks per lower-case name):
+   *  a terminal step that translated the request to another API sets it, since the client's
+   *  API-specific headers (its key among them) mean nothing to that backend. */
+  omitClientHeader?: (name: string) => boolean;
 }
 
 /** What a compiled route knows at load: its pipeline, hooks and (for proxy routes) family and prefix. */

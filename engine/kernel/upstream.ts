@@ -232,14 +232,15 @@ function attempt(ctx: Context, ep: Endpoint, policy: SendPolicy, replaySafe: boo
   });
 }
 
-/** Send the request to ctx.candidates in order (see the top of this file); resolves once a reply
- *  was relayed, or throws the error the client should get. */
-export async function sendUpstream(ctx: Context, policy: SendPolicy): Promise<true> {
+/** Send the request to ctx.candidates in order (see the top of this file) — or to `candidates`,
+ *  a subset a terminal step narrowed them to (those that serve the path, say); resolves once a
+ *  reply was relayed, or throws the error the client should get. */
+export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates: readonly Endpoint[] = ctx.candidates): Promise<true> {
   const log = ctx.route.log;
   let skipped = 0;
   let failed = 0;
   let last: string | undefined;
-  for (const ep of ctx.candidates) {
+  for (const ep of candidates) {
     if (ctx.attempts > policy.maxRetries) break;
     // Removed by a reload since the candidates were chosen: it takes no new requests.
     if (ep.retired) continue;

@@ -3,7 +3,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { FakeBackend } from '../../engine/demo/index.js';
-import { compareVersions } from '../../plugins/translate.js';
+import { compareVersions } from '../../plugins/lib/msgapi/mode.js';
 import { waitFor } from '../helpers/wait.js';
 import { endpoint, startGateway, type Started } from '../helpers/gateway.js';
 
@@ -165,6 +165,37 @@ describe('passthrough', () => {
   });
 });
 
+describe('headers toward the backend', () => {
+  const headers = {
+    'content-type': 'application/json', 'x-api-key': 'sk-ant-secret', 'anthropic-version': '2023-06-01', 'anthropic-beta': 'mid-conversation-system-2026-04-07',
+    'x-stainless-os': 'Linux', 'msgapi-version': '2023-06-01', 'x-team': 'research', authorization: 'Bearer for-the-backend',
+  };
+  const messagesApiHeaders = ['x-api-key', 'anthropic-version', 'anthropic-beta', 'x-stainless-os', 'msgapi-version'];
+  const send = (base: string, model: string) => request(`${base}/gw/msgapi/v1/messages`, { method: 'POST', headers, body: JSON.stringify({ model, max_tokens: 8, messages: [{ role: 'user', content: 'x' }] }) }).then((r) => r.body.dump());
+
+  it('leave the messages API\'s own behind when the request is translated', async () => {
+    await send(gw.url, 'qwen-chat');
+    const got = chat.traffic[0].headers;
+    for (const name of messagesApiHeaders) expect(got[name], name).toBeUndefined();
+    expect(got).toMatchObject({ 'x-team': 'research', authorization: 'Bearer for-the-backend' });
+  });
+
+  it('keep them in passthrough, where the backend speaks that API', async () => {
+    await send(gw.url, 'llama-native');
+    expect(native.traffic[0].headers).toMatchObject(Object.fromEntries(messagesApiHeaders.map((n) => [n, headers[n as keyof typeof headers]])));
+  });
+
+  it('still carry an endpoint\'s own configured x-api-key when translated', async () => {
+    const keyed = await startGateway({ discovery: { static: { endpoints: [endpoint('chat', 'mlxsingle', chat.url, { headers: { 'X-Api-Key': 'backend-key' } })] } } });
+    try {
+      await send(keyed.url, 'qwen-chat');
+      expect(chat.traffic[0].headers['x-api-key']).toBe('backend-key');
+    } finally {
+      await keyed.close();
+    }
+  });
+});
+
 describe('passthrough min_version', () => {
   it('translates for an endpoint whose configured version is below the profile minimum', async () => {
     const old = await startGateway({ discovery: { static: { endpoints: [endpoint('old', 'localrunner', native.url, { version: '0.13.2' })] } } });
@@ -233,10 +264,19 @@ describe('limits and switches', () => {
     }
   });
 
-  it('gives 400 for a request that is not a messages request', async () => {
-    const res = await request(`${gw.url}/gw/msgapi/v1/messages`, { method: 'POST', body: '{"model":"qwen-chat","messages":[]}' });
-    expect(res.statusCode).toBe(400);
-    expect(((await res.body.json()) as any).error.message).toMatch(/max_tokens/);
+  it('gives 400 naming the field for a request that cannot be translated', async () => {
+    for (const [body, field] of [['{"model":"qwen-chat","messages":[]}', /^max_tokens: /], ['{"model":"qwen-chat","max_tokens":8,"messages":"hi"}', /^messages: /], ['{"model":"qwen-chat","max_tokens":8,"messages":[{"role":"tool","content":"x"}]}', /^messages\[0\]\.role: /]] as const) {
+      const res = await request(`${gw.url}/gw/msgapi/v1/messages`, { method: 'POST', body });
+      expect(res.statusCode).toBe(400);
+      expect(((await res.body.json()) as any)).toMatchObject({ type: 'error', error: { code: 'BAD_REQUEST', message: expect.stringMatching(field) } });
+    }
+    expect(chat.traffic).toHaveLength(0);
+  });
+
+  it('logs at debug what translation dropped', async () => {
+    await client().messages.create({ model: 'qwen-chat', max_tokens: 8, messages: [{ role: 'user', content: [{ type: 'text', text: 'x' }, { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'doc' } }] }], ...({ context_management: {} } as object) });
+    const line = gw.logs.find((l) => l.msg?.startsWith('translation to chat-completions dropped'));
+    expect(line).toMatchObject({ level: 20, endpoint: 'chat', dropped: ['field context_management', 'user block document'] });
   });
 });
 

@@ -1,6 +1,9 @@
 // Messages request → chat-completions request: each mapping of the spec.
 import { describe, expect, it } from 'vitest';
-import { estimateInputTokens, invalidReason, toChatRequest } from '../../plugins/lib/msgapi/request.js';
+import { withoutBillingHeader } from '../../plugins/lib/msgapi/billing.js';
+import { translationProblem } from '../../plugins/lib/msgapi/check.js';
+import { estimateInputTokens } from '../../plugins/lib/msgapi/estimate.js';
+import { toChatRequest } from '../../plugins/lib/msgapi/request.js';
 import type { MessagesRequest } from '../../plugins/lib/msgapi/types.js';
 
 const base: MessagesRequest = { model: 'm', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] };
@@ -37,6 +40,7 @@ describe('request translation', () => {
         { role: 'user', content: 'weather in Paris?' },
         { role: 'assistant', content: [{ type: 'text', text: 'Checking.' }, { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { location: 'Paris' } }] },
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'text', text: '18°C' }] }, { type: 'text', text: 'thanks' }] },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_2', name: 'get_weather', input: { location: 'Rome' } }] },
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_2', content: 'boom', is_error: true }] },
       ],
     });
@@ -45,6 +49,7 @@ describe('request translation', () => {
       { role: 'assistant', content: 'Checking.', tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Paris"}' } }] },
       { role: 'tool', tool_call_id: 'toolu_1', content: '18°C' },
       { role: 'user', content: 'thanks' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'toolu_2', type: 'function', function: { name: 'get_weather', arguments: '{"location":"Rome"}' } }] },
       { role: 'tool', tool_call_id: 'toolu_2', content: 'Error: boom' },
     ]);
   });
@@ -68,19 +73,121 @@ describe('request translation', () => {
     expect(chat({ tools: [{ name: 'get_weather' }], tool_choice: choice as never }).tool_choice).toEqual(expected);
   });
 
-  it('ignores fields it does not know', () => {
-    const c = chat({ ...({ thinking: { type: 'enabled' }, service_tier: 'auto', container: 'x' } as object) });
+  it('drops fields and block types it cannot carry, naming them when asked', () => {
+    const dropped: string[] = [];
+    const c = chat({
+      ...({ thinking: { type: 'enabled' }, service_tier: 'auto', container: 'x' } as object),
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'hi' }, { type: 'document', source: {} }, { type: 'search_result' }] },
+        { role: 'assistant', content: [{ type: 'thinking', thinking: 'hm' }, { type: 'text', text: 'hello' }] },
+      ],
+    }, { dropped });
     expect(Object.keys(c).sort()).toEqual(['max_tokens', 'messages', 'model']);
+    expect(c.messages).toEqual([{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }]);
+    expect(dropped.sort()).toEqual(['assistant block thinking', 'field container', 'field service_tier', 'field thinking', 'user block document', 'user block search_result']);
   });
 });
 
-describe('validation', () => {
+const reminder = (text: string) => `<system-reminder>\n${text}\n</system-reminder>`;
+
+describe('mid-conversation system messages', () => {
+  // The top-level system prompt stays first; a system message inside `messages` stays in place
+  // as user-role text, merged with the user turns around it so roles still alternate.
+  it('joins the user turn before it, never hoisted to the top', () => {
+    const c = chat({ system: 'You are helpful.', messages: [{ role: 'user', content: 'Hello' }, { role: 'system', content: 'The date is 2026-05-01.' }, { role: 'assistant', content: 'Hi!' }, { role: 'user', content: 'Bye' }] });
+    expect(c.messages).toEqual([
+      { role: 'system', content: 'You are helpful.' },
+      { role: 'user', content: `Hello\n${reminder('The date is 2026-05-01.')}` },
+      { role: 'assistant', content: 'Hi!' },
+      { role: 'user', content: 'Bye' },
+    ]);
+  });
+
+  it('joins the user turn after it when an assistant turn comes before, after the tool results', () => {
+    const c = chat({
+      messages: [
+        { role: 'user', content: 'Run it' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'run', input: {} }] },
+        { role: 'system', content: [{ type: 'text', text: 'Be careful.' }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'ok' }, { type: 'text', text: 'Next?' }] },
+      ],
+    });
+    expect(c.messages).toEqual([
+      { role: 'user', content: 'Run it' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 't1', type: 'function', function: { name: 'run', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 't1', content: 'ok' },
+      { role: 'user', content: `${reminder('Be careful.')}\nNext?` },
+    ]);
+  });
+
+  it('merges user turns on both sides into one (the messages API merges consecutive turns of a role)', () => {
+    const c = chat({ messages: [{ role: 'user', content: 'A' }, { role: 'system', content: 'S' }, { role: 'user', content: 'B' }] });
+    expect(c.messages).toEqual([{ role: 'user', content: `A\n${reminder('S')}\nB` }]);
+  });
+
+  it('stands as a user turn of its own between two assistant turns, and at the end', () => {
+    const c = chat({ messages: [{ role: 'user', content: 'A' }, { role: 'assistant', content: 'x' }, { role: 'system', content: 'S1' }, { role: 'assistant', content: 'y' }, { role: 'system', content: 'S2' }] });
+    const sent = c.messages as any[];
+    expect(sent.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user']);
+    expect(sent[2].content).toBe(reminder('S1'));
+    expect(sent[4].content).toBe(reminder('S2'));
+  });
+
+  it('drops an empty system message and names it', () => {
+    const dropped: string[] = [];
+    const c = chat({ messages: [{ role: 'user', content: 'A' }, { role: 'system', content: [] }] }, { dropped });
+    expect(c.messages).toEqual([{ role: 'user', content: 'A' }]);
+    expect(dropped).toEqual(['an empty system message']);
+  });
+
+  it('never sends two user or two assistant messages in a row, nor a system message after the first', () => {
+    const shapes = [
+      ['system', 'user', 'system', 'system', 'assistant', 'system', 'assistant', 'user', 'user', 'system'],
+      ['user', 'user', 'assistant', 'assistant', 'system', 'user'],
+    ] as const;
+    for (const roles of shapes) {
+      const c = chat({ system: 'top', messages: roles.map((role, i) => ({ role, content: `m${i}` })) });
+      const sent = (c.messages as any[]).map((m) => m.role);
+      expect(sent[0]).toBe('system');
+      expect(sent.slice(1)).not.toContain('system');
+      for (let i = 1; i < sent.length; i++) expect(sent[i], sent.join(',')).not.toBe(sent[i - 1]);
+    }
+  });
+});
+
+describe('billing header block', () => {
+  const billing = { type: 'text' as const, text: 'x-anthropic-billing-header: cc_version=2.1.154.e3f; cc_entrypoint=cli; cch=7c1e2;' };
+  const system = [billing, { type: 'text' as const, text: 'You are Claude Code.' }];
+
+  it('is left out of the system prompt toward local backends, kept otherwise', () => {
+    expect((chat({ system }, { dropBillingHeader: true }).messages as any[])[0]).toEqual({ role: 'system', content: 'You are Claude Code.' });
+    expect((chat({ system }).messages as any[])[0].content).toBe(`${billing.text}\nYou are Claude Code.`);
+  });
+
+  it('is removed from a passthrough body with every other field and its order kept; absent, nothing to do', () => {
+    const body = { model: 'm', system, max_tokens: 5, messages: [] };
+    const out = withoutBillingHeader(body)!;
+    expect(Object.keys(out)).toEqual(['model', 'system', 'max_tokens', 'messages']);
+    expect(out.system).toEqual([system[1]]);
+    expect(body.system).toHaveLength(2); // the parsed request is not changed
+    expect(Object.keys(withoutBillingHeader({ model: 'm', system: [billing] })!)).toEqual(['model']);
+    expect(withoutBillingHeader({ model: 'm', system: [system[1]] })).toBeUndefined();
+    expect(withoutBillingHeader({ model: 'm', system: billing.text })).toBeUndefined();
+  });
+});
+
+describe('validation for translation', () => {
   it('names the field at fault', () => {
-    expect(invalidReason({ ...base, model: '' })).toMatch(/^model/);
-    expect(invalidReason({ ...base, messages: 'hi' })).toMatch(/^messages/);
-    expect(invalidReason({ ...base, messages: [{ role: 'system', content: 'x' }] })).toMatch(/^messages\[0\]\.role/);
-    expect(invalidReason({ ...base, max_tokens: undefined })).toMatch(/^max_tokens/);
-    expect(invalidReason({ ...base, whatever: 1 })).toBeUndefined();
+    expect(translationProblem({ ...base, messages: 'hi' })).toMatch(/^messages: /);
+    expect(translationProblem({ ...base, messages: [{ role: 'developer', content: 'x' }] })).toMatch(/^messages\[0\]\.role/);
+    expect(translationProblem({ ...base, messages: [{ role: 'user', content: [{ type: 'text', text: 1 }] }] })).toMatch(/^messages\[0\]\.content\[0\]\.text/);
+    expect(translationProblem({ ...base, max_tokens: undefined })).toMatch(/^max_tokens/);
+    expect(translationProblem({ ...base, max_tokens: undefined }, false)).toBeUndefined();
+  });
+
+  it('takes what it can carry or drop: system messages, unknown fields and block types', () => {
+    expect(translationProblem({ ...base, messages: [{ role: 'user', content: 'a' }, { role: 'system', content: 'b' }] })).toBeUndefined();
+    expect(translationProblem({ ...base, whatever: 1, messages: [{ role: 'user', content: [{ type: 'document', source: 1 }] }] })).toBeUndefined();
   });
 });
 
@@ -96,5 +203,11 @@ describe('count_tokens estimate', () => {
       ],
     };
     expect(estimateInputTokens(req)).toBe(Math.floor((4 + 11 + 12 + 13 + 6) / 4));
+  });
+
+  it('reads what it can of any JSON and never throws', () => {
+    for (const odd of [null, 1, 'x', [], { messages: 'x' }, { messages: [null, 1, { content: [null, { type: 'text' }] }] }, { system: [{ type: 'text', text: 5 }] }, { tools: [null, { input_schema: 1 }] }]) {
+      expect(estimateInputTokens(odd)).toBeGreaterThanOrEqual(0);
+    }
   });
 });

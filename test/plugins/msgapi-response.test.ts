@@ -1,6 +1,6 @@
 // Chat-completions reply → messages reply: each mapping of the spec.
 import { describe, expect, it } from 'vitest';
-import { errorReply, stopReason, toMessage } from '../../plugins/lib/msgapi/response.js';
+import { errorReply, isMessagesError, stopReason, toMessage } from '../../plugins/lib/msgapi/response.js';
 
 const reply = (message: object, finish = 'stop', extra: object = {}) => ({ model: 'backend-model', choices: [{ index: 0, message, finish_reason: finish, ...extra }], usage: { prompt_tokens: 11, completion_tokens: 6 } });
 
@@ -44,5 +44,24 @@ describe('backend errors', () => {
     expect(errorReply(404, JSON.stringify({ error: { message: 'model "x" not found', type: 'invalid_request_error' } }))).toEqual({ type: 'error', error: { type: 'not_found_error', message: 'model "x" not found' } });
     expect(errorReply(500, 'upstream exploded')).toEqual({ type: 'error', error: { type: 'api_error', message: 'upstream exploded' } });
     expect(errorReply(429, '{"error":"slow down"}').error).toEqual({ type: 'rate_limit_error', message: 'slow down' });
+  });
+
+  it.each([
+    [400, 'invalid_request_error'], [401, 'authentication_error'], [403, 'permission_error'], [404, 'not_found_error'],
+    [413, 'request_too_large'], [429, 'rate_limit_error'], [500, 'api_error'], [529, 'overloaded_error'],
+    [501, 'api_error'], [502, 'api_error'], [503, 'api_error'], [422, 'invalid_request_error'],
+  ])('name status %i as the messages API does: %s', (status, type) => {
+    expect(errorReply(status, '{"error":{"code":1,"message":"m","type":"server_error"}}').error).toEqual({ type, message: 'm' });
+  });
+
+  it('clip a long text body', () => {
+    expect(errorReply(502, 'x'.repeat(10_000)).error.message).toHaveLength(2000);
+  });
+
+  it('are recognised when already in the messages API shape', () => {
+    expect(isMessagesError('{"type":"error","error":{"type":"overloaded_error","message":"busy"}}')).toBe(true);
+    expect(isMessagesError('{"error":{"code":500,"message":"boom","type":"server_error"}}')).toBe(false);
+    expect(isMessagesError('{"type":"error","error":"boom"}')).toBe(false);
+    expect(isMessagesError('Internal Server Error')).toBe(false);
   });
 });

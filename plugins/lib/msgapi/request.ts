@@ -1,4 +1,7 @@
-// Messages request → chat-completions request, and the token estimate of count_tokens.
+// Messages request → chat-completions request. The request has passed translationProblem
+// (check.ts); what chat-completions cannot carry — unknown fields, block types it has no form for
+// — is dropped, and named in `dropped` when the caller collects them (a debug log).
+import { isBillingBlock } from './billing.js';
 import type { Block, ImageBlock, MessagesRequest, TextBlock, ToolResultBlock, ToolUseBlock } from './types.js';
 
 export interface ChatOptions {
@@ -8,13 +11,23 @@ export interface ChatOptions {
   topK: boolean;
   /** The backend can report usage at the end of a stream (stream_options.include_usage). */
   streamUsage: boolean;
+  /** Leave out Claude Code's per-request billing block of `system` (billing.ts). */
+  dropBillingHeader?: boolean;
+  /** Collects what was dropped ("field thinking", "block document"), when given. */
+  dropped?: string[];
 }
 
 type ChatPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } };
 type ChatMessage = Record<string, unknown>;
+type Turn = { role: 'user' | 'assistant'; content: Block[] };
+
+/** The request fields the translator reads; any other is dropped. */
+const KNOWN_FIELDS = new Set(['model', 'messages', 'max_tokens', 'system', 'temperature', 'top_p', 'top_k', 'stop_sequences', 'stream', 'tools', 'tool_choice', 'metadata']);
 
 const textOf = (content: string | Block[] | undefined): string =>
   typeof content === 'string' ? content : (content ?? []).filter((b): b is TextBlock => b.type === 'text').map((b) => b.text).join('\n');
+
+const blocksOf = (content: string | Block[]): Block[] => (typeof content === 'string' ? [{ type: 'text', text: content }] : content);
 
 function imageUrl(block: ImageBlock): string {
   const s = block.source;
@@ -26,22 +39,63 @@ function toolResultContent(block: ToolResultBlock): string {
   return block.is_error ? `Error: ${text}` : text;
 }
 
-/** One messages-API turn → chat messages (tool results become role `tool` messages, first). */
-function convertTurn(role: 'user' | 'assistant', content: string | Block[]): ChatMessage[] {
-  if (typeof content === 'string') return [{ role, content }];
+/**
+ * The turns as chat messages will carry them, with two rules for strict chat templates:
+ *
+ * - A `system` message in the middle of `messages` (Claude Code sends them) stays where it is, as
+ *   user-role text wrapped in <system-reminder> tags. Hoisting it to the top would change the
+ *   prompt prefix (the engine's prompt cache is lost) and templates such as Qwen3's reject a
+ *   system message that is not first.
+ * - Consecutive turns of one role are merged into one turn, as the messages API itself does.
+ *   Templates with strict alternation (Mistral, Llama 2) raise on two user turns in a row; with
+ *   this rule the reminder joins the user turn before it and the one after it, and stands as a
+ *   user turn of its own only between two assistant turns (or next to one at an end).
+ */
+function turnsOf(messages: MessagesRequest['messages'], dropped: string[] | undefined): Turn[] {
+  const turns: Turn[] = [];
+  for (const m of messages) {
+    let role: Turn['role'];
+    let blocks: Block[];
+    if (m.role === 'system') {
+      const text = textOf(m.content);
+      if (!text) {
+        dropped?.push('an empty system message');
+        continue;
+      }
+      role = 'user';
+      blocks = [{ type: 'text', text: `<system-reminder>\n${text}\n</system-reminder>` }];
+    } else {
+      role = m.role;
+      blocks = blocksOf(m.content);
+    }
+    const last = turns.at(-1);
+    if (last?.role === role) last.content = [...last.content, ...blocks];
+    else turns.push({ role, content: blocks });
+  }
+  return turns;
+}
+
+/** One turn → chat messages (a user turn's tool results become role `tool` messages, first). */
+function convertTurn({ role, content }: Turn, dropped: string[] | undefined): ChatMessage[] {
   if (role === 'assistant') {
-    const text = content.filter((b): b is TextBlock => b.type === 'text').map((b) => b.text).join('');
-    const calls = content.filter((b): b is ToolUseBlock => b.type === 'tool_use').map((b) => ({
-      id: b.id, type: 'function', function: { name: b.name, arguments: JSON.stringify(b.input ?? {}) },
-    }));
+    let text = '';
+    const calls: unknown[] = [];
+    for (const b of content) {
+      if (b.type === 'text') text += (b as TextBlock).text;
+      else if (b.type === 'tool_use') {
+        const u = b as ToolUseBlock;
+        calls.push({ id: u.id, type: 'function', function: { name: u.name, arguments: JSON.stringify(u.input ?? {}) } });
+      } else dropped?.push(`assistant block ${b.type}`);
+    }
     return [{ role: 'assistant', content: text || (calls.length ? null : ''), ...(calls.length ? { tool_calls: calls } : {}) }];
   }
   const out: ChatMessage[] = [];
-  for (const b of content) if (b.type === 'tool_result') out.push({ role: 'tool', tool_call_id: (b as ToolResultBlock).tool_use_id, content: toolResultContent(b as ToolResultBlock) });
   const parts: ChatPart[] = [];
   for (const b of content) {
-    if (b.type === 'text') parts.push({ type: 'text', text: (b as TextBlock).text });
+    if (b.type === 'tool_result') out.push({ role: 'tool', tool_call_id: (b as ToolResultBlock).tool_use_id, content: toolResultContent(b as ToolResultBlock) });
+    else if (b.type === 'text') parts.push({ type: 'text', text: (b as TextBlock).text });
     else if (b.type === 'image') parts.push({ type: 'image_url', image_url: { url: imageUrl(b as ImageBlock) } });
+    else dropped?.push(`user block ${b.type}`);
   }
   if (parts.length) out.push({ role: 'user', content: parts.every((p) => p.type === 'text') ? parts.map((p) => (p as { text: string }).text).join('\n') : parts });
   return out;
@@ -56,12 +110,20 @@ function toolChoice(choice: MessagesRequest['tool_choice']): unknown {
   return TOOL_CHOICES.get(c.type);
 }
 
+function systemText(system: MessagesRequest['system'], dropBilling: boolean): string {
+  if (!dropBilling || typeof system === 'string' || !system?.some(isBillingBlock)) return textOf(system);
+  return textOf(system.filter((b) => !isBillingBlock(b)));
+}
+
 export function toChatRequest(req: MessagesRequest, o: ChatOptions): Record<string, unknown> {
+  const { dropped } = o;
+  if (dropped) for (const key of Object.keys(req)) if (!KNOWN_FIELDS.has(key)) dropped.push(`field ${key}`);
   const messages: ChatMessage[] = [];
-  const system = textOf(req.system);
+  const system = systemText(req.system, o.dropBillingHeader === true);
   if (system) messages.push({ role: 'system', content: system });
-  for (const m of req.messages) messages.push(...convertTurn(m.role, m.content));
-  const chat: Record<string, unknown> = { model: o.model, messages, max_tokens: req.max_tokens };
+  for (const turn of turnsOf(req.messages, dropped)) messages.push(...convertTurn(turn, dropped));
+  const chat: Record<string, unknown> = { model: o.model, messages };
+  if (req.max_tokens !== undefined) chat.max_tokens = req.max_tokens;
   if (req.temperature !== undefined) chat.temperature = req.temperature;
   if (req.top_p !== undefined) chat.top_p = req.top_p;
   if (req.top_k !== undefined && o.topK) chat.top_k = req.top_k;
@@ -72,86 +134,9 @@ export function toChatRequest(req: MessagesRequest, o: ChatOptions): Record<stri
   const choice = toolChoice(req.tool_choice);
   if (choice !== undefined && req.tools?.length) chat.tool_choice = choice;
   if (req.metadata?.user_id) chat.user = req.metadata.user_id;
-  if (req.stream) {
+  if (req.stream === true) {
     chat.stream = true;
     if (o.streamUsage) chat.stream_options = { include_usage: true };
   }
   return chat;
-}
-
-/**
- * The spec's estimate: total characters / 4 (integer) over the system text, message text, tool
- * names and inputs (tool definitions and tool_use blocks), and tool result content.
- */
-export function estimateInputTokens(req: MessagesRequest): number {
-  let chars = textOf(req.system).length;
-  for (const t of req.tools ?? []) chars += t.name.length + JSON.stringify(t.input_schema ?? {}).length;
-  for (const m of req.messages) {
-    if (typeof m.content === 'string') {
-      chars += m.content.length;
-      continue;
-    }
-    for (const b of m.content) {
-      if (b.type === 'text') chars += (b as TextBlock).text.length;
-      else if (b.type === 'tool_use') chars += (b as ToolUseBlock).name.length + JSON.stringify((b as ToolUseBlock).input ?? {}).length;
-      else if (b.type === 'tool_result') chars += textOf((b as ToolResultBlock).content).length;
-    }
-  }
-  return Math.floor(chars / 4);
-}
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** What is wrong with one content block (the fields the translator reads), or undefined. */
-function blockProblem(b: unknown, where: string): string | undefined {
-  if (!isObject(b) || typeof b.type !== 'string') return `${where}: a content block is an object with a string type`;
-  switch (b.type) {
-    case 'text':
-      return typeof b.text === 'string' ? undefined : `${where}.text: must be a string`;
-    case 'image': {
-      const src = b.source;
-      const ok = isObject(src) && (src.type === 'url' ? typeof src.url === 'string' : typeof src.data === 'string' && typeof src.media_type === 'string');
-      return ok ? undefined : `${where}.source: an image needs {type: base64, media_type, data} or {type: url, url}`;
-    }
-    case 'tool_use':
-      return typeof b.name === 'string' ? undefined : `${where}.name: a tool_use block needs a name`;
-    case 'tool_result':
-      return b.content === undefined || typeof b.content === 'string' ? undefined : blocksProblem(b.content, `${where}.content`);
-    default:
-      return undefined; // blocks the translator does not read are passed over
-  }
-}
-
-function blocksProblem(content: unknown, where: string): string | undefined {
-  if (!Array.isArray(content)) return `${where}: must be a string or an array of content blocks`;
-  for (const [i, b] of content.entries()) {
-    const why = blockProblem(b, `${where}[${i}]`);
-    if (why) return why;
-  }
-  return undefined;
-}
-
-/** Why a body is not a messages request the translator can take, or undefined when it is. */
-export function invalidReason(body: unknown, maxTokensRequired = true): string | undefined {
-  if (!isObject(body)) return 'the body must be a JSON object';
-  const b = body as Partial<MessagesRequest>;
-  if (typeof b.model !== 'string' || !b.model) return 'model: a model name is required';
-  if (!Array.isArray(b.messages)) return 'messages: an array of {role, content} is required';
-  for (const [i, m] of b.messages.entries()) {
-    if (!isObject(m) || (m.role !== 'user' && m.role !== 'assistant')) return `messages[${i}].role: must be user or assistant`;
-    if (typeof m.content !== 'string') {
-      const why = blocksProblem(m.content, `messages[${i}].content`);
-      if (why) return why;
-    }
-  }
-  if (b.system !== undefined && typeof b.system !== 'string') {
-    const why = blocksProblem(b.system, 'system');
-    if (why) return why;
-  }
-  if ((maxTokensRequired || b.max_tokens !== undefined) && (typeof b.max_tokens !== 'number' || !Number.isInteger(b.max_tokens) || b.max_tokens < 1)) return 'max_tokens: a positive integer is required';
-  if (b.stop_sequences !== undefined && (!Array.isArray(b.stop_sequences) || b.stop_sequences.some((s) => typeof s !== 'string'))) return 'stop_sequences: must be an array of strings';
-  if (b.tools !== undefined && (!Array.isArray(b.tools) || b.tools.some((t) => !isObject(t) || typeof t.name !== 'string'))) return 'tools: each tool needs a name';
-  const choice = b.tool_choice as unknown;
-  if (choice !== undefined && typeof choice !== 'string' && !(isObject(choice) && typeof choice.type === 'string')) return 'tool_choice: must be auto, any, none or {type, name}';
-  return undefined;
 }

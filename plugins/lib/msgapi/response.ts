@@ -75,20 +75,36 @@ export function toMessage(reply: ChatReply, fallback: { model: string; inputToke
   };
 }
 
+// The messages API's error types by status (other 4xx: invalid_request_error; other 5xx: api_error).
 const ERROR_TYPES: Record<number, string> = {
   400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error',
-  413: 'request_too_large', 429: 'rate_limit_error', 503: 'overloaded_error', 529: 'overloaded_error',
+  413: 'request_too_large', 429: 'rate_limit_error', 500: 'api_error', 529: 'overloaded_error',
 };
+const MAX_MESSAGE = 2000;
 
-/** A backend error in the messages API's error shape (the backend's status is kept by the caller). */
+/** A backend error in the messages API's error shape (the backend's status is kept by the caller):
+ *  the backend's own message where its body has one (`error.message`, `error`, `message`,
+ *  `detail`), else its text, clipped. */
 export function errorReply(status: number, body: string): { type: 'error'; error: { type: string; message: string } } {
-  let message = body.slice(0, 2000) || `backend answered ${status}`;
+  let message = body.slice(0, MAX_MESSAGE) || `backend answered ${status}`;
   try {
     const j = JSON.parse(body);
     const e = j?.error;
-    message = typeof e === 'string' ? e : typeof e?.message === 'string' ? e.message : typeof j?.message === 'string' ? j.message : typeof j?.detail === 'string' ? j.detail : message;
+    const found = typeof e === 'string' ? e : typeof e?.message === 'string' ? e.message : typeof j?.message === 'string' ? j.message : typeof j?.detail === 'string' ? j.detail : undefined;
+    if (found) message = found.slice(0, MAX_MESSAGE);
   } catch {
     // not JSON: the text is the message
   }
-  return { type: 'error', error: { type: ERROR_TYPES[status] ?? 'api_error', message } };
+  const type = ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
+  return { type: 'error', error: { type, message } };
+}
+
+/** Already the messages API's error shape: {"type":"error","error":{"type":"…","message":"…"}}. */
+export function isMessagesError(body: string): boolean {
+  try {
+    const j = JSON.parse(body);
+    return j?.type === 'error' && typeof j.error?.type === 'string' && typeof j.error.message === 'string';
+  } catch {
+    return false;
+  }
 }

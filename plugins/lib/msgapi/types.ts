@@ -8,8 +8,9 @@ export type Block = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock | Th
 
 export interface MessagesRequest {
   model: string;
-  messages: Array<{ role: 'user' | 'assistant'; content: string | Block[] }>;
-  max_tokens: number;
+  /** A `system` role mid-conversation is a beta the translator carries as a reminder (request.ts). */
+  messages: Array<{ role: 'user' | 'assistant' | 'system'; content: string | Block[] }>;
+  max_tokens?: number;
   system?: string | TextBlock[];
   temperature?: number;
   top_p?: number;

@@ -125,10 +125,18 @@ export function refuse(status: number, code: string, message: string, type?: str
   return new GatewayError(code, status, type ?? TYPE_OF_STATUS[status] ?? (status < 500 ? 'bad_request' : 'server_error'), code, message);
 }
 
-/** The spec's envelope; on messages-API routes it also carries that API's top-level `type: "error"`. */
+// The messages API's error types by status (other 4xx: invalid_request_error; other 5xx: api_error).
+const MSGAPI_ERROR_TYPES: Record<number, string> = {
+  400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error',
+  413: 'request_too_large', 429: 'rate_limit_error', 500: 'api_error', 529: 'overloaded_error',
+};
+export const msgapiErrorType = (status: number): string => MSGAPI_ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
+
+/** The spec's envelope. On messages-API routes it is that API's shape, `{type: "error", error:
+ *  {type, message}}` with the API's type for the status (what its clients read), plus our `code`. */
 export function errorBody(err: GatewayError, format: 'gateway' | 'msgapi' = 'gateway'): string {
-  const error = { message: err.message, type: err.type, code: err.code };
-  return JSON.stringify(format === 'msgapi' ? { type: 'error', error } : { error });
+  if (format === 'msgapi') return JSON.stringify({ type: 'error', error: { type: msgapiErrorType(err.status), message: err.message, code: err.code } });
+  return JSON.stringify({ error: { message: err.message, type: err.type, code: err.code } });
 }
 
 /** Write the envelope. On a routed request the head goes through the kernel's writer, which adds

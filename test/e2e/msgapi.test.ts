@@ -95,7 +95,8 @@ describe('messages.create (translation)', () => {
   it('rejects an unknown model before any backend, in the messages error shape', async () => {
     const err = await client().messages.create({ model: 'no-such-model', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
     expect(err.status).toBe(404);
-    expect(err.error).toMatchObject({ type: 'error', error: { code: 'MODEL_NOT_FOUND' } });
+    expect(err).toBeInstanceOf(Anthropic.NotFoundError);
+    expect(err.error).toMatchObject({ type: 'error', error: { type: 'not_found_error', code: 'MODEL_NOT_FOUND' } });
   });
 });
 

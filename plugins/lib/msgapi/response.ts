@@ -1,6 +1,7 @@
 // Chat-completions reply → messages-API reply, and the pieces the stream translator shares.
 import { randomBytes } from 'node:crypto';
 import type { Block, Message, StopReason } from './types.js';
+import { msgapiErrorType } from '../../../engine/kernel/errors.js';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -75,11 +76,6 @@ export function toMessage(reply: ChatReply, fallback: { model: string; inputToke
   };
 }
 
-// The messages API's error types by status (other 4xx: invalid_request_error; other 5xx: api_error).
-const ERROR_TYPES: Record<number, string> = {
-  400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error',
-  413: 'request_too_large', 429: 'rate_limit_error', 500: 'api_error', 529: 'overloaded_error',
-};
 const MAX_MESSAGE = 2000;
 
 /** A backend error in the messages API's error shape (the backend's status is kept by the caller):
@@ -95,8 +91,7 @@ export function errorReply(status: number, body: string): { type: 'error'; error
   } catch {
     // not JSON: the text is the message
   }
-  const type = ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
-  return { type: 'error', error: { type, message } };
+  return { type: 'error', error: { type: msgapiErrorType(status), message } };
 }
 
 /** Already the messages API's error shape: {"type":"error","error":{"type":"…","message":"…"}}. */

@@ -86,7 +86,8 @@ export default definePlugin<Record<string, never>>({
         }
         const found = findModel(live.get(), model, profile.models.provider_prefixed);
         if (!found) throw gwError('MODEL_NOT_FOUND', { model, provider: family, hint: `GET /gw/${profile.routing.prefixes[0]}${i.path.slice(0, i.path.lastIndexOf('/'))} lists what is served` });
-        return ctx.replyJson(200, renderItem(i.format, found, extras));
+        // Asked by another name it is served under (a second tag of the same weights): shown by that name.
+        return ctx.replyJson(200, renderItem(i.format, found.names.includes(model) ? { ...found, id: model } : found, extras));
       };
     };
     const merge = (i: Intercept, key: string): Answer => async (ctx) => {

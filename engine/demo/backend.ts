@@ -9,6 +9,8 @@ export interface FakeModel {
   digest?: string;
   size?: number;
   context?: number;
+  /** Loaded now (the runner's api/ps); when no model says so, the first one is. */
+  loaded?: boolean;
 }
 
 export interface Recorded {

@@ -72,10 +72,11 @@ const ollamaEmbed: Handler['fn'] = (f, r, res) => {
   sendJson(res, 200, { model: r.json?.model ?? f.models[0]?.name, embeddings: input.map((s) => vector(String(s))), total_duration: 14_143_917, load_duration: 1_019_500, prompt_eval_count: input.length * 3 }, f);
 };
 
-/** GET /api/ps: the loaded models — the fake's first model, held for five more minutes. */
+/** GET /api/ps: the loaded models (those marked loaded, else the first), each held for five more minutes. */
 const ollamaPs: Handler['fn'] = (f, _r, res) => {
   const details = { parent_model: '', format: 'gguf', family: 'llama', families: ['llama'], parameter_size: '8B', quantization_level: 'Q4_K_M' };
-  const models = f.models.slice(0, 1).map((m) => ({
+  const loaded = f.models.filter((m) => m.loaded);
+  const models = (loaded.length ? loaded : f.models.slice(0, 1)).map((m) => ({
     name: m.name, model: m.name, size: m.size ?? 4_000_000_000, digest: (m.digest ?? `sha256:${m.name}`).replace(/^sha256:/, ''), details,
     expires_at: new Date(Date.now() + 300_000).toISOString(), size_vram: m.size ?? 4_000_000_000, context_length: m.context ?? 4096,
   }));

@@ -1,7 +1,9 @@
-// The family's exact-match path allowlist (profile api.paths). A refused path never reaches a
+// The family's path allowlist (profile api.paths): exact paths, and named segments such as
+// /v1/models/{model...} (lib/path-patterns.ts), compiled at load. A refused path never reaches a
 // backend: 404 when the path is not listed, 501 for paths the profile marks unsupported.
 import { gwError } from '../engine/kernel/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
+import { PathSet } from './lib/path-patterns.js';
 
 interface Options { status: 404 | 501 }
 
@@ -15,7 +17,7 @@ export default definePlugin<Options>({
   },
   apply(hooks, o, env) {
     const profile = env.profile!;
-    const allowed = new Set(profile.api.paths);
+    const allowed = new PathSet(profile.api.paths);
     const unsupported = new Set(profile.api.unsupported_paths);
     const forwardAll = profile.api.forward_all;
     const notListed = o.status === 501 ? 'PATH_NOT_SUPPORTED' : 'PATH_NOT_ALLOWED';

@@ -16,6 +16,7 @@ import modelStatsReport from './model-stats-report.js';
 import modelsList from './models-list.js';
 import modelsRefresh from './models-refresh.js';
 import modelsReport from './models-report.js';
+import msgapiModelDetail from './msgapi-model-detail.js';
 import msgapiModels from './msgapi-models.js';
 import msgapiParse from './msgapi-parse.js';
 import processReport from './process-report.js';
@@ -32,6 +33,6 @@ import version from './version.js';
 export const BUILTIN_PLUGINS: readonly Plugin[] = [
   accessLog, aliasResolve, allowlist, cors, countTokens, endpointsReport, forward, gatewayHeaders, healthReport,
   interceptModels, matchPrefix, modelDetail, modelStatsReport, modelsList, modelsRefresh, modelsReport,
-  msgapiModels, msgapiParse, processReport, readBody, rewriteModel, selectEndpoint, stats, statusReport,
+  msgapiModelDetail, msgapiModels, msgapiParse, processReport, readBody, rewriteModel, selectEndpoint, stats, statusReport,
   translate, translatorStatsReport, upstreamHeaders, version,
 ];

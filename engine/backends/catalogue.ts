@@ -27,8 +27,26 @@ interface FamilyView {
   models: CatalogueModel[];
   /** Name → endpoints (any health) listing it. */
   byName: Map<string, Endpoint[]>;
+  /** Provider-prefixed families only: the part after "provider/" → endpoints listing the full name. */
+  byBareName: Map<string, Endpoint[]> | null;
   /** Some endpoint of the family lists at least one model: there is something to judge by. */
   known: boolean;
+}
+
+/** The names a requested model is looked up by, in order: as given, then "name:latest" for an
+ *  untagged name, then (provider-prefixed families) the part after "provider/". */
+export function lookupNames(model: string, providerPrefixed: boolean): string[] {
+  const names = [model];
+  if (!model.includes(':')) names.push(`${model}:latest`);
+  const slash = model.indexOf('/');
+  if (providerPrefixed && slash > 0 && slash < model.length - 1) names.push(model.slice(slash + 1));
+  return names;
+}
+
+/** A listed name as a provider-prefixed family's bare name ("openai/gpt-4o" → "gpt-4o"), or undefined. */
+export function bareName(name: string): string | undefined {
+  const slash = name.indexOf('/');
+  return slash > 0 && slash < name.length - 1 ? name.slice(slash + 1) : undefined;
 }
 
 interface Entry {
@@ -39,7 +57,7 @@ interface Entry {
   stale: boolean;
 }
 
-const EMPTY: FamilyView = { models: [], byName: new Map(), known: false };
+const EMPTY: FamilyView = { models: [], byName: new Map(), byBareName: null, known: false };
 
 export class Catalogue {
   private readonly lists = new Map<Endpoint, Entry>();
@@ -105,13 +123,21 @@ export class Catalogue {
     return view;
   }
 
-  /** Endpoints (any health) that list the model; "name" also matches "name:latest". */
+  /** Endpoints (any health) that list the model, by lookupNames(); in a provider-prefixed family
+   *  a bare name also matches a listed "provider/name". */
   servedBy(family: string, model: string): readonly Endpoint[] {
-    const byName = this.family(family).byName;
-    return byName.get(model) ?? (model.includes(':') ? undefined : byName.get(`${model}:latest`)) ?? [];
+    const view = this.family(family);
+    const hit = view.byName.get(model);
+    if (hit) return hit;
+    for (const name of lookupNames(model, view.byBareName !== null).slice(1)) {
+      const eps = view.byName.get(name);
+      if (eps) return eps;
+    }
+    return view.byBareName?.get(model) ?? [];
   }
 
-  /** Endpoints of any family listing the model ("name" also matches "name:latest"). */
+  /** Endpoints of any family listing the model: a full-name match in any family first, then
+   *  the per-family rules of servedBy. */
   servedByAny(model: string): readonly Endpoint[] {
     if (!this.anyIndex) {
       const index = new Map<string, Endpoint[]>();
@@ -120,7 +146,11 @@ export class Catalogue {
       }
       this.anyIndex = index;
     }
-    return this.anyIndex.get(model) ?? (model.includes(':') ? undefined : this.anyIndex.get(`${model}:latest`)) ?? [];
+    const hit = this.anyIndex.get(model) ?? (model.includes(':') ? undefined : this.anyIndex.get(`${model}:latest`));
+    if (hit) return hit;
+    const found: Endpoint[] = [];
+    for (const family of this.familyNames) if (this.family(family).byBareName) found.push(...this.servedBy(family, model));
+    return found;
   }
 
   anyKnown(): boolean {
@@ -152,6 +182,7 @@ export class Catalogue {
     if (eps.length === 0) return EMPTY;
     const byKey = new Map<string, CatalogueModel>();
     const byName = new Map<string, Endpoint[]>();
+    const prefixed = eps[0].profile.models.provider_prefixed;
     for (const ep of eps) {
       for (const m of this.lists.get(ep)!.models) {
         const served = byName.get(m.name);
@@ -175,6 +206,14 @@ export class Catalogue {
         entry.servedAs.set(ep, m);
       }
     }
-    return { models: [...byKey.values()], byName, known: byName.size > 0 };
+    let byBareName: Map<string, Endpoint[]> | null = null;
+    if (prefixed) {
+      byBareName = new Map();
+      for (const [name, served] of byName) {
+        const bare = bareName(name);
+        if (bare !== undefined) byBareName.set(bare, [...new Set([...(byBareName.get(bare) ?? []), ...served])]);
+      }
+    }
+    return { models: [...byKey.values()], byName, byBareName, known: byName.size > 0 };
   }
 }

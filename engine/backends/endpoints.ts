@@ -220,14 +220,24 @@ function userinfoError(ep: EndpointConfig, url: URL, where: string, source: stri
   return new ConfigError(source, `${where}.url`, `endpoint "${ep.name}" has credentials embedded in its URL; the gateway refuses to start with them (they would leak into logs and status output)`, fix);
 }
 
-/** Turn endpoint config into plans; throws a ConfigError naming the field and the fix. */
-export function planEndpoint(ep: EndpointConfig, index: number, profiles: ProfileSet, source: string): EndpointPlan {
+/** The profile of types no profile names: a generic OpenAI-compatible backend (profiles/auto.yaml). */
+export const AUTO_TYPE = 'auto';
+
+/** Turn endpoint config into plans; throws a ConfigError naming the field and the fix. A type no
+ *  profile names is taken as `auto`, with a warning that names the known families (a typo shows). */
+export function planEndpoint(ep: EndpointConfig, index: number, profiles: ProfileSet, source: string, warn: (p: Problem) => void = () => {}): EndpointPlan {
   const where = `discovery.static.endpoints[${index}]`;
-  const profile = profiles.byType.get(ep.type);
+  let profile = profiles.byType.get(ep.type);
   if (!profile) {
     const guess = closest(ep.type, profiles.byType.keys());
-    throw new ConfigError(source, `${where}.type`, `unknown backend family "${ep.type}" for endpoint "${ep.name}"`,
-      `${guess ? `did you mean "${guess}"? ` : ''}known families: ${[...profiles.byType.keys()].sort().join(', ')}`);
+    profile = profiles.byType.get(AUTO_TYPE);
+    const known = `known families: ${[...profiles.byType.keys()].sort().join(', ')}`;
+    if (!profile) throw new ConfigError(source, `${where}.type`, `unknown backend family "${ep.type}" for endpoint "${ep.name}"`, `${guess ? `did you mean "${guess}"? ` : ''}${known}`);
+    warn({
+      level: 'warn', field: `${where}.type`,
+      message: `unknown backend family "${ep.type}" for endpoint "${ep.name}"; treated as ${AUTO_TYPE} (a generic OpenAI-compatible backend: health /, models /v1/models, routes under /gw/${AUTO_TYPE}/)`,
+      fix: `${guess ? `did you mean "${guess}"? ` : ''}write type: ${AUTO_TYPE} to keep it so; ${known}`,
+    });
   }
   let url: URL;
   try {
@@ -259,7 +269,8 @@ export function planEndpoint(ep: EndpointConfig, index: number, profiles: Profil
   };
 }
 
-/** All plans, or every problem found (for `gw validate`, which reports them all). */
+/** All plans, and every problem found (for `gw validate`, which reports them all): FAILs, and
+ *  WARNs for endpoints planned anyway (an unknown type taken as auto). */
 export function planEndpoints(config: GatewayConfig, profiles: ProfileSet, source: string): { plans: EndpointPlan[]; problems: Problem[] } {
   const plans: EndpointPlan[] = [];
   const problems: Problem[] = [];
@@ -270,7 +281,7 @@ export function planEndpoints(config: GatewayConfig, profiles: ProfileSet, sourc
     }
     names.add(ep.name);
     try {
-      plans.push(planEndpoint(ep, i, profiles, source));
+      plans.push(planEndpoint(ep, i, profiles, source, (p) => problems.push(p)));
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       problems.push({ level: 'fail', field: err.field, message: err.problem, fix: err.fix });

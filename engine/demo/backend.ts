@@ -12,6 +12,8 @@ export interface FakeModel {
   context?: number;
   /** llama.cpp only: the per-slot serving context (meta.n_ctx); default min(context, 4096). */
   servingContext?: number;
+  /** Loaded now (the runner's api/ps); when no model says so, the first one is. */
+  loaded?: boolean;
 }
 
 export interface Recorded {
@@ -152,7 +154,14 @@ export class FakeBackend {
 
   private handlerFor(rec: { method: string; url: string }): Handler | undefined {
     const path = rec.url.split('?')[0];
-    return this.routes.get(`${rec.method} ${path}`) ?? this.routes.get(`* ${path}`);
+    const exact = this.routes.get(`${rec.method} ${path}`) ?? this.routes.get(`* ${path}`);
+    if (exact) return exact;
+    // "METHOD /prefix/*": a parameterised route such as GET /v1/models/{id} (ids may hold slashes).
+    for (let slash = path.lastIndexOf('/'); slash > 0; slash = path.lastIndexOf('/', slash - 1)) {
+      const h = this.routes.get(`${rec.method} ${path.slice(0, slash)}/*`);
+      if (h) return h;
+    }
+    return undefined;
   }
 
   async start(): Promise<this> {

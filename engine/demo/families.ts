@@ -1,7 +1,9 @@
-// The routes each fake family answers. Paths not listed here get an echo of what arrived.
+// The routes each fake family answers ("METHOD /path", or "METHOD /prefix/*" for every path
+// under the prefix). Paths not listed here get an echo of what arrived.
 import type { ServerResponse } from 'node:http';
 import type { FakeBackend, Recorded } from './backend.js';
-import { chatCompletion, completion, embeddings, modelList, nativeCountTokens, nativeMessages, pieces, sendJson, vector, type ListFormat } from './openai.js';
+import { chatCompletion, completion, embeddings, modelList, modelObject, nativeCountTokens, nativeMessages, pieces, sendJson, vector, type ListFormat } from './openai.js';
+import { responses } from './responses.js';
 
 export interface Handler {
   /** health: exempt from failure behaviours; generate: counted as an execution and subject to `status`. */
@@ -36,9 +38,11 @@ const messages: Table = { 'POST /v1/messages': gen(nativeMessages) };
 function common(base: string, listFormat: ListFormat = 'common'): Table {
   return {
     [`GET ${base}/v1/models`]: list(listFormat),
+    [`GET ${base}/v1/models/*`]: { kind: 'list', fn: (f, r, res) => modelObject(f, r, res, `${base}/v1/models/`) },
     [`POST ${base}/v1/chat/completions`]: gen(chatCompletion),
     [`POST ${base}/v1/completions`]: gen(completion),
     [`POST ${base}/v1/embeddings`]: gen(embeddings),
+    [`POST ${base}/v1/responses`]: gen(responses),
   };
 }
 
@@ -58,6 +62,26 @@ function ndjson(field: 'message' | 'response'): Handler['fn'] {
     await f.writeStream(res, lines, 'application/x-ndjson');
   };
 }
+
+/** The runner's version: one that serves /api/embed, /v1/responses and /v1/messages. */
+export const OLLAMA_VERSION = '0.12.6';
+
+/** POST /api/embed: `input` is a string or an array of strings; one vector each. */
+const ollamaEmbed: Handler['fn'] = (f, r, res) => {
+  const input: unknown[] = Array.isArray(r.json?.input) ? r.json.input : [r.json?.input ?? ''];
+  sendJson(res, 200, { model: r.json?.model ?? f.models[0]?.name, embeddings: input.map((s) => vector(String(s))), total_duration: 14_143_917, load_duration: 1_019_500, prompt_eval_count: input.length * 3 }, f);
+};
+
+/** GET /api/ps: the loaded models (those marked loaded, else the first), each held for five more minutes. */
+const ollamaPs: Handler['fn'] = (f, _r, res) => {
+  const details = { parent_model: '', format: 'gguf', family: 'llama', families: ['llama'], parameter_size: '8B', quantization_level: 'Q4_K_M' };
+  const loaded = f.models.filter((m) => m.loaded);
+  const models = (loaded.length ? loaded : f.models.slice(0, 1)).map((m) => ({
+    name: m.name, model: m.name, size: m.size ?? 4_000_000_000, digest: (m.digest ?? `sha256:${m.name}`).replace(/^sha256:/, ''), details,
+    expires_at: new Date(Date.now() + 300_000).toISOString(), size_vram: m.size ?? 4_000_000_000, context_length: m.context ?? 4096,
+  }));
+  sendJson(res, 200, { models }, f);
+};
 
 /** The native completion of the C++ engine: SSE {content, stop} objects when streaming. */
 const cppCompletion: Handler['fn'] = async (f, r, res) => {
@@ -104,8 +128,10 @@ const FAMILIES: Record<string, () => Table> = {
     'POST /api/chat': gen(ndjson('message')),
     'POST /api/generate': gen(ndjson('response')),
     'POST /api/embeddings': gen((f, r, res) => sendJson(res, 200, { embedding: vector(String(r.json?.prompt ?? '')), model: r.json?.model, total_duration: 1000, load_duration: 10, prompt_eval_count: 3 }, f)),
+    'POST /api/embed': gen(ollamaEmbed),
     'POST /api/show': other(ollamaShow),
-    'GET /api/ps': other((f, _r, res) => sendJson(res, 200, { models: [] }, f)),
+    'GET /api/ps': other(ollamaPs),
+    'GET /api/version': other((f, _r, res) => sendJson(res, 200, { version: OLLAMA_VERSION }, f)),
     ...common(''),
   }),
   deskrunner: () => ({
@@ -172,6 +198,8 @@ const FAMILIES: Record<string, () => Table> = {
     'POST /pooling': gen(embeddings),
     'GET /is_sleeping': other((f, _r, res) => sendJson(res, 200, { is_sleeping: false }, f)),
   }),
+  // A generic chat-completions server (type auto, or a type no profile names).
+  auto: () => ({ 'GET /': health(() => 'OK'), ...common('') }),
   multigateway: () => ({
     'GET /health': health((f) => ({ status: 'healthy', models: f.models.length, providers: ['fake'] })),
     'GET /health/readiness': other((f, _r, res) => sendJson(res, 200, { status: 'ready' }, f)),

@@ -139,6 +139,16 @@ export function embeddings(fake: FakeBackend, rec: Recorded, res: ServerResponse
   }, fake);
 }
 
+/** GET /v1/models/{id}: one entry of the common list, or OpenAI's 404 for a model not served. */
+export function modelObject(fake: FakeBackend, rec: Recorded, res: ServerResponse, prefix: string): void {
+  const id = decodeURIComponent(rec.url.split('?')[0].slice(prefix.length));
+  if (!fake.models.some((m) => m.name === id)) {
+    sendJson(res, 404, { error: { message: `The model '${id}' does not exist`, type: 'invalid_request_error', param: 'model', code: 'model_not_found' } }, fake);
+    return;
+  }
+  sendJson(res, 200, { id, object: 'model', created: CREATED, owned_by: fake.family }, fake);
+}
+
 export type ListFormat = 'common' | 'hosted' | 'multigateway' | 'pagedengine' | 'radixengine' | 'mlxmulti' | 'cppengine' | 'deskrunner' | 'deskrunner-legacy' | 'localrunner' | 'npuengine' | 'mlxmulti-status';
 
 /** Each family's model list, with the context window where and how that engine reports it. */

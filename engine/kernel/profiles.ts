@@ -22,7 +22,7 @@ export interface Profile {
     forward_all: boolean;
     unsupported_paths: string[];
     replay_safe_paths: string[];
-    intercepts: { path: string; format: 'common' | 'npuengine' | 'localrunner' | 'deskrunner' | 'pagedengine' }[];
+    intercepts: Intercept[];
     model_discovery_path?: string;
     /** Per-model details (Ollama's /api/show): context windows the list lacks. */
     model_info_path?: string;
@@ -45,11 +45,23 @@ export interface Profile {
   };
   models: {
     name_format?: string;
+    /** Names may carry a provider prefix (provider/model): matched in full, then without it. */
+    provider_prefixed: boolean;
     capability_patterns: { vision?: string[]; embeddings?: string[]; code?: string[] };
     context_patterns: { pattern: string; context: number }[];
   };
   /** The file it was loaded from. */
   source: string;
+}
+
+/** A model-listing route the gateway answers itself (api.intercepts). */
+export interface Intercept {
+  path: string;
+  format: 'common' | 'npuengine' | 'localrunner' | 'deskrunner' | 'deskrunner-legacy' | 'pagedengine';
+  context_field?: string;
+  fields: string[];
+  /** Ask every routable endpoint and concatenate this array of their replies (api/ps). */
+  merge?: string;
 }
 
 export interface ProfileSet {

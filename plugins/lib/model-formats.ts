@@ -5,7 +5,7 @@ import type { CatalogueModel } from '../../engine/backends/catalogue.js';
 import type { DiscoveredModel } from '../../engine/backends/model-lists.js';
 
 export const LIST_FORMATS = ['unified', 'catalogue', 'common', 'localrunner', 'deskrunner', 'pagedengine'] as const;
-export type ListFormat = (typeof LIST_FORMATS)[number] | 'npuengine';
+export type ListFormat = (typeof LIST_FORMATS)[number] | 'npuengine' | 'deskrunner-legacy';
 
 const first = (m: CatalogueModel): DiscoveredModel => m.servedAs.get(m.endpoints[0])!;
 
@@ -90,11 +90,41 @@ export function catalogueRecord(m: CatalogueModel) {
   };
 }
 
+/** Per-model fields a caller adds to every item (an intercept's context_field and fields). */
+export type ItemExtras = (m: CatalogueModel) => Record<string, unknown>;
+const none: ItemExtras = () => ({});
+
 function commonItem(m: CatalogueModel) {
   return { id: m.id, object: 'model', created: created(m), owned_by: ownedBy(m) };
 }
 
-export function renderList(format: ListFormat, models: readonly CatalogueModel[]): unknown {
+function deskrunnerItem(m: CatalogueModel) {
+  return {
+    id: m.id, object: 'model', owned_by: ownedBy(m), permission: [],
+    // One engine: chat_completions for models that chat, completions for the others (embedding
+    // models); the tokenizer when the backend named one, else null.
+    engines: { [m.embedding ? 'completions' : 'chat_completions']: { context_length: m.contextWindow, max_tokens: m.maxTokens, tokenizer: tokenizerOf(m) } },
+  };
+}
+
+/** The native runner lists every tag, even tags of the same weights: one entry per name. */
+function localrunnerItems(m: CatalogueModel) {
+  return m.names.map((name) => {
+    const ep = m.endpoints.find((e) => m.servedAs.get(e)!.name === name) ?? m.endpoints[0];
+    const d = m.servedAs.get(ep)!;
+    const det = d.details as Record<string, unknown>;
+    return {
+      name, model: name, modified_at: d.modified ?? new Date(created(m) * 1000).toISOString(), size: d.size ?? 0,
+      digest: (m.digest ?? '').replace(/^sha256:/, ''),
+      details: {
+        parent_model: det.parent_model ?? '', format: det.format ?? '', family: det.family ?? '', families: det.families ?? null,
+        parameter_size: det.parameter_size ?? '', quantization_level: det.quantization_level ?? det.quantization ?? '',
+      },
+    };
+  });
+}
+
+export function renderList(format: ListFormat, models: readonly CatalogueModel[], extras: ItemExtras = none): unknown {
   switch (format) {
     case 'unified': {
       const providers: Record<string, number> = {};
@@ -104,40 +134,28 @@ export function renderList(format: ListFormat, models: readonly CatalogueModel[]
     case 'catalogue':
       return { models: models.map(catalogueRecord) };
     case 'common':
-      return { object: 'list', data: models.map(commonItem) };
+      return { object: 'list', data: models.map((m) => ({ ...commonItem(m), ...extras(m) })) };
     case 'pagedengine':
-      return { object: 'list', data: models.map((m) => ({ ...commonItem(m), max_model_len: m.contextWindow })) };
+      return { object: 'list', data: models.map((m) => ({ ...commonItem(m), max_model_len: m.contextWindow, ...extras(m) })) };
     case 'npuengine':
       return {
         object: 'list',
         data: models.map((m) => {
           const det = first(m).details as Record<string, unknown>;
-          return { ...commonItem(m), checkpoint: det.checkpoint ?? m.id, recipe: det.recipe ?? null };
+          return { ...commonItem(m), checkpoint: det.checkpoint ?? m.id, recipe: det.recipe ?? null, ...extras(m) };
         }),
       };
     case 'localrunner':
-      return {
-        models: models.map((m) => {
-          const d = first(m);
-          const det = d.details as Record<string, unknown>;
-          return {
-            name: m.id, model: m.id, modified_at: d.modified ?? new Date(created(m) * 1000).toISOString(), size: d.size ?? 0,
-            digest: (m.digest ?? '').replace(/^sha256:/, ''),
-            details: {
-              parent_model: det.parent_model ?? '', format: det.format ?? '', family: det.family ?? '', families: det.families ?? null,
-              parameter_size: det.parameter_size ?? '', quantization_level: det.quantization_level ?? det.quantization ?? '',
-            },
-          };
-        }),
-      };
+      return { models: models.flatMap((m) => localrunnerItems(m).map((item) => ({ ...item, ...extras(m) }))) };
     case 'deskrunner':
-      // The legacy desktop list: one engine, chat_completions for models that chat, completions
-      // for the others (embedding models); the tokenizer when the backend named one, else null.
-      return {
-        data: models.map((m) => ({
-          id: m.id, object: 'model', owned_by: ownedBy(m), permission: [],
-          engines: { [m.embedding ? 'completions' : 'chat_completions']: { context_length: m.contextWindow, max_tokens: m.maxTokens, tokenizer: tokenizerOf(m) } },
-        })),
-      };
+      return { data: models.map((m) => ({ ...deskrunnerItem(m), ...extras(m) })) };
+    case 'deskrunner-legacy':
+      return { models: models.map((m) => ({ ...deskrunnerItem(m), ...extras(m) })) };
   }
+}
+
+/** One model as the list format renders it (the first item of its list). */
+export function renderItem(format: Exclude<ListFormat, 'unified'>, m: CatalogueModel, extras: ItemExtras = none): unknown {
+  const list = renderList(format, [m], extras) as { data?: unknown[]; models?: unknown[] };
+  return (list.data ?? list.models)![0];
 }

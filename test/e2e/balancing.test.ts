@@ -17,7 +17,7 @@ beforeEach(() => [a, b, c].forEach((f) => f.reset()));
 async function served(gw: Started, n: number): Promise<string[]> {
   const out: string[] = [];
   for (let i = 0; i < n; i++) {
-    const res = await request(`${gw.url}/gw/pagedengine/v1/models`);
+    const res = await request(`${gw.url}/gw/pagedengine/metrics`);
     await res.body.dump();
     out.push(String(res.headers['x-gw-endpoint']));
   }
@@ -68,7 +68,7 @@ describe.each(['least-connections', 'least_conn'])('%s', (lb) => {
       a.behaviour.holdUntil = new Promise<void>((r) => (release = r));
       const slow = request(`${gw.url}/gw/pagedengine/v1/chat/completions`, { method: 'POST', body: '{"model":"test-model"}' });
       await waitFor(() => a.traffic.length === 1, 'the slow request to reach a');
-      const quick = await request(`${gw.url}/gw/pagedengine/v1/models`);
+      const quick = await request(`${gw.url}/gw/pagedengine/metrics`);
       await quick.body.dump();
       expect(quick.headers['x-gw-endpoint']).toBe('b');
       release();

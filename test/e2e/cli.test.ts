@@ -80,12 +80,14 @@ describe('gw validate', () => {
     expect(r.out).toContain(`FAIL config ${file}: server.prot: unknown key "prot" — fix: did you mean "port"? rename it to server.port`);
   });
 
-  it('fails an unknown family through --validate-config', async () => {
+  it('warns about an unknown family through --validate-config, taking it as auto', async () => {
     const file = configFile('discovery:\n  static:\n    endpoints:\n      - { name: x, type: localruner, url: "http://127.0.0.1:1" }\n');
     const r = await run(['--validate-config', '--config', file]);
-    expect(r.code).toBe(1);
-    expect(r.out).toContain('FAIL endpoints in');
-    expect(r.out).toContain('discovery.static.endpoints[0].type: unknown backend family "localruner" for endpoint "x" — fix: did you mean "localrunner"?');
+    expect(r.code).toBe(0);
+    expect(r.out).toContain('WARN endpoints in');
+    expect(r.out).toContain('discovery.static.endpoints[0].type: unknown backend family "localruner" for endpoint "x"; treated as auto');
+    expect(r.out).toContain('— fix: did you mean "localrunner"?');
+    expect(r.out).toMatch(/^PASS endpoints in .*: 1 endpoint \(x: auto\)$/m);
   });
 
   it('warns about an unknown key but passes', async () => {
@@ -146,7 +148,7 @@ describe('gw demo', () => {
     const [, port] = await waitForLine(child, /behind http:\/\/localhost:(\d+)/);
     const health = (await (await request(`http://localhost:${port}/internal/health`)).body.json()) as any;
     expect(health.status).toBe('healthy');
-    expect(health.endpoints).toHaveLength(12);
+    expect(health.endpoints).toHaveLength(13); // one per family, auto included
     const res = await request(`http://localhost:${port}/gw/turboengine/generate`, { method: 'POST', body: '{"inputs":"hi"}' });
     expect(((await res.body.json()) as any).generated_text).toContain('turboengine');
     const exited = new Promise((r) => child.on('exit', r));

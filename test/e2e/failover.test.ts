@@ -54,7 +54,7 @@ describe('failover', () => {
   it('fails over when the connection is reset before any response byte', async () => {
     gw = await start();
     primary.behaviour.resetBeforeResponse = true;
-    const res = await request(`${gw.url}/gw/localrunner/api/tags`);
+    const res = await request(`${gw.url}/gw/localrunner/api/version`);
     await res.body.dump();
     expect(res.statusCode).toBe(200);
     expect(res.headers['x-gw-endpoint']).toBe('secondary');
@@ -100,12 +100,12 @@ describe('failover', () => {
       discovery: { static: { endpoints: [endpoint('primary', 'localrunner', primary.url, { check_interval: '100ms' })] } },
     });
     await primary.stop();
-    const down = await request(`${gw.url}/gw/localrunner/api/tags`);
+    const down = await request(`${gw.url}/gw/localrunner/api/version`);
     await down.body.dump();
     expect(down.statusCode).toBe(503);
     await primary.start();
     await waitFor(async () => {
-      const res = await request(`${gw!.url}/gw/localrunner/api/tags`);
+      const res = await request(`${gw!.url}/gw/localrunner/api/version`);
       await res.body.dump();
       return res.statusCode === 200;
     }, 'the restarted endpoint to be routed to again');

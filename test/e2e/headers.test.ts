@@ -67,20 +67,20 @@ describe('response headers', () => {
   });
 
   it('honours a caller X-Request-ID and sends the same id to the backend', async () => {
-    const res = await request(`${gw.url}/gw/localrunner/api/tags`, { headers: { 'x-request-id': 'trace-abc.123' } });
+    const res = await request(`${gw.url}/gw/localrunner/api/version`, { headers: { 'x-request-id': 'trace-abc.123' } });
     await res.body.dump();
     expect(res.headers['x-gw-request-id']).toBe('trace-abc.123');
     expect(local.traffic[0].headers['x-gw-request-id']).toBe('trace-abc.123');
   });
 
   it('replaces an unsafe caller id with a generated one', async () => {
-    const res = await request(`${gw.url}/gw/localrunner/api/tags`, { headers: { 'x-request-id': 'bad id with spaces' } });
+    const res = await request(`${gw.url}/gw/localrunner/api/version`, { headers: { 'x-request-id': 'bad id with spaces' } });
     await res.body.dump();
     expect(res.headers['x-gw-request-id']).toMatch(/^req-/);
   });
 
   it('has no X-Gw-Model when the body names no model', async () => {
-    const res = await request(`${gw.url}/gw/localrunner/api/tags`);
+    const res = await request(`${gw.url}/gw/localrunner/api/version`);
     await res.body.dump();
     expect(res.headers['x-gw-model']).toBeUndefined();
   });
@@ -128,8 +128,8 @@ describe('request headers toward the backend', () => {
   });
 
   it('sends X-Forwarded-Host and -Proto to deskrunner too, but not to other families', async () => {
-    await (await request(`${gw.url}/gw/desk-runner/v1/models`)).body.dump();
-    await (await request(`${gw.url}/gw/pagedengine/v1/models`)).body.dump();
+    await (await request(`${gw.url}/gw/desk-runner/api/v1/models/download/status`)).body.dump();
+    await (await request(`${gw.url}/gw/pagedengine/metrics`)).body.dump();
     expect(desk.traffic.at(-1)!.headers['x-forwarded-host']).toBeDefined();
     expect(paged.traffic.at(-1)!.headers['x-forwarded-host']).toBeUndefined();
     expect(paged.traffic.at(-1)!.headers['x-forwarded-proto']).toBeUndefined();
@@ -137,23 +137,23 @@ describe('request headers toward the backend', () => {
   });
 
   it('sends basic auth from a password file, replacing the client Authorization', async () => {
-    await (await request(`${gw.url}/gw/pagedengine/v1/models`, { headers: { authorization: 'Bearer client' } })).body.dump();
+    await (await request(`${gw.url}/gw/pagedengine/metrics`, { headers: { authorization: 'Bearer client' } })).body.dump();
     expect(paged.traffic.at(-1)!.headers.authorization).toBe(`Basic ${Buffer.from('svc:s3cret-from-file').toString('base64')}`);
   });
 
   it('sends bearer auth from a token file', async () => {
-    await (await request(`${gw.url}/gw/mlxsingle/v1/models`)).body.dump();
+    await (await request(`${gw.url}/gw/mlxsingle/health`)).body.dump();
     expect(hostedB.traffic.at(-1)!.headers.authorization).toBe('Bearer tok-from-file');
   });
 
   it('forwards the caller Authorization to the hosted family', async () => {
-    await (await request(`${gw.url}/gw/hosted/v1/models`, { headers: { authorization: 'Bearer sk-user' } })).body.dump();
+    await (await request(`${gw.url}/gw/hosted/v1/responses/resp_1`, { headers: { authorization: 'Bearer sk-user' } })).body.dump();
     expect(hostedA.traffic.at(-1)!.headers.authorization).toBe('Bearer sk-user');
   });
 
   it('keeps the endpoint base path in front of the forwarded path', async () => {
-    await (await request(`${gw.url}/gw/cppengine/v1/models?x=1`)).body.dump();
-    expect(based.traffic.at(-1)!.url).toBe('/base/v2/v1/models?x=1');
+    await (await request(`${gw.url}/gw/cppengine/props?x=1`)).body.dump();
+    expect(based.traffic.at(-1)!.url).toBe('/base/v2/props?x=1');
   });
 
   it('adds Content-Type: application/json to a POST that has none', async () => {

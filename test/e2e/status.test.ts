@@ -45,7 +45,7 @@ describe('/internal/status', () => {
 
   it('counts traffic, failures and latency percentiles', async () => {
     await twoFamilies();
-    for (let i = 0; i < 3; i++) await (await request(`${gw!.url}/gw/pagedengine/v1/models`)).body.dump();
+    for (let i = 0; i < 3; i++) await (await request(`${gw!.url}/gw/pagedengine/metrics`)).body.dump();
     fakes[0].behaviour.status = 500;
     await (await request(`${gw!.url}/gw/pagedengine/v1/chat/completions`, { method: 'POST', body: '{}' })).body.dump();
     const { json } = await get('/internal/status');
@@ -141,7 +141,7 @@ describe('ETags', () => {
   it('changes when something stable changes', async () => {
     await twoFamilies();
     const before = (await get('/internal/status/endpoints')).headers.etag;
-    await (await request(`${gw!.url}/gw/pagedengine/v1/models`)).body.dump();
+    await (await request(`${gw!.url}/gw/pagedengine/metrics`)).body.dump();
     expect((await get('/internal/status/endpoints')).headers.etag).not.toBe(before);
   });
 });
@@ -213,14 +213,14 @@ describe('secrets', () => {
       },
     });
     // Traffic of every kind: success, backend error, connection failure.
-    await (await request(`${gw.url}/gw/hosted/v1/models?api_key=QUERY-SECRET-KEY`)).body.dump();
+    await (await request(`${gw.url}/gw/hosted/v1/responses/resp_1?api_key=QUERY-SECRET-KEY`)).body.dump();
     fakes[1].behaviour.status = 500;
     await (await request(`${gw.url}/gw/pagedengine/v1/chat/completions`, { method: 'POST', body: '{}' })).body.dump();
     // The backend did get the credentials it needs.
     const proxied = fakes[0].received.find((r) => r.headers['x-gw-request-id'])!;
     expect(proxied.headers['x-api-key']).toBe('HEADER-SECRET-VALUE');
     expect(proxied.headers.authorization).toBe('Bearer FILE-SECRET-TOKEN');
-    expect(proxied.url).toBe('/v1/models?api_key=QUERY-SECRET-KEY&api_key=QUERY-SECRET-KEY');
+    expect(proxied.url).toBe('/v1/responses/resp_1?api_key=QUERY-SECRET-KEY&api_key=QUERY-SECRET-KEY');
     const bodies = await Promise.all(['/internal/health', '/internal/status', '/internal/status/endpoints', '/internal/process', '/version'].map(async (p) => (await get(p)).text));
     const everything = [...bodies, ...gw.logs.map((l) => JSON.stringify(l))].join('\n');
     for (const s of secrets) expect(everything).not.toContain(s);

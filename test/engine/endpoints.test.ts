@@ -47,10 +47,14 @@ describe('endpoint records', () => {
     expect(problems[0].fix).toContain('type: bearer');
   });
 
-  it('names an unknown family with a suggestion and the known list', () => {
-    const { problems } = plan([{ name: 'x', type: 'pagedengin', url: 'http://h' }]);
-    expect(problems[0]).toMatchObject({ field: 'discovery.static.endpoints[0].type', message: 'unknown backend family "pagedengin" for endpoint "x"' });
-    expect(problems[0].fix).toMatch(/^did you mean "pagedengine"\? known families: .*localrunner/);
+  it('takes an unknown family as auto with a warning that names a suggestion and the known list', () => {
+    const { plans, problems } = plan([{ name: 'x', type: 'pagedengin', url: 'http://h' }, { name: 'y', type: 'auto', url: 'http://g' }]);
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatchObject({ level: 'warn', field: 'discovery.static.endpoints[0].type' });
+    expect(problems[0].message).toMatch(/^unknown backend family "pagedengin" for endpoint "x"; treated as auto/);
+    expect(problems[0].fix).toMatch(/^did you mean "pagedengine"\? write type: auto to keep it so; known families: .*localrunner/);
+    // auto (named or assumed) is a generic OpenAI-compatible backend: health /, models /v1/models.
+    expect(plans.map((p) => [p.profile.name, p.healthUrl, p.modelUrl])).toEqual([['auto', 'http://h/', 'http://h/v1/models'], ['auto', 'http://g/', 'http://g/v1/models']]);
   });
 
   it('refuses duplicate names and unreadable secret files', () => {

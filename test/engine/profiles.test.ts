@@ -10,10 +10,10 @@ import { startGateway } from '../helpers/gateway.js';
 const builtins = loadProfiles('/nonexistent');
 
 describe('built-in profiles', () => {
-  it('has the 12 families with their prefixes', () => {
+  it('has the 12 families with their prefixes, and auto', () => {
     const prefixes = Object.fromEntries(builtins.list.map((p) => [p.name, p.routing.prefixes]));
     expect(prefixes).toEqual({
-      containerrunner: ['containerrunner'], cppengine: ['cppengine'], deskrunner: ['deskrunner', 'desk-runner', 'desk_runner'],
+      auto: ['auto'], containerrunner: ['containerrunner'], cppengine: ['cppengine'], deskrunner: ['deskrunner', 'desk-runner', 'desk_runner'],
       'hosted-compatible': ['hosted', 'hosted-compatible'], localrunner: ['localrunner'], mlxmulti: ['mlxmulti'], mlxsingle: ['mlxsingle'],
       multigateway: ['multigateway'], npuengine: ['npuengine'], pagedengine: ['pagedengine'], radixengine: ['radixengine'], turboengine: ['turboengine'],
     });
@@ -25,7 +25,7 @@ describe('built-in profiles', () => {
       localrunner: ['/', '/api/tags'], cppengine: ['/health', '/v1/models'], deskrunner: ['/v1/models', '/api/v0/models'],
       pagedengine: ['/health', '/v1/models'], radixengine: ['/health', '/v1/models'], 'hosted-compatible': ['/v1/models', '/v1/models'],
       npuengine: ['/api/v1/health', '/api/v1/models'], mlxmulti: ['/health', '/v1/models'], mlxsingle: ['/health', '/v1/models'],
-      turboengine: ['/health', '/v1/models'], containerrunner: ['/engines/v1/models', '/engines/v1/models'],
+      turboengine: ['/health', '/v1/models'], containerrunner: ['/engines/v1/models', '/engines/v1/models'], auto: ['/', '/v1/models'],
     };
     for (const [name, [health, models]] of Object.entries(table)) {
       expect([name, builtins.byName.get(name)!.api.health_check_path, builtins.byName.get(name)!.api.model_discovery_path]).toEqual([name, health, models]);

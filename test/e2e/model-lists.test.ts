@@ -132,7 +132,7 @@ describe('the messages API: GET /gw/msgapi/v1/models/{id}', () => {
     for (const id of ['no-such-model', 'nomic-embed-text']) {
       const { status, json } = await get(`/gw/msgapi/v1/models/${id}`);
       expect(status).toBe(404);
-      expect(json).toMatchObject({ type: 'error', error: { type: 'not_found', code: 'MODEL_NOT_FOUND' } });
+      expect(json).toMatchObject({ type: 'error', error: { type: 'not_found_error', code: 'MODEL_NOT_FOUND' } });
     }
     await expect(client().models.retrieve('no-such-model')).rejects.toBeInstanceOf(Anthropic.NotFoundError);
   });

@@ -82,7 +82,7 @@ describe('custom profiles', () => {
     const { profiles, files } = checkProfiles(dir);
     const p = profiles!.byName.get('localrunner')!;
     expect(p.routing.prefixes).toEqual(['ollama']);
-    expect(p.models).toEqual({ capability_patterns: {}, context_patterns: [] });
+    expect(p.models).toEqual({ capability_patterns: {}, context_patterns: [], provider_prefixed: false });
     const mine = files.find((f) => f.file.endsWith('mine.yaml'))!;
     expect(mine.problems.map((x) => `${x.level} ${x.field}`).sort()).toEqual(['warn models.capability_patterns.vision', 'warn models.context_patterns[0].context']);
     expect(mine.problems[0].message).toContain('the model patterns of this profile are ignored');

@@ -23,8 +23,9 @@ export function compilePattern(source: string): PathPattern {
     const m = PARAM.exec(segment);
     if (!m) return segment.replace(ESCAPE, '\\$&');
     names.push(m[1]);
-    // One segment; or the rest: segments joined by single slashes, no empty one, no trailing slash.
-    return m[2] ? '([^/]+(?:/[^/]+)*)' : '([^/]+)';
+    // One segment (an encoded slash is no part of one); or the rest: segments joined by single
+    // slashes, plain or encoded (`org%2Fmodel`), no empty one, no trailing slash.
+    return m[2] ? '([^/]+(?:/[^/]+)*)' : '((?:[^/%]|%(?!2[fF]))+)';
   });
   return { source, regex: new RegExp(`^${parts.join('/')}$`), names };
 }

@@ -12,7 +12,7 @@ let paged1: FakeBackend, paged2: FakeBackend, gw: Started;
 
 beforeAll(async () => {
   paged1 = await new FakeBackend({ family: 'pagedengine', name: 'paged1', reply: 'Paged engine says hello', toolCalls: [weather], models: [{ name: 'Qwen2.5-7B', context: 32768 }, { name: 'bge-small' }] }).start();
-  paged2 = await new FakeBackend({ family: 'pagedengine', name: 'paged2', reply: 'The other one', models: [{ name: 'Llama-3.1-8B', context: 131072 }] }).start();
+  paged2 = await new FakeBackend({ family: 'pagedengine', name: 'paged2', reply: 'The other one', models: [{ name: 'Llama-3.1-8B', context: 131072 }, { name: 'Qwen/Qwen3-4B', context: 40960 }] }).start();
   gw = await startGateway({ discovery: { static: { endpoints: [endpoint('paged1', 'pagedengine', paged1.url), endpoint('paged2', 'pagedengine', paged2.url)] } } });
 });
 afterAll(() => closeAll(gw, [paged1, paged2]));
@@ -96,7 +96,7 @@ describe('models', () => {
   it('lists the models of both endpoints on every call', async () => {
     for (let i = 0; i < 3; i++) {
       const page = await client().models.list();
-      expect(page.data.map((m) => m.id)).toEqual(['Qwen2.5-7B', 'bge-small', 'Llama-3.1-8B']);
+      expect(page.data.map((m) => m.id)).toEqual(['Qwen2.5-7B', 'bge-small', 'Llama-3.1-8B', 'Qwen/Qwen3-4B']);
     }
   });
 
@@ -104,5 +104,10 @@ describe('models', () => {
     const model = await client().models.retrieve('Llama-3.1-8B');
     expect(model).toMatchObject({ id: 'Llama-3.1-8B', object: 'model', owned_by: 'pagedengine', max_model_len: 131072 });
     await expect(client().models.retrieve('gpt-9')).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+  });
+
+  it('retrieves a model whose id has a slash (the package sends it as %2F)', async () => {
+    expect(await client().models.retrieve('Qwen/Qwen3-4B')).toMatchObject({ id: 'Qwen/Qwen3-4B', max_model_len: 40960 });
+    await expect(client().models.retrieve('Qwen/../../etc')).rejects.toBeInstanceOf(OpenAI.BadRequestError);
   });
 });

@@ -127,6 +127,8 @@ describe('paths that climb out', () => {
     '/gw/npuengine/api%2fv1/health',
     '/gw/npuengine/api%5Cv1/health',
     '/gw/models/..%2f..%2fetc',
+    '/gw/pagedengine/v1/models/org%2F..%2Fadmin',
+    '/gw/npuengine/api%2fv1/models/x',
     '/internal/../gw/proxy/x',
   ];
 

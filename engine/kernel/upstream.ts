@@ -7,8 +7,12 @@
 // - reset, closed or no reply head in time after the request went out: the next endpoint on a
 //   replay-safe route; 502 or 504 otherwise — a request that is not replay-safe never runs twice.
 // Each endpoint is tried once, within max_retries; once a byte was relayed nothing is retried.
+// An endpoint with a concurrency limit (Endpoint.queue) admits the attempt first: a free slot at
+// once, else a wait in its FIFO queue; a full queue sends the request on to the next candidate.
+// The slot is given back exactly once, when the attempt is over.
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../backends/endpoints.js';
+import type { EndpointQueue, Turn } from '../backends/queue.js';
 import { BreakerOpen, ClientGone, connectionFailure, errorCode, StepFailed, unsendable } from '../backends/failures.js';
 import { brokenReason, endAndClose, endBroken } from './broken-stream.js';
 import type { Context, UpstreamRequest } from './context.js';
@@ -191,6 +195,25 @@ function attempt(ctx: Context, ep: Endpoint, policy: SendPolicy, replaySafe: boo
   });
 }
 
+/** Wait in the endpoint's queue for a slot; a client that goes away leaves the queue at once. */
+function waitTurn(ctx: Context, queue: EndpointQueue): Promise<Turn> {
+  if (ctx.res.destroyed) return Promise.resolve('gone');
+  return new Promise((resolve) => {
+    const gone = () => queue.leave(waiter);
+    const waiter = queue.wait((turn) => {
+      ctx.res.off('close', gone);
+      resolve(turn);
+    });
+    ctx.res.once('close', gone);
+  });
+}
+
+/** The queue-full answer: the soonest any full endpoint expects room. */
+function queueFull(ctx: Context, full: EndpointQueue[], names: string[]): never {
+  const retryAfter = Math.min(...full.map((q) => q.retryAfterSeconds()));
+  throw gwError('QUEUE_FULL', { provider: ctx.family ?? ctx.route.pipeline, endpoints: names.join(', '), retryAfter }, ['retry-after', String(retryAfter)]);
+}
+
 /** Send the request to ctx.candidates in order (see the top of this file); resolves once a reply
  *  was relayed, or throws the error the client should get. */
 export async function sendUpstream(ctx: Context, policy: SendPolicy): Promise<true> {
@@ -198,14 +221,44 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy): Promise<tr
   let skipped = 0;
   let failed = 0;
   let last: string | undefined;
+  let full: EndpointQueue[] | null = null;
+  const fullNames: string[] = [];
   for (const ep of ctx.candidates) {
     if (ctx.attempts > policy.maxRetries) break;
     // Removed by a reload since the candidates were chosen: it takes no new requests.
     if (ep.retired) continue;
+    const queue = ep.queue;
+    let admittedAt = 0;
+    if (queue) {
+      if (!queue.tryEnter()) {
+        if (queue.full) {
+          queue.reject();
+          (full ??= []).push(queue);
+          fullNames.push(ep.name);
+          continue;
+        }
+        const turn = await waitTurn(ctx, queue);
+        if (turn === 'gone') {
+          ctx.error = new ClientGone();
+          return true;
+        }
+        if (turn === 'retired') continue;
+        if (turn === 'timeout') {
+          const retryAfter = queue.retryAfterSeconds();
+          throw gwError('QUEUE_TIMEOUT', { endpoint: ep.name, limit: queue.maxConcurrent, timeout: formatDuration(queue.timeoutMs), retryAfter }, ['retry-after', String(retryAfter)]);
+        }
+      }
+      admittedAt = performance.now();
+    }
     const safe = policy.replaySafe(ctx, ep);
     ctx.endpoint = ep;
     ctx.attempts++;
-    const outcome = await attempt(ctx, ep, policy, safe);
+    let outcome: Outcome;
+    try {
+      outcome = await attempt(ctx, ep, policy, safe);
+    } finally {
+      queue?.release(admittedAt);
+    }
     if (outcome.relayed) {
       if (ctx.responseStarted && ctx.error && !(ctx.error instanceof ClientGone)) log.warn({ req: ctx.id, endpoint: ep.name, err: ctx.error }, 'the reply broke off after it had started');
       return true;
@@ -236,9 +289,11 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy): Promise<tr
     log.warn({ req: ctx.id, endpoint: ep.name, failure }, 'attempt failed; trying the next endpoint');
   }
   const provider = ctx.family ?? ctx.route.pipeline;
+  // Busy, not broken: the client should come back shortly.
+  if (full && failed === 0) queueFull(ctx, full, fullNames);
   if (failed === 0 && skipped > 0) throw gwError('CIRCUIT_BREAKER', { provider, skipped });
   throw gwError('ENDPOINT_UNAVAILABLE', {
     provider,
-    reason: `${failed} endpoint${failed === 1 ? '' : 's'} failed${last ? ` (last: ${last})` : ''}, ${skipped} skipped for an open circuit breaker`,
+    reason: `${failed} endpoint${failed === 1 ? '' : 's'} failed${last ? ` (last: ${last})` : ''}, ${skipped} skipped for an open circuit breaker${full ? `, ${full.length} with a full queue` : ''}`,
   });
 }

@@ -313,7 +313,13 @@ export function planEndpoints(config: GatewayConfig, profiles: ProfileSet, sourc
     }
     names.add(ep.name);
     try {
-      plans.push(planEndpoint(ep, i, profiles, source));
+      const plan = planEndpoint(ep, i, profiles, source);
+      plans.push(plan);
+      if (!plan.concurrency) {
+        for (const field of ['max_queued_requests', 'queue_timeout'] as const) {
+          if (ep[field] !== undefined) problems.push({ level: 'warn', field: `discovery.static.endpoints[${i}].${field}`, message: `has no effect: endpoint "${ep.name}" has no concurrency limit (no max_concurrent_requests here or in the ${plan.profile.name} profile)`, fix: 'set max_concurrent_requests on the endpoint, or remove this key' });
+        }
+      }
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       problems.push({ level: 'fail', field: err.field, message: err.problem, fix: err.fix });

@@ -37,10 +37,8 @@ export async function loadInputs(o: BuildOptions): Promise<Inputs> {
   const { config, source, problems } = loadConfig(o.configFile, o.env);
   const profiles = loadProfiles(config.proxy.profiles_dir);
   const { plans, problems: planProblems } = planEndpoints(config, profiles, source);
-  if (planProblems.length) {
-    const p = planProblems[0];
-    throw new ConfigError(source, p.field, p.message, p.fix);
-  }
+  const planFail = planProblems.find((p) => p.level === 'fail');
+  if (planFail) throw new ConfigError(source, planFail.field, planFail.message, planFail.fix);
   const registry = new PluginRegistry(o.plugins);
   const loaded = await registry.loadThirdParty(config.plugins, process.cwd());
   loaded.forEach((r, i) => {
@@ -51,7 +49,7 @@ export async function loadInputs(o: BuildOptions): Promise<Inputs> {
     const fail = f.problems.find((p) => p.level === 'fail');
     if (fail) throw new ConfigError(f.file, fail.field, fail.message, fail.fix);
   }
-  return { config, source, warnings: problems, profiles, plans, registry, pipelines };
+  return { config, source, warnings: [...problems, ...planProblems], profiles, plans, registry, pipelines };
 }
 
 /** Compile the graph against a runtime; throws a ConfigError for the first failing pipeline. */

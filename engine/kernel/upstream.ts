@@ -12,8 +12,8 @@
 // The slot is given back exactly once, when the attempt is over.
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../backends/endpoints.js';
-import type { EndpointQueue, Turn } from '../backends/queue.js';
 import { BreakerOpen, ClientGone, connectionFailure, errorCode, StepFailed, unsendable } from '../backends/failures.js';
+import { queueFull, waitForSlot } from './admission.js';
 import { brokenReason, endAndClose, endBroken } from './broken-stream.js';
 import type { Context, UpstreamRequest } from './context.js';
 import { formatDuration } from './duration.js';
@@ -195,25 +195,6 @@ function attempt(ctx: Context, ep: Endpoint, policy: SendPolicy, replaySafe: boo
   });
 }
 
-/** Wait in the endpoint's queue for a slot; a client that goes away leaves the queue at once. */
-function waitTurn(ctx: Context, queue: EndpointQueue): Promise<Turn> {
-  if (ctx.res.destroyed) return Promise.resolve('gone');
-  return new Promise((resolve) => {
-    const gone = () => queue.leave(waiter);
-    const waiter = queue.wait((turn) => {
-      ctx.res.off('close', gone);
-      resolve(turn);
-    });
-    ctx.res.once('close', gone);
-  });
-}
-
-/** The queue-full answer: the soonest any full endpoint expects room. */
-function queueFull(ctx: Context, full: EndpointQueue[], names: string[]): never {
-  const retryAfter = Math.min(...full.map((q) => q.retryAfterSeconds()));
-  throw gwError('QUEUE_FULL', { provider: ctx.family ?? ctx.route.pipeline, endpoints: names.join(', '), retryAfter }, ['retry-after', String(retryAfter)]);
-}
-
 /** Send the request to ctx.candidates in order (see the top of this file); resolves once a reply
  *  was relayed, or throws the error the client should get. */
 export async function sendUpstream(ctx: Context, policy: SendPolicy): Promise<true> {
@@ -221,35 +202,26 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy): Promise<tr
   let skipped = 0;
   let failed = 0;
   let last: string | undefined;
-  let full: EndpointQueue[] | null = null;
-  const fullNames: string[] = [];
+  let full: Endpoint[] | null = null;
   for (const ep of ctx.candidates) {
     if (ctx.attempts > policy.maxRetries) break;
     // Removed by a reload since the candidates were chosen: it takes no new requests.
     if (ep.retired) continue;
+    // A concurrency limit: a free slot at once (no allocation), else a wait in the queue.
     const queue = ep.queue;
-    let admittedAt = 0;
-    if (queue) {
-      if (!queue.tryEnter()) {
-        if (queue.full) {
-          queue.reject();
-          (full ??= []).push(queue);
-          fullNames.push(ep.name);
-          continue;
-        }
-        const turn = await waitTurn(ctx, queue);
-        if (turn === 'gone') {
-          ctx.error = new ClientGone();
-          return true;
-        }
-        if (turn === 'retired') continue;
-        if (turn === 'timeout') {
-          const retryAfter = queue.retryAfterSeconds();
-          throw gwError('QUEUE_TIMEOUT', { endpoint: ep.name, limit: queue.maxConcurrent, timeout: formatDuration(queue.timeoutMs), retryAfter }, ['retry-after', String(retryAfter)]);
-        }
+    if (queue && !queue.tryEnter()) {
+      const turn = await waitForSlot(ctx, ep, queue);
+      if (turn === 'full') {
+        (full ??= []).push(ep);
+        continue;
       }
-      admittedAt = performance.now();
+      if (turn === 'gone') {
+        ctx.error = new ClientGone();
+        return true;
+      }
+      if (turn === 'retired') continue;
     }
+    const admittedAt = queue ? performance.now() : 0;
     const safe = policy.replaySafe(ctx, ep);
     ctx.endpoint = ep;
     ctx.attempts++;
@@ -290,7 +262,7 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy): Promise<tr
   }
   const provider = ctx.family ?? ctx.route.pipeline;
   // Busy, not broken: the client should come back shortly.
-  if (full && failed === 0) queueFull(ctx, full, fullNames);
+  if (full && failed === 0) queueFull(ctx, full);
   if (failed === 0 && skipped > 0) throw gwError('CIRCUIT_BREAKER', { provider, skipped });
   throw gwError('ENDPOINT_UNAVAILABLE', {
     provider,

@@ -52,7 +52,7 @@ export async function validate(configFile: string | null, env: NodeJS.ProcessEnv
     const planned = planEndpoints(config, profileLoad.profiles, source);
     plans = planned.plans;
     report(`endpoints in ${show(source)}`, planned.problems, `${plans.length} endpoint${plans.length === 1 ? '' : 's'} (${plans.map((p) => `${p.name}: ${p.profile.name}`).join(', ')})`);
-    endpointsOk = planned.problems.length === 0;
+    endpointsOk = !planned.problems.some((p) => p.level === 'fail');
   }
 
   const plugins = new PluginRegistry(builtins);

@@ -38,7 +38,7 @@ function sizedBody(bytes, model) {
   return JSON.stringify({ messages, temperature: 0.2, stream: false, model });
 }
 
-const endpointLines = (backendPort, type = 'pagedengine') => ['discovery:', '  static:', '    endpoints:', `      - { name: bench, type: ${type}, url: "http://127.0.0.1:${backendPort}", check_interval: 5s }`];
+const endpointLines = (backendPort, type = 'pagedengine', extra = '') => ['discovery:', '  static:', '    endpoints:', `      - { name: bench, type: ${type}, url: "http://127.0.0.1:${backendPort}", check_interval: 5s${extra} }`];
 
 // The built-in proxy pipeline with every step that reads the body removed or told not to.
 const PLAIN_PROXY = `name: proxy
@@ -150,8 +150,9 @@ ${verdict}
 }
 
 async function translationSection(backendPort) {
-  // mlxsingle has no native messages API, so every messages request is translated.
-  const gw = await startGateway(['logging: { level: info }', ...endpointLines(backendPort, 'mlxsingle')]);
+  // mlxsingle has no native messages API, so every messages request is translated. Its profile runs one
+  // request at a time; the limit is lifted here, so this measures translation, not a queue.
+  const gw = await startGateway(['logging: { level: info }', ...endpointLines(backendPort, 'mlxsingle', ', max_concurrent_requests: 0')]);
   const url = `http://127.0.0.1:${gw.port}`;
   const messages = [{ role: 'user', content: 'Say hello to the benchmark in one short sentence, please.' }];
   const rows = [];
@@ -169,7 +170,7 @@ async function translationSection(backendPort) {
   return `## 3. Messages API translation
 
 The same chat request at concurrency 16 (autocannon, ${ROUNDS} alternating rounds of ${ROUND_S} s per kind) to one gateway in front
-of the lean backend registered as \`mlxsingle\` (no native messages API, so every messages request is translated):
+of the lean backend registered as \`mlxsingle\` (no native messages API, so every messages request is translated; its one-at-a-time limit lifted with \`max_concurrent_requests: 0\`):
 **plain** — \`POST /gw/mlxsingle/v1/chat/completions\` proxied as is; **translated** — the equivalent
 \`POST /gw/msgapi/v1/messages\`, translated to chat-completions and its reply (or stream) translated back.
 "Time per request added" is the median over the rounds of the extra wall time per request at c16 (16 / req/s);

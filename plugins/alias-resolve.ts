@@ -3,6 +3,8 @@
 // the name to send; rewrite-model puts it in the body. Runs before the routing strategies; an
 // alias wins over a real model of the same name. With no endpoint for any target the request is
 // routed with the alias as an ordinary name, except in strict mode, where it is rejected.
+// Model-management routes (the profile's request.management_paths) are left alone: what they
+// name is a model to pull, create or delete, not one to route to.
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { familiesOf, resolveAlias, type AliasCache } from './lib/model-routing.js';
 
@@ -16,7 +18,9 @@ export default definePlugin<Record<string, never>>({
     if (aliases.size === 0) return;
     const families = familiesOf(env);
     const cache: AliasCache = new Map();
+    const management = new Set(env.profile?.request.management_paths);
     hooks.request.tap('alias-resolve', (ctx) => {
+      if (management.size > 0 && management.has(ctx.pathname)) return;
       const model = ctx.model;
       const targets = model ? aliases.get(model) : undefined;
       if (model && targets) resolveAlias(ctx, env, families, model, targets, cache);

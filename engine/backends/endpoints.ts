@@ -5,6 +5,7 @@ import { resolve } from 'node:path';
 import { buildConnector, Pool } from 'undici';
 import { CircuitBreaker, type BreakerSettings } from './breaker.js';
 import type { Dispatch } from './interceptors.js';
+import { EndpointQueue, type QueueSettings } from './queue.js';
 import type { EndpointConfig, GatewayConfig } from '../kernel/config.js';
 import { parseDuration } from '../kernel/duration.js';
 import { ConfigError } from '../kernel/errors.js';
@@ -31,6 +32,8 @@ export interface EndpointPlan {
   checkTimeoutMs: number;
   /** Configured headers and the auth header, flat; values are secrets and never printed. */
   headers: string[];
+  /** The concurrency limit and its queue (backends/queue.ts); null: no limit. */
+  concurrency: QueueSettings | null;
 }
 
 export interface EndpointTimeouts {
@@ -91,6 +94,8 @@ export class Endpoint {
   dispatch!: Dispatch;
   /** Out of the configuration: takes no new requests; its pool closes once in-flight ones end. */
   retired = false;
+  /** Its concurrency limit and queue; null when it has no limit (nothing to do on its path). */
+  queue: EndpointQueue | null = null;
   state: HealthState = 'unknown';
   /** Proxied requests in flight (least-connections balancing). */
   active = 0;
@@ -130,6 +135,7 @@ export class Endpoint {
     this.headers = plan.headers;
     this.headerNames = new Set(plan.headers.filter((_, i) => i % 2 === 0));
     this.replaySafePaths = new Set(plan.profile.api.replay_safe_paths);
+    this.applyConcurrency(plan.concurrency);
     const old = this.timeouts;
     if (old && old.connectMs === timeouts.connectMs && old.responseMs === timeouts.responseMs && old.idleMs === timeouts.idleMs) return undefined;
     this.timeouts = timeouts;
@@ -137,6 +143,24 @@ export class Endpoint {
     const replaced = this.pool;
     this.pool = new Pool(this.origin, this.dispatcherOptions());
     return replaced;
+  }
+
+  /** A kept endpoint keeps its queue (waiters and counters) under new limits; a limit removed
+   *  lets every waiter through at once, and in-flight attempts give their slots back to it. */
+  private applyConcurrency(settings: QueueSettings | null): void {
+    if (settings) {
+      if (this.queue) this.queue.configure(settings);
+      else this.queue = new EndpointQueue(settings);
+    } else if (this.queue) {
+      this.queue.lift();
+      this.queue = null;
+    }
+  }
+
+  /** Out of the configuration: no new requests; waiters move on to their next candidate. */
+  retire(): void {
+    this.retired = true;
+    this.queue?.retire();
   }
 
   /** May this request be sent again after a connection-level failure? Safe methods always;
@@ -255,6 +279,7 @@ export function planEndpoint(ep: EndpointConfig, index: number, profiles: Profil
   if (auth) headers.push('authorization', auth);
   const duration = (field: 'check_interval' | 'check_timeout') => parseDuration(ep[field]);
   return {
+    concurrency: concurrencyOf(ep, profile),
     index,
     name: ep.name,
     profile,
@@ -266,6 +291,18 @@ export function planEndpoint(ep: EndpointConfig, index: number, profiles: Profil
     checkIntervalMs: duration('check_interval'),
     checkTimeoutMs: duration('check_timeout'),
     headers,
+  };
+}
+
+/** The endpoint's own limits win over its profile's characteristics; no limit (or 0): no queue. */
+function concurrencyOf(ep: EndpointConfig, profile: Profile): QueueSettings | null {
+  const c = profile.characteristics;
+  const maxConcurrent = ep.max_concurrent_requests ?? c.max_concurrent_requests ?? 0;
+  if (maxConcurrent === 0) return null;
+  return {
+    maxConcurrent,
+    maxQueued: ep.max_queued_requests ?? c.max_queued_requests,
+    timeoutMs: parseDuration(ep.queue_timeout ?? c.queue_timeout),
   };
 }
 
@@ -281,7 +318,13 @@ export function planEndpoints(config: GatewayConfig, profiles: ProfileSet, sourc
     }
     names.add(ep.name);
     try {
-      plans.push(planEndpoint(ep, i, profiles, source, (p) => problems.push(p)));
+      const plan = planEndpoint(ep, i, profiles, source, (p) => problems.push(p));
+      plans.push(plan);
+      if (!plan.concurrency) {
+        for (const field of ['max_queued_requests', 'queue_timeout'] as const) {
+          if (ep[field] !== undefined) problems.push({ level: 'warn', field: `discovery.static.endpoints[${i}].${field}`, message: `has no effect: endpoint "${ep.name}" has no concurrency limit (no max_concurrent_requests here or in the ${plan.profile.name} profile)`, fix: 'set max_concurrent_requests on the endpoint, or remove this key' });
+        }
+      }
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       problems.push({ level: 'fail', field: err.field, message: err.problem, fix: err.fix });

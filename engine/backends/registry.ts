@@ -66,7 +66,7 @@ export class EndpointRegistry extends EventEmitter {
     });
     for (const ep of this.byId.values()) {
       if (next.get(ep.id) === ep) continue;
-      ep.retired = true;
+      ep.retire();
       out.removed.push(ep);
       ep.pool.close().catch(() => ep.pool.destroy());
     }

@@ -1,4 +1,5 @@
-// Find the top-level "model" string of a JSON object body without parsing the whole body:
+// Find the top-level model string of a JSON object body (the `model` field, or the profile's
+// request.model_field_paths in their order) without parsing the whole body:
 // strings are skipped with native byte search (UTF-8 multi-byte sequences never contain the
 // structural bytes), so a 200 KB chat body costs little, and the byte span lets a rewrite keep
 // every other byte and the key order.
@@ -34,40 +35,68 @@ function isSpace(c: number): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 
-const KEY = Buffer.from('"model"');
+/** The quoted key names to look for, compiled once per profile (request.model_field_paths). */
+export function modelKeys(fields: readonly string[]): readonly Buffer[] {
+  return fields.map((f) => Buffer.from(JSON.stringify(f)));
+}
 
-export function findModelField(buf: Buffer): ModelField | null {
+export const DEFAULT_MODEL_KEYS = modelKeys(['model']);
+
+/** The string value of the first of `keys` (in their order) present at the top level, or null. */
+export function findModelField(buf: Buffer, keys: readonly Buffer[] = DEFAULT_MODEL_KEYS): ModelField | null {
   let i = 0;
   while (i < buf.length && isSpace(buf[i])) i++;
   if (buf[i] !== OPEN_OBJ) return null;
   let depth = 0;
+  let best: ModelField | null = null;
+  let bestRank = keys.length;
   for (; i < buf.length; i++) {
     const c = buf[i];
     if (c === QUOTE) {
       const end = skipString(buf, i);
-      if (end < 0) return null;
-      if (depth === 1 && end - i === KEY.length && buf.compare(KEY, 0, KEY.length, i, end) === 0) {
-        let v = end;
-        while (v < buf.length && isSpace(buf[v])) v++;
-        if (buf[v] !== COLON) return null;
-        v++;
-        while (v < buf.length && isSpace(buf[v])) v++;
-        if (buf[v] !== QUOTE) return null;
-        const vEnd = skipString(buf, v);
-        if (vEnd < 0) return null;
-        try {
-          return { value: JSON.parse(buf.toString('utf8', v, vEnd)), start: v, end: vEnd };
-        } catch {
-          return null;
+      if (end < 0) return best;
+      const rank = depth === 1 ? keyRank(buf, i, end, keys, bestRank) : -1;
+      if (rank >= 0) {
+        const field = valueAfter(buf, end);
+        if (field) {
+          if (rank === 0) return field;
+          best = field;
+          bestRank = rank;
         }
       }
       i = end - 1;
     } else if (c === OPEN_OBJ || c === OPEN_ARR) depth++;
     else if (c === CLOSE_OBJ || c === CLOSE_ARR) {
-      if (--depth === 0) return null;
+      if (--depth === 0) return best;
     }
   }
-  return null;
+  return best;
+}
+
+/** Which of the keys (before `below`) the string token [start, end) is, or -1. */
+function keyRank(buf: Buffer, start: number, end: number, keys: readonly Buffer[], below: number): number {
+  for (let k = 0; k < below; k++) {
+    const key = keys[k];
+    if (end - start === key.length && buf.compare(key, 0, key.length, start, end) === 0) return k;
+  }
+  return -1;
+}
+
+/** The string value after a key ending at `end` (a colon, then a string), or null when it is not a string. */
+function valueAfter(buf: Buffer, end: number): ModelField | null {
+  let v = end;
+  while (v < buf.length && isSpace(buf[v])) v++;
+  if (buf[v] !== COLON) return null;
+  v++;
+  while (v < buf.length && isSpace(buf[v])) v++;
+  if (buf[v] !== QUOTE) return null;
+  const vEnd = skipString(buf, v);
+  if (vEnd < 0) return null;
+  try {
+    return { value: JSON.parse(buf.toString('utf8', v, vEnd)), start: v, end: vEnd };
+  } catch {
+    return null;
+  }
 }
 
 /** The body with the model value replaced; every other byte kept. */

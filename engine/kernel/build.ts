@@ -37,8 +37,8 @@ export async function loadInputs(o: BuildOptions): Promise<Inputs> {
   const { config, source, problems } = loadConfig(o.configFile, o.env);
   const { profiles, warnings: profileWarnings } = loadProfilesReporting(config.proxy.profiles_dir);
   const { plans, problems: planProblems } = planEndpoints(config, profiles, source);
-  const fail = planProblems.find((p) => p.level === 'fail');
-  if (fail) throw new ConfigError(source, fail.field, fail.message, fail.fix);
+  const planFail = planProblems.find((p) => p.level === 'fail');
+  if (planFail) throw new ConfigError(source, planFail.field, planFail.message, planFail.fix);
   const registry = new PluginRegistry(o.plugins);
   const loaded = await registry.loadThirdParty(config.plugins, process.cwd());
   loaded.forEach((r, i) => {

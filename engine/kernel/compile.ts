@@ -4,6 +4,7 @@
 // built whole and swapped in by one reference, so in-flight requests finish on the graph they began on.
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import type { IncomingMessage } from 'node:http';
+import { modelKeys as modelKeysOf } from './body-model.js';
 import { configValue } from './config.js';
 import type { RouteInfo } from './context.js';
 import { createHooks, HOOK_PHASES, type Hooks } from './hooks.js';
@@ -232,9 +233,10 @@ export function compileGraph(load: PipelineLoad, registry: PluginRegistry, runti
       };
       for (const profile of claims.get(def) ?? []) {
         const hooks = applied({ ...runtime, pipeline: def.name, profile });
+        const modelKeys = modelKeysOf(profile.request.model_field_paths);
         for (const p of mountedPrefixes(profile, runtime)) {
           const prefix = `/gw/${p}`;
-          const info = route(hooks, { profile, prefix });
+          const info = route(hooks, { profile, prefix, modelKeys });
           mount(prefix, info);
           mount(`${prefix}/*`, info);
         }

@@ -19,6 +19,7 @@ export interface EndpointConfig {
   health_check_url?: string; model_url?: string;
   check_interval: Duration; check_timeout: Duration;
   headers: Record<string, string>; auth?: AuthConfig;
+  max_concurrent_requests?: number; max_queued_requests?: number; queue_timeout?: Duration;
 }
 export interface GatewayConfig {
   server: {
@@ -33,7 +34,7 @@ export interface GatewayConfig {
     };
   };
   proxy: {
-    load_balancer: string; connection_timeout: Duration; response_timeout: Duration; stream_idle_timeout: Duration;
+    load_balancer: string; degraded_traffic: { busy_one_in: number; warming_one_in: number }; connection_timeout: Duration; response_timeout: Duration; stream_idle_timeout: Duration;
     max_retries: number; profiles_dir: string; enable_optional_prefixes: boolean;
     circuit_breaker: { health_failures: number; proxy_failures: number; open_timeout: Duration };
   };

@@ -33,6 +33,8 @@ export interface RouteInfo {
   prefix?: string;
   /** How errors are rendered on this route. */
   errorFormat: 'gateway' | 'msgapi';
+  /** The quoted body keys the model is read from (the profile's request.model_field_paths); default `"model"`. */
+  modelKeys?: readonly Buffer[];
   log: Logger;
 }
 
@@ -115,7 +117,8 @@ export class Context {
   }
 
   /** The one way to read the model: the name sent upstream if a step changed it, else the
-   *  top-level `model` string of a JSON object body. */
+   *  top-level model string of a JSON object body (`model`, or the family's
+   *  request.model_field_paths, first present wins). */
   get model(): string | undefined {
     if (this.sentModel !== undefined) return this.sentModel;
     const value = this.modelSpan()?.value;
@@ -137,9 +140,9 @@ export class Context {
     return this.parsed;
   }
 
-  /** Where the top-level `model` string of a JSON object body sits, found once without a full parse. */
+  /** Where the top-level model string of a JSON object body sits, found once without a full parse. */
   modelSpan(): ModelField | null {
-    if (this.modelField === NOT_PARSED) this.modelField = this.body && this.body.length > 0 ? findModelField(this.body) : null;
+    if (this.modelField === NOT_PARSED) this.modelField = this.body && this.body.length > 0 ? findModelField(this.body, this.route.modelKeys) : null;
     return this.modelField;
   }
 

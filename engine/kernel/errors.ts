@@ -66,6 +66,14 @@ export const ERROR_CODES = {
   },
   INVALID_JSON: { status: 400, type: 'bad_request', message: (d) => `request body is not valid JSON: ${d.reason}` },
   BAD_REQUEST: { status: 400, type: 'bad_request', message: (d) => String(d.reason) },
+  QUEUE_FULL: {
+    status: 429, type: 'queue_full',
+    message: (d) => `every endpoint for provider ${d.provider} is at its concurrency limit with a full queue (${d.endpoints}); retry after ${d.retryAfter}s`,
+  },
+  QUEUE_TIMEOUT: {
+    status: 503, type: 'queue_timeout',
+    message: (d) => `waited ${d.timeout} for a free slot on endpoint ${d.endpoint} (max_concurrent_requests ${d.limit}, queue_timeout); retry after ${d.retryAfter}s`,
+  },
   UPSTREAM_TIMEOUT: {
     status: 504, type: 'gateway_timeout',
     message: (d) => `endpoint ${d.endpoint} sent no reply head within ${d.timeout}${d.detail ? `; ${d.detail}` : ''}`,
@@ -98,15 +106,17 @@ export class GatewayError extends Error {
     readonly code: string | number,
     message: string,
     readonly detail: Detail = {},
+    /** Extra reply headers, flat (Retry-After, say). */
+    readonly headers: readonly string[] = [],
   ) {
     super(message);
   }
 }
 Object.defineProperty(GatewayError.prototype, BRAND, { value: true });
 
-export function gwError(key: ErrorKey, detail: Detail = {}): GatewayError {
+export function gwError(key: ErrorKey, detail: Detail = {}, headers: readonly string[] = []): GatewayError {
   const spec: ErrorSpec = ERROR_CODES[key];
-  return new GatewayError(key, spec.status, spec.type, spec.code ?? key, spec.message(detail), detail);
+  return new GatewayError(key, spec.status, spec.type, spec.code ?? key, spec.message(detail), detail, headers);
 }
 
 const TYPE_OF_STATUS: Record<number, string> = {
@@ -147,7 +157,7 @@ export function renderError(res: ServerResponse, err: GatewayError, format: 'gat
     return;
   }
   const body = errorBody(err, format);
-  const headers = ['content-type', 'application/json; charset=utf-8', 'content-length', String(Buffer.byteLength(body))];
+  const headers = ['content-type', 'application/json; charset=utf-8', 'content-length', String(Buffer.byteLength(body)), ...(err.headers ?? [])];
   if (raw && typeof (res as Partial<GatewayResponse>).rawWriteHead === 'function') (res as GatewayResponse).rawWriteHead(err.status, headers);
   else res.writeHead(err.status, headers);
   res.end(body);

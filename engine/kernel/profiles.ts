@@ -33,10 +33,18 @@ export interface Profile {
     /** X-Radix-Cache-Hit / X-Radix-Spec-Decode on replies (plugins/lib/radix-headers.ts). */
     radix_headers: boolean;
   };
-  characteristics: { timeout?: string; max_concurrent_requests?: number; default_priority: number; streaming_support: boolean };
+  characteristics: {
+    timeout?: string; max_concurrent_requests?: number; max_queued_requests: number; queue_timeout: string;
+    default_priority: number; streaming_support: boolean;
+  };
   health: { transient_statuses: number[] };
   request: {
+    /** Top-level body fields the model is read from, first present wins. */
     model_field_paths: string[];
+    /** Routes that need a generation model, an embedding model; model-management routes. */
+    generation_paths: string[];
+    embedding_paths: string[];
+    management_paths: string[];
     response_format: string;
     forward_host_headers: boolean;
     supports_top_k: boolean;
@@ -50,6 +58,9 @@ export interface Profile {
     capability_patterns: { vision?: string[]; embeddings?: string[]; code?: string[] };
     context_patterns: { pattern: string; context: number }[];
   };
+  path_indices?: Record<string, number>;
+  /** Informational: validated and shown, not acted on. */
+  features?: { metrics?: { enabled?: boolean; prefix?: string }; tokenization?: { enabled?: boolean; endpoints?: string[] } };
   /** The file it was loaded from. */
   source: string;
 }
@@ -74,7 +85,7 @@ export interface ProfileSet {
 export interface ProfileLoad {
   profiles?: ProfileSet;
   /** One entry per file, with its problems (empty when it passed). */
-  files: { file: string; name?: string; problems: Problem[]; replaces?: string }[];
+  files: { file: string; name?: string; problems: Problem[]; replaces?: string; notes?: string[] }[];
 }
 
 const validate = createAjv({ useDefaults: true }).compile(loadSchema('profile'));
@@ -101,7 +112,7 @@ function withoutBrokenPatterns(raw: unknown, problems: Problem[]): Problem[] {
   return [...explain(validate, raw), ...ignored];
 }
 
-function loadOne(file: string): { profile?: Profile; problems: Problem[] } {
+function loadOne(file: string): { profile?: Profile; problems: Problem[]; notes?: string[] } {
   let raw: unknown;
   try {
     raw = readYaml(file);
@@ -112,10 +123,54 @@ function loadOne(file: string): { profile?: Profile; problems: Problem[] } {
   let problems = explain(validate, raw);
   problems = withoutBrokenPatterns(raw, problems);
   if (problems.some((p) => p.level === 'fail')) return { problems };
-  const api = (raw as Profile).api;
-  const unlisted = api.forward_all ? [] : api.replay_safe_paths.filter((p) => !api.paths.includes(p));
-  if (unlisted.length) problems.push({ level: 'warn', field: 'api.replay_safe_paths', message: `${unlisted.join(', ')} not in api.paths: the allowlist refuses them anyway`, fix: 'add them to api.paths or remove them here' });
-  return { profile: { ...(raw as Omit<Profile, 'source'>), source: file }, problems };
+  const profile = raw as Profile;
+  const api = profile.api;
+  const unlisted = (field: string, paths: string[]) => {
+    const missing = api.forward_all ? [] : paths.filter((p) => !api.paths.includes(p));
+    if (missing.length) problems.push({ level: 'warn', field, message: `${missing.join(', ')} not in api.paths: the allowlist refuses them anyway`, fix: 'add them to api.paths or remove them here' });
+  };
+  unlisted('api.replay_safe_paths', api.replay_safe_paths);
+  for (const kind of ['generation_paths', 'embedding_paths', 'management_paths'] as const) unlisted(`request.${kind}`, profile.request[kind]);
+  problems.push(...fieldProblems(profile));
+  return { profile: { ...profile, source: file }, problems, notes: informational(profile) };
+}
+
+/** Fields the schema cannot check alone; each is either acted on or refused here with the fix. */
+function fieldProblems(p: Profile): Problem[] {
+  const problems: Problem[] = [];
+  const fail = (field: string, message: string, fix: string) => problems.push({ level: 'fail', field, message, fix });
+  const fields = p.request.model_field_paths;
+  if (fields.length === 0) fail('request.model_field_paths', 'is empty: no request of this family could be routed by its model', 'list the top-level body field that names the model, e.g. [model]');
+  fields.forEach((f, i) => {
+    if (!TOP_LEVEL_FIELD.test(f)) fail(`request.model_field_paths[${i}]`, `${JSON.stringify(f)} is not a top-level field name: the gateway reads the model from top-level body fields only (nested paths are not supported)`, 'name a top-level field such as model');
+  });
+  const format = p.models.name_format;
+  if (format !== undefined && !NAME_FORMATS.includes(format)) {
+    fail('models.name_format', `template ${JSON.stringify(format)} is not supported: the gateway shows model names exactly as the backend lists them`, `use ${NAME_FORMATS.map((f) => JSON.stringify(f)).join(' or ')} (both mean the listed name), or remove the field`);
+  }
+  const last = p.api.paths.length - 1;
+  for (const [name, index] of Object.entries(p.path_indices ?? {})) {
+    if (index > last) fail(`path_indices.${name}`, `index ${index} is outside api.paths, which has ${p.api.paths.length} entr${p.api.paths.length === 1 ? 'y' : 'ies'}`, last < 0 ? 'api.paths is empty: remove path_indices or list the paths' : `use an index from 0 to ${last}`);
+  }
+  const kinds = new Map<string, string>();
+  for (const kind of ['generation_paths', 'embedding_paths', 'management_paths'] as const) {
+    for (const path of p.request[kind]) {
+      const other = kinds.get(path);
+      if (other) fail(`request.${kind}`, `${path} is also in request.${other}`, 'a route needs one kind of model (or is model management): list it once');
+      kinds.set(path, kind);
+    }
+  }
+  return problems;
+}
+
+const TOP_LEVEL_FIELD = /^[A-Za-z_][A-Za-z0-9_-]*$/;
+/** Both show the name as listed: a containerrunner lists `<namespace>/<name>` already. */
+const NAME_FORMATS = ['{{.Name}}', '{{.Namespace}}/{{.Name}}'];
+
+/** What gw validate says of fields the gateway accepts but does not act on. */
+function informational(p: Profile): string[] {
+  const on = Object.entries(p.features ?? {}).filter(([, f]) => f?.enabled).map(([name]) => `features.${name}`);
+  return on.length ? [`${on.join(', ')} informational: the gateway does not act on ${on.length === 1 ? 'it' : 'them'}`] : [];
 }
 
 /** Never throws for bad profile files: every file gets a line of problems; `profiles` is absent when any failed. */
@@ -123,8 +178,8 @@ export function checkProfiles(customDir: string): ProfileLoad {
   const files: ProfileLoad['files'] = [];
   const byName = new Map<string, Profile>();
   const load = (file: string, custom: boolean) => {
-    const { profile, problems } = loadOne(file);
-    const entry: ProfileLoad['files'][number] = { file, name: profile?.name, problems };
+    const { profile, problems, notes } = loadOne(file);
+    const entry: ProfileLoad['files'][number] = { file, name: profile?.name, problems, notes };
     files.push(entry);
     if (!profile) return;
     const existing = byName.get(profile.name);

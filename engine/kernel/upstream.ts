@@ -7,9 +7,13 @@
 // - reset, closed or no reply head in time after the request went out: the next endpoint on a
 //   replay-safe route; 502 or 504 otherwise — a request that is not replay-safe never runs twice.
 // Each endpoint is tried once, within max_retries; once a byte was relayed nothing is retried.
+// An endpoint with a concurrency limit (Endpoint.queue) admits the attempt first: a free slot at
+// once, else a wait in its FIFO queue; a full queue sends the request on to the next candidate.
+// The slot is given back exactly once, when the attempt is over.
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../backends/endpoints.js';
 import { BreakerOpen, ClientGone, connectionFailure, errorCode, StepFailed, unsendable } from '../backends/failures.js';
+import { queueFull, waitForSlot } from './admission.js';
 import { brokenReason, endAndClose, endBroken } from './broken-stream.js';
 import type { Context, UpstreamRequest } from './context.js';
 import { formatDuration } from './duration.js';
@@ -240,14 +244,35 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
   let skipped = 0;
   let failed = 0;
   let last: string | undefined;
+  let full: Endpoint[] | null = null;
   for (const ep of candidates) {
     if (ctx.attempts > policy.maxRetries) break;
     // Removed by a reload since the candidates were chosen: it takes no new requests.
     if (ep.retired) continue;
+    // A concurrency limit: a free slot at once (no allocation), else a wait in the queue.
+    const queue = ep.queue;
+    if (queue && !queue.tryEnter()) {
+      const turn = await waitForSlot(ctx, ep, queue);
+      if (turn === 'full') {
+        (full ??= []).push(ep);
+        continue;
+      }
+      if (turn === 'gone') {
+        ctx.error = new ClientGone();
+        return true;
+      }
+      if (turn === 'retired') continue;
+    }
+    const admittedAt = queue ? performance.now() : 0;
     const safe = policy.replaySafe(ctx, ep);
     ctx.endpoint = ep;
     ctx.attempts++;
-    const outcome = await attempt(ctx, ep, policy, safe);
+    let outcome: Outcome;
+    try {
+      outcome = await attempt(ctx, ep, policy, safe);
+    } finally {
+      queue?.release(admittedAt);
+    }
     if (outcome.relayed) {
       if (ctx.responseStarted && ctx.error && !(ctx.error instanceof ClientGone)) log.warn({ req: ctx.id, endpoint: ep.name, err: ctx.error }, 'the reply broke off after it had started');
       return true;
@@ -278,9 +303,11 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
     log.warn({ req: ctx.id, endpoint: ep.name, failure }, 'attempt failed; trying the next endpoint');
   }
   const provider = ctx.family ?? ctx.route.pipeline;
+  // Busy, not broken: the client should come back shortly.
+  if (full && failed === 0) queueFull(ctx, full);
   if (failed === 0 && skipped > 0) throw gwError('CIRCUIT_BREAKER', { provider, skipped });
   throw gwError('ENDPOINT_UNAVAILABLE', {
     provider,
-    reason: `${failed} endpoint${failed === 1 ? '' : 's'} failed${last ? ` (last: ${last})` : ''}, ${skipped} skipped for an open circuit breaker`,
+    reason: `${failed} endpoint${failed === 1 ? '' : 's'} failed${last ? ` (last: ${last})` : ''}, ${skipped} skipped for an open circuit breaker${full ? `, ${full.length} with a full queue` : ''}`,
   });
 }

@@ -42,7 +42,8 @@ export async function validate(configFile: string | null, env: NodeJS.ProcessEnv
 
   const profileLoad = checkProfiles(config.proxy.profiles_dir);
   for (const f of profileLoad.files) {
-    report(`profile ${f.name ?? '?'} (${show(f.file)})`, f.problems, f.replaces ? `replaces the built-in ${show(f.replaces)}` : '');
+    const pass = [f.replaces ? `replaces the built-in ${show(f.replaces)}` : '', ...(f.notes ?? [])].filter(Boolean).join('; ');
+    report(`profile ${f.name ?? '?'} (${show(f.file)})`, f.problems, pass);
   }
 
   let endpointsOk = false;

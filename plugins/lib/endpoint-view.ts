@@ -1,6 +1,7 @@
 // How endpoints appear on the status routes: sanitised URL and id, never credentials.
 import { formatDuration } from '../../engine/kernel/duration.js';
 import type { Endpoint } from '../../engine/backends/endpoints.js';
+import type { EndpointQueue } from '../../engine/backends/queue.js';
 import type { Stats } from '../../engine/backends/telemetry.js';
 
 export const percent = (part: number, whole: number) => `${((part / whole) * 100).toFixed(2)}%`;
@@ -41,6 +42,7 @@ export function endpointDetail(ep: Endpoint, stats: Stats) {
     /** Time to the backend's reply head, from the endpoint's own interceptor. */
     average_upstream_latency: averageLatency(ep.upstream.totalMs, ep.upstream.count),
     active_requests: ep.active,
+    queue: ep.queue ? queueView(ep.queue) : null,
     consecutive_failures: ep.consecutiveFailures,
     circuit_breaker: {
       state: breaker.state,
@@ -54,6 +56,26 @@ export function endpointDetail(ep: Endpoint, stats: Stats) {
     last_latency: formatDuration(ep.lastLatencyMs),
     next_check: ep.nextCheckAt?.toISOString() ?? null,
     ...(ep.lastError ? { error: ep.lastError } : {}),
+  };
+}
+
+/** The endpoint's concurrency limit and queue (null on the record when it has no limit). Waits
+ *  are those of the requests that had to queue, over the last 1024 of them. */
+function queueView(q: EndpointQueue) {
+  return {
+    max_concurrent_requests: q.maxConcurrent,
+    in_flight: q.held,
+    queued: q.queued,
+    max_queued_requests: q.maxQueued,
+    queue_timeout: formatDuration(q.timeoutMs),
+    admitted: q.admitted,
+    waited: q.waits.total,
+    rejected_full: q.rejectedFull,
+    timed_out: q.timedOut,
+    abandoned: q.abandoned,
+    wait_average: averageLatency(q.waits.totalMs, q.waits.total),
+    wait_p50: formatDuration(q.waits.percentile(50)),
+    wait_p95: formatDuration(q.waits.percentile(95)),
   };
 }
 

@@ -80,3 +80,43 @@ describe.each(['least-connections', 'least_conn'])('%s', (lb) => {
       expect(await served(gw, 2)).toEqual(['a', 'a']);
     }));
 });
+
+describe('Busy and Warming endpoints (reduced and limited traffic)', () => {
+  async function degraded(family: string, healthStatus: number, state: string, n: number, extra: Record<string, unknown> = {}) {
+    const [top, ok] = await Promise.all(['top', 'ok'].map((name) => new FakeBackend({ family, name }).start()));
+    top.behaviour.healthStatus = healthStatus;
+    const gw = await startGateway({
+      ...extra,
+      discovery: { static: { endpoints: [endpoint('top', family, top.url, { priority: 100 }), endpoint('ok', family, ok.url, { priority: 50 })] } },
+    });
+    try {
+      await waitFor(async () => {
+        const s = (await (await request(`${gw.url}/internal/status/endpoints`)).body.json()) as any;
+        return s.endpoints.map((e: any) => e.status).join() === `${state},healthy`;
+      }, `top ${state} and ok healthy`);
+      const counts: Record<string, number> = {};
+      for (let i = 0; i < n; i++) {
+        const res = await request(`${gw.url}/gw/${family}/v1/models`);
+        await res.body.dump();
+        const name = String(res.headers['x-gw-endpoint']);
+        counts[name] = (counts[name] ?? 0) + 1;
+      }
+      return counts;
+    } finally {
+      await gw.close();
+      await Promise.all([top.stop(), ok.stop()]);
+    }
+  }
+
+  it('a Busy endpoint (health 429) at the top priority gets 1 in 4 requests, not none', async () => {
+    expect(await degraded('pagedengine', 429, 'busy', 40)).toEqual({ top: 10, ok: 30 });
+  });
+
+  it('a Warming endpoint (a transient status: a sleeping turboengine) gets 1 in 10', async () => {
+    expect(await degraded('turboengine', 503, 'warming', 40)).toEqual({ top: 4, ok: 36 });
+  });
+
+  it('proxy.degraded_traffic sets the shares', async () => {
+    expect(await degraded('pagedengine', 429, 'busy', 12, { proxy: { degraded_traffic: { busy_one_in: 2 } } })).toEqual({ top: 6, ok: 6 });
+  });
+});

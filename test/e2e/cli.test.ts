@@ -250,6 +250,18 @@ describe('gw serve', () => {
     expect(r.out).toContain(`proxy.profiles_dir: folder ${join(dir, 'my-profiles')} does not exist; no custom profiles are loaded`);
   });
 
+  it('shows profile fields it refuses, naming the file, the field and the range; and the ones it only notes', async () => {
+    const dir = emptyDir();
+    writeFileSync(join(dir, 'mine.yaml'), 'name: mine\nversion: "1.0"\nrouting: { prefixes: [mine] }\napi: { paths: [/a, /b] }\npath_indices: { chat: 2 }\nmodels: { name_format: "{{.Id}}" }\n');
+    const r = await run(['validate', '--config', configFile(`proxy: { profiles_dir: ${dir} }\n`)]);
+    expect(r.code).toBe(1);
+    expect(r.out).toContain(`FAIL profile mine (${join(dir, 'mine.yaml')}): path_indices.chat: index 2 is outside api.paths, which has 2 entries — fix: use an index from 0 to 1`);
+    expect(r.out).toMatch(/^FAIL profile mine .*: models\.name_format: template "\{\{\.Id\}\}" is not supported/m);
+    // The built-in defaults pass; an enabled informational feature says it is not acted on.
+    const ok = await run(['validate']);
+    expect(ok.out).toMatch(/^PASS profile pagedengine \(.*\): features\.metrics informational: the gateway does not act on it$/m);
+  });
+
   it('reloads on SIGHUP without dropping a stream in flight, and keeps serving', async () => {
     const fake = await new FakeBackend({ family: 'localrunner', reply: 'a b c d e f g h' }).start();
     fake.behaviour.chunkDelayMs = 50;

@@ -157,7 +157,7 @@ describe('request headers toward the backend', () => {
   });
 
   it('adds Content-Type: application/json to a POST that has none', async () => {
-    await (await request(`${gw.url}/gw/localrunner/api/show`, { method: 'POST', body: '{"name":"x"}' })).body.dump();
+    await (await request(`${gw.url}/gw/localrunner/api/show`, { method: 'POST', body: '{"name":"llama3.1:8b"}' })).body.dump();
     expect(local.traffic.at(-1)!.headers['content-type']).toBe('application/json');
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { findModelField, replaceModel } from '../../engine/kernel/body-model.js';
+import { findModelField, modelKeys, replaceModel } from '../../engine/kernel/body-model.js';
 
 const find = (text: string) => findModelField(Buffer.from(text))?.value ?? null;
 
@@ -30,5 +30,20 @@ describe('rewriting the model', () => {
     const buf = Buffer.from(text);
     const out = replaceModel(buf, findModelField(buf)!, 'real/name:8b');
     expect(out.toString()).toBe(text.replace('"alias"', '"real/name:8b"'));
+  });
+});
+
+describe('the fields a profile names (request.model_field_paths)', () => {
+  const keys = modelKeys(['model', 'name']);
+  const findIn = (text: string) => findModelField(Buffer.from(text), keys)?.value ?? null;
+  it('takes the first listed field present, wherever it sits', () => {
+    expect(findIn('{"name":"n","model":"m"}')).toBe('m');
+    expect(findIn('{"name":"n","stream":false}')).toBe('n');
+    expect(findIn('{"name":42,"x":{"model":"nested"}}')).toBeNull();
+    expect(findIn('{"model":null,"name":"n"}')).toBe('n');
+  });
+  it('gives the span of the field it took, for a byte-preserving rewrite', () => {
+    const buf = Buffer.from('{"name":"alias","messages":[]}');
+    expect(replaceModel(buf, findModelField(buf, keys)!, 'real').toString()).toBe('{"name":"real","messages":[]}');
   });
 });

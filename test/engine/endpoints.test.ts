@@ -23,6 +23,22 @@ describe('endpoint records', () => {
     expect(joinEndpointUrl(new URL('http://h/x/'), 'y')).toBe('http://h/x/y');
   });
 
+  it('takes concurrency limits from the profile, the endpoint winning; warns about queue keys without a limit', () => {
+    const { plans, problems } = plan([
+      { name: 'd', type: 'deskrunner', url: 'http://d' },
+      { name: 'e', type: 'deskrunner', url: 'http://e', max_concurrent_requests: 3, max_queued_requests: 7, queue_timeout: '10s' },
+      { name: 'off', type: 'deskrunner', url: 'http://off', max_concurrent_requests: 0 },
+      { name: 'gpu', type: 'pagedengine', url: 'http://gpu', max_queued_requests: 5 },
+    ]);
+    expect(plans.map((p) => p.concurrency)).toEqual([
+      { maxConcurrent: 1, maxQueued: 100, timeoutMs: 120_000 },
+      { maxConcurrent: 3, maxQueued: 7, timeoutMs: 10_000 },
+      null,
+      null,
+    ]);
+    expect(problems).toEqual([expect.objectContaining({ level: 'warn', field: 'discovery.static.endpoints[3].max_queued_requests', message: expect.stringContaining('has no effect: endpoint "gpu" has no concurrency limit') })]);
+  });
+
   it('selects the hosted profile for both of its tokens', () => {
     const { plans } = plan([{ name: 'a', type: 'hosted', url: 'http://h' }, { name: 'b', type: 'hosted-compatible', url: 'http://h' }]);
     expect(plans.map((p) => p.profile.name)).toEqual(['hosted-compatible', 'hosted-compatible']);

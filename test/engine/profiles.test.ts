@@ -117,3 +117,53 @@ describe('custom profiles', () => {
     expect(files.flatMap((f) => f.problems).some((p) => p.message.includes('prefix "pagedengine" is already used'))).toBe(true);
   });
 });
+
+describe('profile fields the gateway acts on or refuses (none accepted and ignored)', () => {
+  /** Problems of one custom profile file with `body` after the required keys. */
+  function problemsOf(body: string) {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-profiles-'));
+    writeFileSync(join(dir, 'p.yaml'), `name: p\nversion: "1.0"\nrouting: { prefixes: [p] }\n${body}`);
+    const { profiles, files } = checkProfiles(dir);
+    return { profiles, file: files.find((f) => f.file.endsWith('p.yaml'))! };
+  }
+
+  it('path_indices: an index outside api.paths fails, naming the field and the valid range', () => {
+    const { profiles, file } = problemsOf('api: { paths: [/a, /b, /c] }\npath_indices: { chat: 1, embed: 3 }\n');
+    expect(profiles).toBeUndefined();
+    expect(file.problems).toEqual([{ level: 'fail', field: 'path_indices.embed', message: 'index 3 is outside api.paths, which has 3 entries', fix: 'use an index from 0 to 2' }]);
+    expect(problemsOf('api: { paths: [/a] }\npath_indices: { chat: 0 }\n').file.problems).toEqual([]);
+  });
+
+  it('models.name_format: only the forms that mean "the name as listed" load', () => {
+    const bad = problemsOf('api: { paths: [/a] }\nmodels: { name_format: "{{.Family}}-{{.Name}}" }\n').file.problems;
+    expect(bad).toEqual([expect.objectContaining({ level: 'fail', field: 'models.name_format', message: expect.stringContaining('is not supported: the gateway shows model names exactly as the backend lists them') })]);
+    expect(bad[0].fix).toContain('"{{.Name}}" or "{{.Namespace}}/{{.Name}}"');
+    for (const ok of ['{{.Name}}', '{{.Namespace}}/{{.Name}}']) expect(problemsOf(`api: { paths: [/a] }\nmodels: { name_format: "${ok}" }\n`).file.problems).toEqual([]);
+  });
+
+  it('request.model_field_paths: nested paths and an empty list fail; top-level names load', () => {
+    expect(problemsOf('api: { paths: [/a] }\nrequest: { model_field_paths: [model, params.model] }\n').file.problems).toEqual([
+      expect.objectContaining({ level: 'fail', field: 'request.model_field_paths[1]', message: expect.stringContaining('"params.model" is not a top-level field name') }),
+    ]);
+    expect(problemsOf('api: { paths: [/a] }\nrequest: { model_field_paths: [] }\n').file.problems[0]).toMatchObject({ field: 'request.model_field_paths', level: 'fail' });
+    expect(problemsOf('api: { paths: [/a] }\nrequest: { model_field_paths: [model, name] }\n').file.problems).toEqual([]);
+  });
+
+  it('route kinds: a path in two lists fails; a path outside api.paths warns', () => {
+    const { file } = problemsOf('api: { paths: [/gen, /emb] }\nrequest: { generation_paths: [/gen], embedding_paths: [/gen, /x] }\n');
+    expect(file.problems).toEqual([
+      expect.objectContaining({ level: 'warn', field: 'request.embedding_paths', message: '/x not in api.paths: the allowlist refuses them anyway' }),
+      expect.objectContaining({ level: 'fail', field: 'request.embedding_paths', message: '/gen is also in request.generation_paths' }),
+    ]);
+  });
+
+  it('features: checked for shape, and noted as informational when enabled', () => {
+    expect(problemsOf('api: { paths: [/a] }\nfeatures: { metrics: { enabled: yes please } }\n').file.problems[0]).toMatchObject({ level: 'fail', field: 'features.metrics.enabled' });
+    expect(problemsOf('api: { paths: [/a] }\nfeatures: { metrics: { enabled: true, prefix: x_ } }\n').file.notes).toEqual(['features.metrics informational: the gateway does not act on it']);
+  });
+
+  it('characteristics: max_concurrent_requests comes with queue defaults', () => {
+    expect(builtins.byName.get('deskrunner')!.characteristics).toMatchObject({ max_concurrent_requests: 1, max_queued_requests: 100, queue_timeout: '2m' });
+    expect(builtins.byName.get('pagedengine')!.characteristics.max_concurrent_requests).toBeUndefined();
+  });
+});

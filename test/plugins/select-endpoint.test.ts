@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import selectEndpoint, { STRATEGIES } from '../../plugins/select-endpoint.js';
+import { balancer } from '../../plugins/lib/balancing.js';
+import { EndpointQueue } from '../../engine/backends/queue.js';
 import type { Endpoint } from '../../engine/backends/endpoints.js';
 import { applyPlugin, profiles, stubContext, testEnv } from '../helpers/plugin.js';
 
@@ -37,7 +39,7 @@ describe('select-endpoint', () => {
     const { ctx } = stubContext(hooks);
     await expect(hooks.request.promise(ctx)).rejects.toMatchObject({ status: 503, type: 'endpoint_unavailable', message: expect.stringContaining('mlxmulti') });
   });
-  it('gives Busy and Warming endpoints only what the Healthy ones cannot take', async () => {
+  it('puts a Busy endpoint after the Healthy ones when it is not its turn', async () => {
     const busy = { name: 'busy', priority: 100, active: 0, state: 'busy' } as unknown as Endpoint;
     const healthy = { name: 'ok', priority: 1, active: 0, state: 'healthy' } as unknown as Endpoint;
     const endpoints = { routable: () => [busy, healthy], endpoints: () => [] };
@@ -53,5 +55,63 @@ describe('select-endpoint', () => {
     const { ctx } = stubContext(hooks);
     await hooks.request.promise(ctx);
     expect(names(ctx.candidates)).toBe('ba');
+  });
+});
+
+/** How often each endpoint came first over n orderings. */
+function firsts(order: (l: readonly Endpoint[]) => readonly Endpoint[], list: Endpoint[], n: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (let i = 0; i < n; i++) {
+    const first = order(list)[0].name;
+    out[first] = (out[first] ?? 0) + 1;
+  }
+  return out;
+}
+
+const at = (name: string, priority: number, state: string, queue: EndpointQueue | null = null) => ({ name, priority, active: 0, state, queue }) as unknown as Endpoint;
+
+describe('state weights (proxy.degraded_traffic)', () => {
+  const shares = { busy: 4, warming: 10 };
+
+  it('gives a Busy endpoint exactly 1 in 4 of the first places it would have had', () => {
+    const order = balancer(STRATEGIES.priority(), shares);
+    const list = [at('busy', 100, 'busy'), at('ok', 10, 'healthy')];
+    expect(firsts(order, list, 40)).toEqual({ busy: 10, ok: 30 });
+    // The first places it keeps are every 4th, and the Healthy one stays the failover.
+    const seq = Array.from({ length: 8 }, () => names(order(list)));
+    expect(seq).toEqual(['okbusy', 'okbusy', 'okbusy', 'busyok', 'okbusy', 'okbusy', 'okbusy', 'busyok']);
+  });
+
+  it('gives a Warming endpoint exactly 1 in 10', () => {
+    const order = balancer(STRATEGIES.priority(), shares);
+    expect(firsts(order, [at('warm', 100, 'warming'), at('ok', 10, 'healthy')], 100)).toEqual({ warm: 10, ok: 90 });
+  });
+
+  it('reduces, never raises: under round-robin a Busy endpoint keeps 1 in 4 of its turns', () => {
+    const order = balancer(STRATEGIES['round-robin'](), shares);
+    // Its turns are every other request: it keeps 5 of 20 over 40 requests.
+    expect(firsts(order, [at('busy', 1, 'busy'), at('ok', 1, 'healthy')], 40)).toEqual({ busy: 5, ok: 35 });
+    // Under priority at a lower priority than a Healthy endpoint, it never comes first.
+    const byPriority = balancer(STRATEGIES.priority(), shares);
+    expect(firsts(byPriority, [at('busy', 1, 'busy'), at('ok', 100, 'healthy')], 40)).toEqual({ ok: 40 });
+  });
+
+  it('0 keeps them behind every Healthy endpoint; without a Healthy one they take everything', () => {
+    const never = balancer(STRATEGIES.priority(), { busy: 0, warming: 0 });
+    expect(firsts(never, [at('busy', 100, 'busy'), at('warm', 90, 'warming'), at('ok', 10, 'healthy')], 20)).toEqual({ ok: 20 });
+    const order = balancer(STRATEGIES.priority(), shares);
+    expect(firsts(order, [at('busy', 100, 'busy'), at('warm', 10, 'warming')], 20)).toEqual({ busy: 20 });
+  });
+});
+
+describe('capacity', () => {
+  it('puts endpoints with a free slot (or no limit) before those whose slots are all held', () => {
+    const full = new EndpointQueue({ maxConcurrent: 1, maxQueued: 5, timeoutMs: 1000 });
+    full.tryEnter();
+    const free = new EndpointQueue({ maxConcurrent: 1, maxQueued: 5, timeoutMs: 1000 });
+    const order = balancer(STRATEGIES.priority(), { busy: 4, warming: 10 });
+    expect(names(order([at('a', 100, 'healthy', full), at('b', 50, 'healthy', free), at('c', 10, 'healthy')]))).toBe('bca');
+    free.tryEnter();
+    expect(names(order([at('a', 100, 'healthy', full), at('b', 50, 'healthy', free), at('c', 10, 'healthy')]))).toBe('cab');
   });
 });

@@ -1,0 +1,175 @@
+// Per-endpoint concurrency: at most `maxConcurrent` attempts in flight to one endpoint (a desktop
+// runner that handles one request at a time, say); the rest wait in a bounded FIFO queue. The
+// kernel takes a slot before it sends an attempt and gives it back exactly once when the attempt
+// is over (the reply ended, failed or was abandoned; a stream holds its slot to the end). A slot
+// given back goes straight to the longest waiter. A waiter leaves the queue when it is admitted,
+// when its wait passes `timeoutMs`, when its client goes away, or when the endpoint is retired.
+// Endpoints without a limit have no queue at all (Endpoint.queue is null): nothing on their path.
+
+export interface QueueSettings {
+  /** Attempts in flight at once. */
+  maxConcurrent: number;
+  /** Requests that may wait for a slot; one more is turned away (the kernel tries the next endpoint). */
+  maxQueued: number;
+  /** The longest a request waits for a slot. */
+  timeoutMs: number;
+}
+
+/** How a wait ended. */
+export type Turn = 'admitted' | 'timeout' | 'gone' | 'retired';
+
+/** One waiting request; `settle` is called exactly once. */
+export interface Waiter {
+  readonly since: number;
+  settle(turn: Turn): void;
+  timer: NodeJS.Timeout | null;
+}
+
+const WINDOW = 1024;
+
+/** Recent waits (milliseconds) of requests that had to queue, for p50/p95. */
+class WaitWindow {
+  private readonly samples = new Float64Array(WINDOW);
+  private count = 0;
+  total = 0;
+  totalMs = 0;
+
+  add(ms: number): void {
+    this.samples[this.count++ % WINDOW] = ms;
+    this.total++;
+    this.totalMs += ms;
+  }
+
+  percentile(p: number): number {
+    const n = Math.min(this.count, WINDOW);
+    if (n === 0) return 0;
+    const sorted = this.samples.slice(0, n).sort();
+    return sorted[Math.min(n - 1, Math.ceil((p / 100) * n) - 1)];
+  }
+}
+
+export class EndpointQueue {
+  /** Slots held now (attempts in flight through this queue). */
+  held = 0;
+  /** Requests admitted at once or after waiting. */
+  admitted = 0;
+  /** Requests turned away because the queue was full (they may have gone to another endpoint). */
+  rejectedFull = 0;
+  /** Requests whose wait passed the queue timeout (answered 503). */
+  timedOut = 0;
+  /** Requests whose client went away while they waited. */
+  abandoned = 0;
+  readonly waits = new WaitWindow();
+  private settings!: QueueSettings;
+  /** Insertion order is FIFO order; a waiter whose client left is deleted in O(1). */
+  private readonly waiting = new Set<Waiter>();
+  /** Smoothed time a slot is held (ms), for Retry-After; 0 until a slot was given back. */
+  private holdMs = 0;
+
+  constructor(settings: QueueSettings) {
+    this.configure(settings);
+  }
+
+  get maxConcurrent(): number {
+    return this.settings.maxConcurrent;
+  }
+
+  get maxQueued(): number {
+    return this.settings.maxQueued;
+  }
+
+  get timeoutMs(): number {
+    return this.settings.timeoutMs;
+  }
+
+  get queued(): number {
+    return this.waiting.size;
+  }
+
+  /** A slot is free now (candidate ordering prefers such endpoints). */
+  get hasFreeSlot(): boolean {
+    return this.held < this.settings.maxConcurrent;
+  }
+
+  /** Nobody else may wait: a request arriving now would be turned away. */
+  get full(): boolean {
+    return this.waiting.size >= this.settings.maxQueued;
+  }
+
+  /** New limits (a reload kept the endpoint): the queue and its waiters stay; a raised limit admits waiters now. */
+  configure(settings: QueueSettings): void {
+    this.settings = settings;
+    this.admitWaiting();
+  }
+
+  /** The limit was removed: every waiter goes now; slots still held are given back as usual. */
+  lift(): void {
+    this.configure({ ...this.settings, maxConcurrent: Infinity });
+  }
+
+  /** Take a slot if one is free and nobody waits ahead (FIFO): the fast path, no allocation. */
+  tryEnter(): boolean {
+    if (this.held >= this.settings.maxConcurrent || this.waiting.size > 0) return false;
+    this.held++;
+    this.admitted++;
+    return true;
+  }
+
+  /** Count a request turned away by the full queue. */
+  reject(): void {
+    this.rejectedFull++;
+  }
+
+  /** Wait for a slot; `settle` is called once with how the wait ended. The caller checks `full` first. */
+  wait(settle: (turn: Turn) => void): Waiter {
+    const waiter: Waiter = { since: performance.now(), settle, timer: null };
+    waiter.timer = setTimeout(() => this.end(waiter, 'timeout'), this.settings.timeoutMs);
+    waiter.timer.unref?.();
+    this.waiting.add(waiter);
+    return waiter;
+  }
+
+  /** The waiter's client went away: it leaves the queue at once (nothing if it was already admitted). */
+  leave(waiter: Waiter): void {
+    this.end(waiter, 'gone');
+  }
+
+  /** Give back a slot taken at `since` (performance.now()); it goes to the longest waiter, if any. */
+  release(since: number): void {
+    const ms = performance.now() - since;
+    this.holdMs = this.holdMs === 0 ? ms : this.holdMs * 0.8 + ms * 0.2;
+    this.held--;
+    this.admitWaiting();
+  }
+
+  /** The endpoint left the configuration: its waiters move on to their next candidate. */
+  retire(): void {
+    for (const w of [...this.waiting]) this.end(w, 'retired');
+  }
+
+  /** Seconds a client might wait before a retry finds room: the queue ahead times the usual
+   *  slot time, shared by the slots; 1 to 60. */
+  retryAfterSeconds(): number {
+    const s = this.settings;
+    const estimate = (this.holdMs * (this.waiting.size + 1)) / s.maxConcurrent / 1000;
+    return Math.min(60, Math.max(1, Math.ceil(estimate)));
+  }
+
+  private admitWaiting(): void {
+    while (this.held < this.settings.maxConcurrent && this.waiting.size > 0) {
+      const next = this.waiting.values().next().value as Waiter;
+      this.held++;
+      this.admitted++;
+      this.waits.add(performance.now() - next.since);
+      this.end(next, 'admitted');
+    }
+  }
+
+  private end(waiter: Waiter, turn: Turn): void {
+    if (!this.waiting.delete(waiter)) return;
+    if (waiter.timer) clearTimeout(waiter.timer);
+    if (turn === 'timeout') this.timedOut++;
+    else if (turn === 'gone') this.abandoned++;
+    waiter.settle(turn);
+  }
+}

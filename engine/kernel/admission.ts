@@ -1,0 +1,42 @@
+// Admission to an endpoint with a concurrency limit (its queue: backends/queue.ts), for the
+// kernel's attempt path. The fast path — a free slot — is queue.tryEnter() in upstream.ts; this is
+// the rest: a full queue turns the request away (the kernel tries the next candidate), otherwise it
+// waits its turn, leaving the queue at once if its client goes away. The limits are the
+// endpoint's; the kernel only keeps the order.
+import type { Endpoint } from '../backends/endpoints.js';
+import type { EndpointQueue, Turn } from '../backends/queue.js';
+import type { Context } from './context.js';
+import { formatDuration } from './duration.js';
+import { gwError } from './errors.js';
+
+/** How admission ended when no slot was free at once; a wait past queue_timeout throws QUEUE_TIMEOUT. */
+export async function waitForSlot(ctx: Context, ep: Endpoint, queue: EndpointQueue): Promise<'full' | Exclude<Turn, 'timeout'>> {
+  if (queue.full) {
+    queue.reject();
+    return 'full';
+  }
+  const turn = await waitTurn(ctx, queue);
+  if (turn !== 'timeout') return turn;
+  const retryAfter = queue.retryAfterSeconds();
+  throw busy('QUEUE_TIMEOUT', { endpoint: ep.name, limit: queue.maxConcurrent, timeout: formatDuration(queue.timeoutMs), retryAfter }, retryAfter);
+}
+
+/** Every candidate's queue was full: 429, with the soonest any of them expects room. */
+export function queueFull(ctx: Context, full: readonly Endpoint[]): never {
+  const retryAfter = Math.min(...full.map((e) => e.queue?.retryAfterSeconds() ?? 1));
+  throw busy('QUEUE_FULL', { provider: ctx.family ?? ctx.route.pipeline, endpoints: full.map((e) => e.name).join(', '), retryAfter }, retryAfter);
+}
+
+function waitTurn(ctx: Context, queue: EndpointQueue): Promise<Turn> {
+  if (ctx.res.destroyed) return Promise.resolve('gone');
+  return new Promise((resolve) => {
+    const gone = () => queue.leave(waiter);
+    const waiter = queue.wait((turn) => {
+      ctx.res.off('close', gone);
+      resolve(turn);
+    });
+    ctx.res.once('close', gone);
+  });
+}
+
+const busy = (key: 'QUEUE_FULL' | 'QUEUE_TIMEOUT', detail: Record<string, unknown>, retryAfter: number) => gwError(key, detail, ['retry-after', String(retryAfter)]);

@@ -3,6 +3,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { routesFor, type Handler } from './families.js';
+import { PromptCache } from './prompt-cache.js';
 
 export interface FakeModel {
   name: string;
@@ -111,8 +112,8 @@ export class FakeBackend {
   reasoning = '';
   /** radixengine: speculative decoding on (health and model list report it). */
   speculativeDecoding = false;
-  /** radixengine: the prompts seen so far, its "prefix cache" (a repeated prompt is a hit). */
-  readonly promptCache = new Set<string>();
+  /** radixengine: the prompts seen lately, its "prefix cache" (a repeated prompt is a hit). */
+  readonly promptCache = new PromptCache();
   readonly received: Recorded[] = [];
   /** Generation requests that ran to the point of producing output (for double-execution checks). */
   executions = 0;

@@ -7,7 +7,7 @@
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { sendUpstream, type SendPolicy } from '../engine/kernel/upstream.js';
 import { errorContextPlan } from './lib/error-context.js';
-import { radixPlan } from './lib/radix-headers.js';
+import { RadixHeaders } from './lib/radix-headers.js';
 
 interface Options { max_retries?: number }
 
@@ -21,14 +21,13 @@ export default definePlugin<Options>({
   },
   apply(hooks, o, env) {
     const { catalogue } = env;
+    // By the endpoint's profile: the generic proxy route reaches every family.
+    const radix = new RadixHeaders(env.profile ? [env.profile] : env.profiles.list, catalogue);
     const policy: SendPolicy = {
       maxRetries: o.max_retries ?? env.config.proxy.max_retries,
       replaySafe: (ctx, ep) => ep.replaySafe(ctx.method, ctx.pathname),
       request: (ctx, ep) => ({ method: ctx.method, path: ep.upstreamPath(ctx.path), headers: [], body: ctx.body }),
-      reply: (ctx, status, headers) => {
-        const api = ctx.endpoint!.profile.api;
-        return errorContextPlan(ctx, status, headers, catalogue) ?? (api.radix_headers ? radixPlan(ctx, status, headers, catalogue) : undefined);
-      },
+      reply: (ctx, status, headers) => errorContextPlan(ctx, status, headers, catalogue) ?? radix.plan(ctx, status, headers),
     };
     hooks.dispatch.tapPromise('forward', (ctx) => sendUpstream(ctx, policy));
   },

@@ -4,11 +4,13 @@
 // objects only with a full garbage collection that stops the process (about 1 s per 100 MB of
 // heap), far too dear for a route dashboards poll; so it is counted only when asked
 // (`?heap_objects=count`: v8.queryObjects, the objects whose prototype chain includes
-// Object.prototype) and is 0, meaning "not counted", otherwise.
+// Object.prototype), at most once a minute (lib/heap-count.ts), and every reply carries the last
+// count with `heap_objects_age_seconds` (null, and the count 0, until one was taken).
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import v8 from 'node:v8';
 import { definePlugin } from '../engine/kernel/plugin.js';
+import { HeapObjectCount } from './lib/heap-count.js';
 import { queryOf } from './lib/query.js';
 
 const MB = 1024 * 1024;
@@ -30,6 +32,9 @@ function countHeapObjects(): number {
     process.emitWarning = emitWarning;
   }
 }
+
+/** One per process, not per gateway or reload: it is the process's heap. */
+const heapObjects = new HeapObjectCount(countHeapObjects);
 
 function osThreads(): number {
   try {
@@ -55,6 +60,7 @@ export default definePlugin<Record<string, never>>({
       const cpuPercent = ((cpu.user + cpu.system) / 1000 / Math.max(1, now - lastAt)) * 100;
       lastCpu = process.cpuUsage();
       lastAt = now;
+      const objects = heapObjects.read(queryOf(ctx).get('heap_objects') === 'count');
       return ctx.replyJson(200, {
         pid: process.pid,
         started_at: env.startedAt.toISOString(),
@@ -64,7 +70,8 @@ export default definePlugin<Record<string, never>>({
           total_alloc_mb: mb(heap.total_heap_size + mem.external),
           sys_mb: mb(mem.rss),
           heap_alloc_mb: mb(mem.heapUsed),
-          heap_objects: queryOf(ctx).get('heap_objects') === 'count' ? countHeapObjects() : 0,
+          heap_objects: objects.count,
+          heap_objects_age_seconds: objects.ageSeconds,
           gc_runs: stats.gcRuns,
           gc_pause_ms: Math.round(stats.gcPauseMs * 1000) / 1000,
         },

@@ -3,6 +3,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { routesFor, type Handler } from './families.js';
+import { PromptCache } from './prompt-cache.js';
 
 export interface FakeModel {
   name: string;
@@ -52,7 +53,8 @@ export interface Behaviour {
   resetAfterChunks: number;
   /** Send this many stream chunks, then nothing more, keeping the connection open. */
   stallAfterChunks: number;
-  /** JSON replies: send the head and this many bytes of the body, then die. */
+  /** Generation replies (and the error body of `status`): send the head and this many bytes of
+   *  the body, then die. */
   cutBodyAt: number;
   /** Generation and listing routes wait for this before answering (a test releases it). */
   holdUntil: Promise<void> | null;
@@ -110,8 +112,8 @@ export class FakeBackend {
   reasoning = '';
   /** radixengine: speculative decoding on (health and model list report it). */
   speculativeDecoding = false;
-  /** radixengine: the prompts seen so far, its "prefix cache" (a repeated prompt is a hit). */
-  readonly promptCache = new Set<string>();
+  /** radixengine: the prompts seen lately, its "prefix cache" (a repeated prompt is a hit). */
+  readonly promptCache = new PromptCache();
   readonly received: Recorded[] = [];
   /** Generation requests that ran to the point of producing output (for double-execution checks). */
   executions = 0;
@@ -256,8 +258,9 @@ export class FakeBackend {
       if (b.delayMs) await new Promise((r) => setTimeout(r, b.delayMs));
       if (b.status && handler?.kind === 'generate') {
         const err = b.errorBody?.body ?? JSON.stringify({ error: { message: `fake ${this.name} failing with ${b.status}`, type: 'server_error', code: b.status } });
-        res.writeHead(b.status, { 'content-type': b.errorBody?.contentType ?? 'application/json', 'x-fake-backend': this.name });
-        res.end(err);
+        res.writeHead(b.status, { 'content-type': b.errorBody?.contentType ?? 'application/json', 'content-length': Buffer.byteLength(err), 'x-fake-backend': this.name });
+        if (b.cutBodyAt >= 0) this.cutAfter(res, err);
+        else res.end(err);
         return;
       }
     } else if (b.healthDelayMs || b.healthStatus !== 200) {
@@ -291,11 +294,16 @@ export class FakeBackend {
     if (handler.kind === 'generate' && b.cutBodyAt >= 0) {
       // The head and part of the body go out, then the backend dies.
       res.end = ((body?: string | Buffer) => {
-        res.write(String(body ?? '').slice(0, b.cutBodyAt), () => setTimeout(() => res.socket?.destroy(), 30));
+        this.cutAfter(res, String(body ?? ''));
         return res;
       }) as typeof res.end;
     }
     await handler.fn(this, rec, res);
+  }
+
+  /** Write the first cutBodyAt characters of `body`, then die as a crashed backend would. */
+  private cutAfter(res: ServerResponse, body: string): void {
+    res.write(body.slice(0, this.behaviour.cutBodyAt), () => setTimeout(() => res.socket?.destroy(), 30));
   }
 
   /** Write stream pieces with the configured gap; honours resetAfterChunks. */

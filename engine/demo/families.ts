@@ -95,13 +95,10 @@ const cppCompletion: Handler['fn'] = async (f, r, res) => {
   await f.writeStream(res, events, 'text/event-stream');
 };
 
-/** radixengine's prefix cache, simulated: a prompt seen before is a hit. Returns whether this
+/** radixengine's prefix cache, simulated: a prompt seen lately is a hit. Returns whether this
  *  one hit, and remembers it. */
 function radixCacheHit(f: FakeBackend, r: Recorded): boolean {
-  const key = JSON.stringify(r.json?.messages ?? r.json?.prompt ?? r.json?.text ?? r.text);
-  const hit = f.promptCache.has(key);
-  f.promptCache.add(key);
-  return hit;
+  return f.promptCache.seen(JSON.stringify(r.json?.messages ?? r.json?.prompt ?? r.json?.text ?? r.text));
 }
 
 /** The metrics radixengine adds to chat and completion replies. */

@@ -6,7 +6,10 @@
 // - nothing went out (refused, connect timeout, unreachable, TLS, an open breaker): next endpoint;
 // - reset, closed or no reply head in time after the request went out: the next endpoint on a
 //   replay-safe route; 502 or 504 otherwise — a request that is not replay-safe never runs twice.
-// Each endpoint is tried once, within max_retries; once a byte was relayed nothing is retried.
+// Each endpoint is tried once, within max_retries. Once the backend's reply head arrived nothing is
+// retried, whatever the reply plan: the backend ran the request (a finished generation must not
+// run twice). A reply that breaks after that ends with the broken-reply error (UPSTREAM_STREAM_BROKEN):
+// in the stream when its head was relayed, as the reply itself when a buffer plan still held it.
 // An endpoint with a concurrency limit (Endpoint.queue) admits the attempt first: a free slot at
 // once, else a wait in its FIFO queue; a full queue sends the request on to the next candidate.
 // The slot is given back exactly once, when the attempt is over.
@@ -49,8 +52,9 @@ export interface SendPolicy {
 }
 
 /** How one attempt ended: relayed (fully or cut after the first byte), or failed before any
- *  byte — `sent` when undici had started the request on a connected socket. */
-type Outcome = { relayed: true } | { relayed: false; error: Error; sent: boolean };
+ *  byte reached the client — `sent` when undici had started the request on a connected socket,
+ *  `answered` when the backend's reply head had arrived (a buffer plan was holding the reply). */
+type Outcome = { relayed: true } | { relayed: false; error: Error; sent: boolean; answered: boolean };
 const RELAYED: Outcome = { relayed: true };
 const PIPE: ReplyPlan = { kind: 'pipe' };
 
@@ -90,6 +94,11 @@ class Relay implements Dispatcher.DispatchHandler {
 
   constructor(private readonly ctx: Context, private readonly policy: SendPolicy, private readonly resolve: (o: Outcome) => void) {
     ctx.res.once('close', this.onClientClose);
+  }
+
+  /** The backend's final reply head arrived: it has run the request. */
+  private get answered(): boolean {
+    return this.status !== 0;
   }
 
   private settle(o: Outcome): void {
@@ -194,7 +203,7 @@ class Relay implements Dispatcher.DispatchHandler {
       } else res.end(plan.kind === 'stream' ? plan.end() : undefined);
       this.settle(RELAYED);
     } catch (err) {
-      this.settle({ relayed: false, error: err instanceof StepFailed ? err : new StepFailed(err), sent: true });
+      this.settle({ relayed: false, error: err instanceof StepFailed ? err : new StepFailed(err), sent: true, answered: true });
     }
   }
 
@@ -204,7 +213,7 @@ class Relay implements Dispatcher.DispatchHandler {
       this.failed(error);
     } catch (err) {
       this.ctx.res.destroy();
-      this.settle({ relayed: false, error: new StepFailed(err), sent: this.sent });
+      this.settle({ relayed: false, error: new StepFailed(err), sent: this.sent, answered: this.answered });
     }
   }
 
@@ -215,7 +224,7 @@ class Relay implements Dispatcher.DispatchHandler {
       this.settle(RELAYED);
     } else if (error instanceof StepFailed || !ctx.res.headersSent) {
       // Nothing reached the client: the kernel fails over or answers with an error.
-      this.settle({ relayed: false, error, sent: this.sent });
+      this.settle({ relayed: false, error, sent: this.sent, answered: this.answered });
     } else {
       // The head already reached the client: no retry, no splice; end its stream saying why.
       ctx.error = error;
@@ -234,6 +243,15 @@ function attempt(ctx: Context, ep: Endpoint, policy: SendPolicy, replaySafe: boo
   return new Promise((resolve) => {
     ep.dispatch({ path: up.path, method: up.method as Dispatcher.HttpMethod, headers: up.headers, body: up.body, replaySafe }, new Relay(ctx, policy, resolve));
   });
+}
+
+/** A reply that failed after its head arrived, while a buffer plan held it: the backend ran the
+ *  request, so it is not sent again. The backend's failure (a code: reset, closed, idle) is the
+ *  broken-reply error a piped reply ends with; one of ours (a reply over the plan's limit) is
+ *  UPSTREAM_ERROR, as before. */
+function afterHead(ep: Endpoint, error: Error): Error {
+  if (errorCode(error) === undefined) return gwError('UPSTREAM_ERROR', { endpoint: ep.name, reason: error.message });
+  return gwError('UPSTREAM_STREAM_BROKEN', { endpoint: ep.name, reason: brokenReason(error, ep.timeouts.idleMs) });
 }
 
 /** Send the request to ctx.candidates in order (see the top of this file) — or to `candidates`,
@@ -277,7 +295,7 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
       if (ctx.responseStarted && ctx.error && !(ctx.error instanceof ClientGone)) log.warn({ req: ctx.id, endpoint: ep.name, err: ctx.error }, 'the reply broke off after it had started');
       return true;
     }
-    const { error, sent } = outcome;
+    const { error, sent, answered } = outcome;
     if (error instanceof BreakerOpen) {
       ctx.attempts--;
       ctx.endpoint = null;
@@ -286,6 +304,7 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
     }
     if (error instanceof StepFailed) throw error.failure;
     if (unsendable(error)) throw gwError('BAD_REQUEST', { reason: `the request cannot be forwarded as it is: ${error.message}` });
+    if (answered) throw afterHead(ep, error);
     const code = errorCode(error) ?? error.message;
     // Before the request went out anything is a connection failure (a TLS error too).
     const failure = connectionFailure(error) ?? (sent ? undefined : `connect failed (${code})`);

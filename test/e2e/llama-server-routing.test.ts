@@ -2,45 +2,26 @@
 // start-llama-server.sh): a chat server and an embeddings-only server in one cppengine family.
 // Requests that name no model reach the server that can serve them; a concurrency limit of 1
 // queues the second request at the chat server. Skipped when the variable is not set.
-import { execFileSync } from 'node:child_process';
-import { createServer } from 'node:net';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { endpoint, startGateway, type Started } from '../helpers/gateway.js';
+import { LLAMA_SERVER_DIR, startLlamaServer, stopLlamaServers, type LlamaServer } from '../helpers/llama-server.js';
 import { waitFor } from '../helpers/wait.js';
 
-const dir = process.env.GW_LLAMA_SERVER_DIR;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer().once('error', reject).listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-/** Start one server; the script prints its pid on the last line. */
-function startLlama(port: number, alias: string, flags: string[] = []): number {
-  const out = execFileSync(join(dir!, 'start-llama-server.sh'), [String(port), alias, ...flags], { encoding: 'utf8', timeout: 90_000 });
-  return Number(out.trim().split('\n').at(-1));
-}
-
-describe.skipIf(!dir)('real llama-server: capability routing and a queue', () => {
-  const pids: number[] = [];
+describe.skipIf(!LLAMA_SERVER_DIR)('real llama-server: capability routing and a queue', () => {
+  let chat: LlamaServer, embed: LlamaServer;
   let gw: Started;
 
   beforeAll(async () => {
-    const [chatPort, embedPort] = [await freePort(), await freePort()];
-    pids.push(startLlama(chatPort, 'tiny-chat'), startLlama(embedPort, 'tiny-embed', ['--embeddings', '--pooling', 'mean']));
+    chat = await startLlamaServer('tiny-chat');
+    embed = await startLlamaServer('tiny-embed', ['--embeddings', '--pooling', 'mean']);
     gw = await startGateway({
       discovery: {
         static: {
           endpoints: [
             // The embeddings server first by priority: balancing alone would send it everything.
-            endpoint('embed', 'cppengine', `http://127.0.0.1:${embedPort}`, { priority: 100 }),
-            endpoint('chat', 'cppengine', `http://127.0.0.1:${chatPort}`, { priority: 50, max_concurrent_requests: 1 }),
+            endpoint('embed', 'cppengine', embed.url, { priority: 100 }),
+            endpoint('chat', 'cppengine', chat.url, { priority: 50, max_concurrent_requests: 1 }),
           ],
         },
       },
@@ -50,7 +31,7 @@ describe.skipIf(!dir)('real llama-server: capability routing and a queue', () =>
 
   afterAll(async () => {
     await gw?.close();
-    for (const pid of pids) process.kill(pid);
+    stopLlamaServers([chat, embed]);
   });
 
   const post = async (path: string, body: unknown) => {

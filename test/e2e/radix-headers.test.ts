@@ -1,10 +1,11 @@
 // X-Radix-Spec-Decode and X-Radix-Cache-Hit on radixengine replies: speculative decoding from the
 // endpoint's model list, the prefix cache from the engine's header or a non-streaming JSON reply
-// body (metrics.radix_cache_hit_rate, meta.radix_cache_hit); streams are never held back for them.
+// body's tail (metrics.radix_cache_hit_rate, meta.radix_cache_hit) on generation routes; streams
+// and other routes (embeddings) are never held back for them.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { FakeBackend } from '../../engine/demo/index.js';
-import { cacheHitIn } from '../../plugins/lib/radix-headers.js';
+import { cacheHitIn, TAIL_BYTES } from '../../plugins/lib/radix-headers.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 import { lockstep } from '../helpers/http.js';
 
@@ -66,6 +67,24 @@ describe('X-Radix-* headers', () => {
     expect(headers['x-radix-cache-hit']).toBeUndefined();
   });
 
+  it('hold back generation replies only: an embeddings reply is piped, so a break after its head reaches the client as a cut body', async () => {
+    radix.behaviour.cutBodyAt = 20;
+    const res = await request(`${gw.url}/gw/radixengine/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'Qwen2.5-7B', input: 'hello' }) });
+    // Held whole it would have been answered 502 before any byte; piped, the head came first.
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['x-radix-spec-decode']).toBe('true');
+    expect(res.headers['x-radix-cache-hit']).toBeUndefined();
+    await expect(res.body.text()).rejects.toThrow();
+  });
+
+  it('find the report at the end of a long reply', async () => {
+    radix.reply = 'word '.repeat(100_000);
+    const res = await post('/gw/radixengine/v1/chat/completions', chat('Qwen2.5-7B', 'tell me everything'));
+    expect(res.text.length).toBeGreaterThan(500_000);
+    expect(res.headers['x-radix-cache-hit']).toBe('false');
+    expect(JSON.parse(res.text).choices[0].message.content).toBe(radix.reply);
+  });
+
   it('are radixengine\'s only', async () => {
     const res = await post('/gw/pagedengine/v1/chat/completions', chat('Qwen2.5-7B', 'hi'));
     expect(res.status).toBe(200);
@@ -80,5 +99,21 @@ describe('reading the cache out of a reply body', () => {
     expect(cacheHitIn(Buffer.from('{"metrics":{"radix_cache_hit_rate":0.0}}'))).toBe(false);
     expect(cacheHitIn(Buffer.from(JSON.stringify({ choices: [{ message: { content: '"radix_cache_hit": true' } }] })))).toBeUndefined();
     expect(cacheHitIn(Buffer.from('{"id":"x"}'))).toBeUndefined();
+  });
+
+  it('ranks the reports in the tail: the batch average over one reply\'s flag over a rate', () => {
+    const batch = { responses: [{ text: 'a', meta: { radix_cache_hit: true } }, { text: 'b', meta: { radix_cache_hit: true } }], batch_meta: { total_requests: 2, avg_radix_cache_hit_rate: 0 } };
+    expect(cacheHitIn(Buffer.from(JSON.stringify(batch)))).toBe(false);
+    expect(cacheHitIn(Buffer.from('{"meta":{"radix_cache_hit":true},"metrics":{"radix_cache_hit_rate":0}}'))).toBe(true);
+  });
+
+  it(`reads only the last ${TAIL_BYTES} bytes, where the engine puts its reports`, () => {
+    const text = 'x'.repeat(TAIL_BYTES * 4);
+    expect(cacheHitIn(Buffer.from(JSON.stringify({ text, meta: { radix_cache_hit: true } })))).toBe(true);
+    // A report before a long payload is not looked for: no header rather than a scan of the whole reply.
+    expect(cacheHitIn(Buffer.from(JSON.stringify({ meta: { radix_cache_hit: true }, text })))).toBeUndefined();
+    // A tail that starts inside the generated text cannot be fooled by it either.
+    const tricky = JSON.stringify({ text: `${text}"radix_cache_hit": true`, meta: { id: 'x' } });
+    expect(cacheHitIn(Buffer.from(tricky))).toBeUndefined();
   });
 });

@@ -3,47 +3,26 @@
 // (../shared/real-backends/); it starts two servers (two aliases: one model each, as the engine
 // serves) on free ports and stops them after. Random weights: the text is gibberish, the routes real.
 import OpenAI from 'openai';
-import { execFile } from 'node:child_process';
-import { createServer } from 'node:net';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
+import { LLAMA_SERVER_DIR, startLlamaServer, stopLlamaServers, type LlamaServer } from '../helpers/llama-server.js';
 
-const DIR = process.env.GW_LLAMA_SERVER_DIR;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer().once('error', reject).listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-/** Start a llama-server with the script; its URL and pid (the script's last line). */
-async function startLlama(alias: string): Promise<{ url: string; pid: number }> {
-  const port = await freePort();
-  const out = await new Promise<string>((resolve, reject) => {
-    execFile(`${DIR}/start-llama-server.sh`, [String(port), alias], { timeout: 90_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout)));
-  });
-  return { url: `http://127.0.0.1:${port}`, pid: Number(out.trim().split('\n').at(-1)) };
-}
-
-describe.skipIf(!DIR)('cppengine in front of real llama-servers', () => {
-  let a: { url: string; pid: number }, b: { url: string; pid: number }, gw: Started;
+describe.skipIf(!LLAMA_SERVER_DIR)('cppengine in front of real llama-servers', () => {
+  let a: LlamaServer, b: LlamaServer, gw: Started;
   const get = async (path: string, init: Parameters<typeof request>[1] = {}) => {
     const res = await request(`${gw.url}/gw/cppengine${path}`, init);
     return { status: res.statusCode, endpoint: res.headers['x-gw-endpoint'], json: (await res.body.json()) as any };
   };
 
   beforeAll(async () => {
-    a = await startLlama('tiny-a');
-    b = await startLlama('tiny-b');
+    a = await startLlamaServer('tiny-a');
+    b = await startLlamaServer('tiny-b');
     gw = await startGateway({ discovery: { static: { endpoints: [endpoint('llama-a', 'cppengine', a.url), endpoint('llama-b', 'cppengine', b.url)] } } });
   }, 120_000);
   afterAll(async () => {
     await closeAll(gw, []);
-    for (const s of [a, b]) if (s) process.kill(s.pid);
+    stopLlamaServers([a, b]);
   });
 
   it('lists both servers\' models on every call, and retrieves each through the openai client', async () => {

@@ -1,36 +1,22 @@
 // Opt-in, against a real llama.cpp llama-server (set GW_LLAMA_SERVER_DIR to the folder holding
 // start-llama-server.sh): the catalogue reads the context window the engine reports (its trained
 // context, 2048 for the tiny model) rather than guessing, and keeps the per-slot serving context.
-import { execFileSync } from 'node:child_process';
-import { createServer } from 'node:net';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { endpoint, startGateway, type Started } from '../helpers/gateway.js';
+import { LLAMA_SERVER_DIR, startLlamaServer, stopLlamaServers, type LlamaServer } from '../helpers/llama-server.js';
 
-const dir = process.env.GW_LLAMA_SERVER_DIR;
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
-
-describe.skipIf(!dir)('a real llama-server', () => {
-  let pid = 0;
+describe.skipIf(!LLAMA_SERVER_DIR)('a real llama-server', () => {
+  let llama: LlamaServer;
   let gw: Started;
   beforeAll(async () => {
-    const port = await freePort();
     // -c 2048 and 2 slots: the script's defaults, so each slot serves 1024.
-    const out = execFileSync(join(dir!, 'start-llama-server.sh'), [String(port), 'ctx-check'], { encoding: 'utf8', timeout: 90_000 });
-    pid = Number(out.trim().split('\n').at(-1));
-    gw = await startGateway({ discovery: { static: { endpoints: [endpoint('llama', 'cppengine', `http://127.0.0.1:${port}`)] } } });
+    llama = await startLlamaServer('ctx-check');
+    gw = await startGateway({ discovery: { static: { endpoints: [endpoint('llama', 'cppengine', llama.url)] } } });
   }, 120_000);
   afterAll(async () => {
     await gw?.close();
-    if (pid) process.kill(pid);
+    stopLlamaServers([llama]);
   });
 
   it('reports its trained context (meta.n_ctx_train), and the serving n_ctx as metadata', async () => {

@@ -5,33 +5,13 @@
 // (translation) — and stops them after. The model has random weights: replies are gibberish,
 // but every status, count, error and template check is the real server's.
 import Anthropic from '@anthropic-ai/sdk';
-import { execFile } from 'node:child_process';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
+import { LLAMA_SERVER_DIR, startLlamaServer, stopLlamaServers, type LlamaServer } from '../helpers/llama-server.js';
 
-const DIR = process.env.GW_LLAMA_SERVER_DIR;
 const STRICT_TEMPLATE = fileURLToPath(new URL('../fixtures/msgapi/strict-alternation.jinja', import.meta.url));
 const BILLING = (cch: string) => ({ type: 'text', text: `x-anthropic-billing-header: cc_version=2.1.154.e3f; cc_entrypoint=cli; cch=${cch};` });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer().once('error', reject).listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-/** Start a llama-server with the script; resolves with its port and pid (the script's last line). */
-async function startLlama(alias: string, flags: string[] = []): Promise<{ url: string; pid: number }> {
-  const port = await freePort();
-  const out = await new Promise<string>((resolve, reject) => {
-    execFile(`${DIR}/start-llama-server.sh`, [String(port), alias, ...flags], { timeout: 90_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout)));
-  });
-  return { url: `http://127.0.0.1:${port}`, pid: Number(out.trim().split('\n').at(-1)) };
-}
 
 /** A Claude Code turn: the billing block, the system prompt, a system message mid-conversation. */
 const conversation = (model: string, cch = '7c1e2', system = 'You are Claude Code.') => ({
@@ -45,18 +25,18 @@ const conversation = (model: string, cch = '7c1e2', system = 'You are Claude Cod
   ],
 }) as unknown as Anthropic.Beta.MessageCreateParamsNonStreaming;
 
-describe.skipIf(!DIR)('against a real llama-server', () => {
-  let plain: { url: string; pid: number }, strict: { url: string; pid: number }, gw: Started;
+describe.skipIf(!LLAMA_SERVER_DIR)('against a real llama-server', () => {
+  let plain: LlamaServer, strict: LlamaServer, gw: Started;
   const client = () => new Anthropic({ baseURL: `${gw.url}/gw/msgapi`, apiKey: 'x', maxRetries: 0 });
 
   beforeAll(async () => {
-    plain = await startLlama('tiny-chat');
-    strict = await startLlama('strict-chat', ['--jinja', '--chat-template-file', STRICT_TEMPLATE]);
+    plain = await startLlamaServer('tiny-chat');
+    strict = await startLlamaServer('strict-chat', ['--jinja', '--chat-template-file', STRICT_TEMPLATE]);
     gw = await startGateway({ discovery: { static: { endpoints: [endpoint('llama', 'cppengine', plain.url), endpoint('strict', 'mlxsingle', strict.url)] } } });
   }, 120_000);
   afterAll(async () => {
     await closeAll(gw, []);
-    for (const s of [plain, strict]) if (s) process.kill(s.pid);
+    stopLlamaServers([plain, strict]);
   });
 
   it('the strict template refuses what the translator must avoid (the check has teeth)', async () => {

@@ -3,7 +3,8 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import v8 from 'node:v8';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { request } from 'undici';
 import { fnv1a36 } from '../../engine/kernel/hash.js';
 import { FakeBackend } from '../../engine/demo/index.js';
@@ -151,17 +152,36 @@ describe('/internal/process', () => {
     await twoFamilies();
     const { json } = await get('/internal/process');
     expect(json.pid).toBe(process.pid);
-    expect(Object.keys(json.memory)).toEqual(['alloc_mb', 'total_alloc_mb', 'sys_mb', 'heap_alloc_mb', 'heap_objects', 'gc_runs', 'gc_pause_ms']);
+    expect(Object.keys(json.memory)).toEqual(['alloc_mb', 'total_alloc_mb', 'sys_mb', 'heap_alloc_mb', 'heap_objects', 'heap_objects_age_seconds', 'gc_runs', 'gc_pause_ms']);
     expect(Object.keys(json.cpu)).toEqual(['goroutines', 'threads', 'cpu_percent']);
     expect(json.connections.total_created).toBeGreaterThan(0);
     expect(json.runtime).toMatchObject({ go_version: process.version, os: process.platform, arch: process.arch });
     expect(json.memory.sys_mb).toBeGreaterThan(1);
-    // An integer, as the spec has it: 0 ("not counted") unless a count is asked for, since
-    // counting stops the process for a full garbage collection.
-    expect(json.memory.heap_objects).toBe(0);
-    const counted = (await get('/internal/process?heap_objects=count')).json.memory.heap_objects;
-    expect(Number.isInteger(counted)).toBe(true);
-    expect(counted).toBeGreaterThan(1000);
+    // An integer, as the spec has it: 0 with no age until a count is asked for, since counting
+    // stops the process for a full garbage collection.
+    expect(json.memory).toMatchObject({ heap_objects: 0, heap_objects_age_seconds: null });
+    const counted = (await get('/internal/process?heap_objects=count')).json.memory;
+    expect(Number.isInteger(counted.heap_objects)).toBe(true);
+    expect(counted.heap_objects).toBeGreaterThan(1000);
+    expect(Number.isInteger(counted.heap_objects_age_seconds)).toBe(true);
+  });
+
+  it('counts heap objects at most once a minute, however often it is asked; every reply shows the last count and its age', async () => {
+    await twoFamilies();
+    const first = (await get('/internal/process?heap_objects=count')).json.memory;
+    const query = vi.spyOn(v8 as unknown as { queryObjects: () => number }, 'queryObjects');
+    try {
+      for (let i = 0; i < 5; i++) {
+        const again = (await get('/internal/process?heap_objects=count')).json.memory;
+        expect(again.heap_objects).toBe(first.heap_objects);
+        expect(again.heap_objects_age_seconds).toBeGreaterThanOrEqual(first.heap_objects_age_seconds);
+      }
+      // Asked or not, the reply reports the last count.
+      expect((await get('/internal/process')).json.memory.heap_objects).toBe(first.heap_objects);
+      expect(query).not.toHaveBeenCalled();
+    } finally {
+      query.mockRestore();
+    }
   });
 });
 

@@ -1,0 +1,48 @@
+// Real llama.cpp llama-servers for the opt-in tests: GW_LLAMA_SERVER_DIR names the folder with
+// start-llama-server.sh (../shared/real-backends/). Each test starts its own servers on free
+// ports and stops them after; without the variable those tests are skipped.
+import { execFile } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+/** The folder with start-llama-server.sh, or undefined: the tests that need it are skipped. */
+export const LLAMA_SERVER_DIR = process.env.GW_LLAMA_SERVER_DIR;
+
+/** A TCP port free on 127.0.0.1 right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer().once('error', reject).listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface LlamaServer {
+  url: string;
+  port: number;
+  pid: number;
+}
+
+/** Start a llama-server serving the tiny model as `alias` (extra `flags` go to llama-server);
+ *  resolves once it answers /health (the script waits), with its pid (the script's last line). */
+export async function startLlamaServer(alias: string, flags: string[] = []): Promise<LlamaServer> {
+  if (!LLAMA_SERVER_DIR) throw new Error('GW_LLAMA_SERVER_DIR is not set: guard the test with describe.skipIf(!LLAMA_SERVER_DIR)');
+  const port = await freePort();
+  const out = await new Promise<string>((resolve, reject) => {
+    execFile(join(LLAMA_SERVER_DIR, 'start-llama-server.sh'), [String(port), alias, ...flags], { timeout: 90_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout)));
+  });
+  return { url: `http://127.0.0.1:${port}`, port, pid: Number(out.trim().split('\n').at(-1)) };
+}
+
+/** Stop servers this test started (those that got started: a failed beforeAll leaves gaps). */
+export function stopLlamaServers(servers: readonly (LlamaServer | undefined)[]): void {
+  for (const s of servers) {
+    if (!s?.pid) continue;
+    try {
+      process.kill(s.pid);
+    } catch {
+      // Gone already.
+    }
+  }
+}

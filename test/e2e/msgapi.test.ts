@@ -1,11 +1,12 @@
 // The messages API through the official SDK, the way users point it at the gateway.
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { dirname } from 'node:path';
 import { request } from 'undici';
 import { FakeBackend } from '../../engine/demo/index.js';
-import { compareVersions } from '../../plugins/lib/msgapi/mode.js';
+import { compareVersions } from '../../engine/backends/version.js';
 import { waitFor } from '../helpers/wait.js';
-import { endpoint, startGateway, type Started } from '../helpers/gateway.js';
+import { endpoint, startGateway, writeConfig, type Started } from '../helpers/gateway.js';
 
 // mlxsingle speaks chat-completions only (translation); localrunner declares native support (passthrough).
 let chat: FakeBackend, native: FakeBackend, gw: Started;
@@ -209,6 +210,25 @@ describe('passthrough min_version', () => {
       expect(reply.content).toEqual([{ type: 'text', text: 'Native hello' }]);
     } finally {
       await old.close();
+    }
+  });
+
+  it('follows a reload that raises the configured version (decided when the endpoint\'s settings apply)', async () => {
+    const config = (version: string) => ({ pipelines: { watch: false }, discovery: { static: { endpoints: [endpoint('old', 'localrunner', native.url, { version })] } } });
+    const g = await startGateway(config('0.13.2'));
+    try {
+      const mode = async () => {
+        const res = await request(`${g.url}/gw/msgapi/v1/messages`, { method: 'POST', body: JSON.stringify({ model: 'llama-native', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }) });
+        await res.body.dump();
+        return res.headers['x-gw-mode'] ?? 'translation';
+      };
+      expect(await mode()).toBe('translation');
+      const base = { server: { host: '127.0.0.1', port: 0, shutdown_timeout: '2s' }, logging: { level: 'debug' }, proxy: { profiles_dir: '/nonexistent/profiles' } };
+      writeConfig({ ...base, ...config('0.14.0'), pipelines: { dir: '/nonexistent/pipelines', watch: false } }, dirname(g.configFile));
+      expect(await g.gw.reload('test')).toBe(true);
+      expect(await mode()).toBe('passthrough');
+    } finally {
+      await g.close();
     }
   });
 

@@ -285,6 +285,25 @@ describe('limits and switches', () => {
     }
   });
 
+  it('refuses a body nested deeper than the limit with 400 naming it, on both routes and in both modes, without an error log', async () => {
+    /** A tool_use input nested `depth` objects deep (the message around it adds 5 levels). */
+    const nested = (model: string, depth: number) => `{"model":"${model}","max_tokens":8,"system":[{"type":"text","text":"x-anthropic-billing-header: cch=1;"}],"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}]}`;
+    const errorsBefore = gw.logs.filter((l) => l.level >= 50).length;
+    for (const model of ['qwen-chat', 'llama-native']) {
+      for (const path of ['/v1/messages', '/v1/messages/count_tokens']) {
+        const res = await request(`${gw.url}/gw/msgapi${path}`, { method: 'POST', body: nested(model, 200_000) });
+        expect(res.statusCode).toBe(400);
+        expect(((await res.body.json()) as any)).toMatchObject({ type: 'error', error: { code: 'BAD_REQUEST', message: expect.stringContaining('more than 256 levels deep') } });
+        // Within the limit, the same request is served.
+        const ok = await request(`${gw.url}/gw/msgapi${path}`, { method: 'POST', body: nested(model, 250) });
+        await ok.body.dump();
+        expect(ok.statusCode).toBe(200);
+      }
+    }
+    expect(gw.logs.filter((l) => l.level >= 50).length).toBe(errorsBefore);
+    expect(chat.traffic.length + native.traffic.length).toBe(2);
+  });
+
   it('gives 400 naming the field for a request that cannot be translated', async () => {
     for (const [body, field] of [['{"model":"qwen-chat","messages":[]}', /^max_tokens: /], ['{"model":"qwen-chat","max_tokens":8,"messages":"hi"}', /^messages: /], ['{"model":"qwen-chat","max_tokens":8,"messages":[{"role":"tool","content":"x"}]}', /^messages\[0\]\.role: /]] as const) {
       const res = await request(`${gw.url}/gw/msgapi/v1/messages`, { method: 'POST', body });

@@ -6,6 +6,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FakeBackend } from '../../engine/demo/index.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
+import { customProfiles } from '../helpers/profiles.js';
 
 const BILLING = { type: 'text', text: 'x-anthropic-billing-header: cc_version=2.1.154.e3f; cc_entrypoint=cli; cch=7c1e2;' };
 
@@ -67,6 +68,28 @@ describe('the billing block', () => {
   it('is kept toward a hosted service (translated there)', async () => {
     await client().messages.create({ ...request, model: 'gpt-hosted' } as Anthropic.MessageCreateParamsNonStreaming);
     expect(hosted.traffic[0].json.messages[0]).toEqual({ role: 'system', content: `${BILLING.text}\nBe brief.` });
+  });
+
+  it('is kept toward a family whose profile says it is a hosted service (characteristics.hosted_service), whatever its name', async () => {
+    const service = await new FakeBackend({ family: 'auto', name: 'service', models: [{ name: 'svc-model' }] }).start();
+    const endpoints = [endpoint('service', 'auto', service.url)];
+    const sent = async (g: Started) => {
+      service.reset();
+      const res = await post(g.url, JSON.stringify({ ...request, model: 'svc-model' }));
+      await res.body.dump();
+      expect(res.statusCode).toBe(200);
+      return service.traffic[0].json.messages[0];
+    };
+    const plain = await startGateway({ discovery: { static: { endpoints } } });
+    const flagged = await startGateway({ proxy: { profiles_dir: customProfiles({ auto: (p) => (p.characteristics.hosted_service = true) }) }, discovery: { static: { endpoints } } });
+    try {
+      // `auto` is an engine you run unless its profile says otherwise: the block is left out.
+      expect(await sent(plain)).toEqual({ role: 'system', content: 'Be brief.' });
+      expect(await sent(flagged)).toEqual({ role: 'system', content: `${BILLING.text}\nBe brief.` });
+    } finally {
+      await closeAll(flagged, [service]);
+      await plain.close();
+    }
   });
 
   it('is kept everywhere with translators.msgapi.strip_billing_header: false', async () => {

@@ -6,14 +6,14 @@
 // Model-management routes (the profile's request.management_paths) are left alone: what they
 // name is a model to pull, create or delete, not one to route to.
 import { definePlugin } from '../engine/kernel/plugin.js';
-import { familiesOf, resolveAlias, type AliasCache } from './lib/model-routing.js';
+import { familiesOf, resolveAlias, UNAVAILABLE_OPTION, type AliasCache, type Unavailable } from './lib/model-routing.js';
 
-export default definePlugin<Record<string, never>>({
+export default definePlugin<{ unavailable: Unavailable }>({
   name: 'alias-resolve',
   needs: ['body'],
   provides: ['aliases'],
-  schema: { type: 'object', additionalProperties: false },
-  apply(hooks, _o, env) {
+  schema: { type: 'object', additionalProperties: false, properties: { unavailable: UNAVAILABLE_OPTION } },
+  apply(hooks, o, env) {
     const aliases = new Map(Object.entries(env.config.model_aliases));
     if (aliases.size === 0) return;
     const families = familiesOf(env);
@@ -23,7 +23,7 @@ export default definePlugin<Record<string, never>>({
       if (management.size > 0 && management.has(ctx.pathname)) return;
       const model = ctx.model;
       const targets = model ? aliases.get(model) : undefined;
-      if (model && targets) resolveAlias(ctx, env, families, model, targets, cache);
+      if (model && targets) resolveAlias(ctx, env, families, model, targets, cache, o.unavailable);
     });
   },
 });

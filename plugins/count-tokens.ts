@@ -1,22 +1,30 @@
 // POST /gw/msgapi/v1/messages/count_tokens. Where a candidate endpoint counts tokens itself
-// (api.msgapi_support.token_count: the cppengine family), the request is forwarded to its
-// <messages_path>/count_tokens like a messages passthrough — alias rewrite, failover, upstream
-// headers, the billing block dropped toward local backends, errors put in the messages API's
-// shape — and its reply comes back as it gave it. Otherwise the spec's estimate (characters / 4):
-// no candidate counts, or the backend answers 404 or 501 for that path (a build without it).
-// X-Gw-Token-Count says which: `backend` or `estimate`.
+// (api.msgapi_support.token_count: the cppengine family) and passthrough is on, the request is
+// forwarded to its <messages_path>/count_tokens like a messages passthrough — alias rewrite,
+// failover, upstream headers, the billing block dropped toward local backends, errors put in the
+// messages API's shape — and its count comes back in the spec's shape (llama.cpp sends only
+// input_tokens: output_tokens 0 and total_tokens are added). Otherwise the spec's estimate
+// (characters / 4), which needs no backend: no candidate counts, none can take the request now
+// (unroutable, breaker open, all failed), or the backend answers 404 or 501 for that path (a
+// build without it). X-Gw-Token-Count says which: `backend` or `estimate`.
+import type { Endpoint } from '../engine/backends/endpoints.js';
 import type { Context } from '../engine/kernel/context.js';
-import { gwError } from '../engine/kernel/errors.js';
+import { GatewayError, gwError } from '../engine/kernel/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { sendUpstream, type ReplyPlan, type SendPolicy } from '../engine/kernel/upstream.js';
+import { rewritePlan, type Rewritten } from './lib/rewrite-body.js';
 import { translationProblem } from './lib/msgapi/check.js';
 import { estimateInputTokens } from './lib/msgapi/estimate.js';
 import { countsTokens } from './lib/msgapi/mode.js';
 import { passthroughBody, passthroughReply } from './lib/msgapi/passthrough.js';
 
+interface Options { passthrough?: boolean }
 type Source = 'backend' | 'estimate';
 const SOURCE = 'count-tokens.source';
 const JSON_TYPE = ['content-type', 'application/json'];
+const PIPE: ReplyPlan = { kind: 'pipe' };
+/** No endpoint could take the request: the estimate answers instead of the error. */
+const NO_BACKEND = new Set(['ENDPOINT_UNAVAILABLE', 'CIRCUIT_BREAKER']);
 
 /** The estimate's reply; a request it cannot read gets 400 naming the field. */
 function estimate(ctx: Context): string {
@@ -28,17 +36,39 @@ function estimate(ctx: Context): string {
   return JSON.stringify({ input_tokens: input, output_tokens: 0, total_tokens: input });
 }
 
-export default definePlugin<Record<string, never>>({
+/** A backend's count in the spec's shape: output_tokens (0) and total_tokens added when missing;
+ *  a reply that is not a count goes as it came. */
+const inSpecShape = (_status: number, body: Buffer): Rewritten => {
+  let reply: Record<string, unknown>;
+  try {
+    reply = JSON.parse(body.toString('utf8'));
+  } catch {
+    return null;
+  }
+  if (typeof reply !== 'object' || reply === null || typeof reply.input_tokens !== 'number') return null;
+  if (reply.output_tokens !== undefined && reply.total_tokens !== undefined) return null;
+  const output = typeof reply.output_tokens === 'number' ? reply.output_tokens : 0;
+  return { body: JSON.stringify({ ...reply, output_tokens: reply.output_tokens ?? 0, total_tokens: reply.total_tokens ?? reply.input_tokens + output }) };
+};
+
+export default definePlugin<Options>({
   name: 'count-tokens',
   needs: ['messages-request'],
   uses: ['candidates'],
   terminal: true,
-  schema: { type: 'object', additionalProperties: false },
-  apply(hooks, _o, env) {
-    const stripBilling = env.config.translators.msgapi.strip_billing_header;
-    /** The backend has no such path after all: answered with the estimate instead. */
+  schema: {
+    type: 'object', additionalProperties: false,
+    properties: {
+      passthrough: { type: 'boolean', description: 'Forward to endpoints that count tokens themselves (false: always the estimate). Default: translators.msgapi.passthrough' },
+    },
+  },
+  apply(hooks, o, env) {
+    const msgapi = env.config.translators.msgapi;
+    const forward = o.passthrough ?? msgapi.passthrough;
+    const stripBilling = msgapi.strip_billing_header;
+    /** The backend has no such path after all: its body is dropped, the estimate answers. */
     const estimateInstead = (ctx: Context): ReplyPlan => ({
-      kind: 'buffer', limit: 64 * 1024,
+      kind: 'buffer', discard: true,
       finish: () => ({ status: 200, headers: JSON_TYPE, body: estimate(ctx) }),
     });
 
@@ -52,15 +82,29 @@ export default definePlugin<Record<string, never>>({
       reply: (ctx, status, headers) => {
         if (status === 404 || status === 501) return estimateInstead(ctx);
         if (status < 400) ctx.state[SOURCE] = 'backend' satisfies Source;
-        return passthroughReply(status, headers);
+        if (status >= 200 && status < 300) return rewritePlan(headers, inSpecShape);
+        return status < 400 ? PIPE : passthroughReply(status, headers);
       },
+    };
+
+    /** The candidates that count, or none when passthrough is off. */
+    const counting = (candidates: readonly Endpoint[]): readonly Endpoint[] => {
+      if (!forward) return [];
+      return candidates.every(countsTokens) ? candidates : candidates.filter(countsTokens);
     };
 
     hooks.dispatch.tapPromise('count-tokens', async (ctx) => {
       // Routing steps before this one (alias-resolve, select-endpoint) choose the candidates;
-      // without them there are none, and the estimate answers.
-      const counting = ctx.candidates.every(countsTokens) ? ctx.candidates : ctx.candidates.filter(countsTokens);
-      if (counting.length) return sendUpstream(ctx, policy, counting);
+      // without them, or with none that can take the request now, there are none.
+      const to = counting(ctx.candidates);
+      if (to.length) {
+        try {
+          return await sendUpstream(ctx, policy, to);
+        } catch (err) {
+          if (!(err instanceof GatewayError && NO_BACKEND.has(err.key))) throw err;
+          ctx.endpoint = null; // none answered
+        }
+      }
       return ctx.reply(200, estimate(ctx), JSON_TYPE);
     });
 

@@ -14,12 +14,12 @@ import type { Endpoint } from '../engine/backends/endpoints.js';
 import { gwError } from '../engine/kernel/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { balancer, STRATEGIES } from './lib/balancing.js';
-import { familiesOf, modelCandidates, routableIn } from './lib/model-routing.js';
+import { familiesOf, modelCandidates, routableIn, UNAVAILABLE_OPTION, type Unavailable } from './lib/model-routing.js';
 import { CapabilityRouter, routeKindsOf } from './lib/route-kinds.js';
 
 export { STRATEGIES } from './lib/balancing.js';
 
-interface Options { strategy?: string; model_routing: boolean }
+interface Options { strategy?: string; model_routing: boolean; unavailable: Unavailable }
 
 export default definePlugin<Options>({
   name: 'select-endpoint',
@@ -31,6 +31,7 @@ export default definePlugin<Options>({
     properties: {
       strategy: { enum: Object.keys(STRATEGIES), description: 'Default: proxy.load_balancer' },
       model_routing: { type: 'boolean', default: true, description: 'Route by the body model through the catalogue (and model-less requests by what the route needs)' },
+      unavailable: UNAVAILABLE_OPTION,
     },
   },
   apply(hooks, o, env) {
@@ -51,6 +52,7 @@ export default definePlugin<Options>({
     hooks.request.tapPromise('select-endpoint', async (ctx) => {
       const routable = routableIn(env, families);
       if (routable.length === 0) {
+        if (o.unavailable === 'continue') return finish(ctx, routable);
         const configured = families.reduce((n, f) => n + endpoints.endpoints(f.name).length, 0);
         throw gwError('ENDPOINT_UNAVAILABLE', { provider, reason: configured ? `${configured} configured, none routable` : 'no endpoint of this family is configured' });
       }
@@ -64,10 +66,10 @@ export default definePlugin<Options>({
       if (!o.model_routing) return finish(ctx, routable);
       const model = ctx.model;
       if (!model) return finish(ctx, kind && capabilities ? capabilities.candidates(ctx, routable, kind) : routable);
-      let list = modelCandidates(ctx, env, families, routable, model, false);
+      let list = modelCandidates(ctx, env, families, routable, model, false, o.unavailable);
       if (list === 'refresh') {
         await Promise.race([discovery.refresh(routable), new Promise((r) => setTimeout(r, refreshTimeoutMs).unref())]);
-        list = modelCandidates(ctx, env, families, routableIn(env, families), model, true) as readonly Endpoint[];
+        list = modelCandidates(ctx, env, families, routableIn(env, families), model, true, o.unavailable) as readonly Endpoint[];
       }
       finish(ctx, list);
     });

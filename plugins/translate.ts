@@ -22,7 +22,7 @@ import { translatedReply, type TranslateOptions } from './lib/msgapi/reply-plan.
 import { toChatRequest } from './lib/msgapi/request.js';
 import type { MessagesRequest } from './lib/msgapi/types.js';
 
-interface Options { passthrough: boolean; max_retries?: number; name: string }
+interface Options { passthrough?: boolean; max_retries?: number; name: string }
 interface MsgapiState { mode?: Mode; fallback?: Fallback; stream?: boolean; malformed?: number; translation?: TranslateOptions }
 
 export default definePlugin<Options>({
@@ -33,7 +33,7 @@ export default definePlugin<Options>({
   schema: {
     type: 'object', additionalProperties: false,
     properties: {
-      passthrough: { type: 'boolean', default: true, description: 'Forward natively to backends that support the messages API' },
+      passthrough: { type: 'boolean', description: 'Forward natively to backends that support the messages API (false: always translate). Default: translators.msgapi.passthrough' },
       max_retries: { type: 'integer', minimum: 0, description: 'Default: proxy.max_retries' },
       name: { type: 'string', default: 'msgapi', description: 'Translator name in /internal/stats/translators' },
     },
@@ -41,6 +41,7 @@ export default definePlugin<Options>({
   apply(hooks, o, env) {
     const maxRetries = o.max_retries ?? env.config.proxy.max_retries;
     const stripBilling = env.config.translators.msgapi.strip_billing_header;
+    const passthrough = o.passthrough ?? env.config.translators.msgapi.passthrough;
     const counters = env.stats.translator(o.name);
     const state = (ctx: { state: Record<string, unknown> }) => ((ctx.state.msgapi ??= {}) as MsgapiState);
 
@@ -78,7 +79,7 @@ export default definePlugin<Options>({
       replaySafe: () => true,
       request: (ctx, ep) => {
         const st = state(ctx);
-        const { mode, fallback } = modeFor(ep, o.passthrough);
+        const { mode, fallback } = modeFor(ep, passthrough);
         st.mode = mode;
         st.fallback = fallback;
         if (mode === 'translation') return chatRequest(ctx, ep, st);

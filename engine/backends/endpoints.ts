@@ -6,6 +6,7 @@ import { buildConnector, Pool } from 'undici';
 import { CircuitBreaker, type BreakerSettings } from './breaker.js';
 import type { Dispatch } from './interceptors.js';
 import { EndpointQueue, type QueueSettings } from './queue.js';
+import { recentEnough } from './version.js';
 import type { EndpointConfig, GatewayConfig } from '../kernel/config.js';
 import { parseDuration } from '../kernel/duration.js';
 import { ConfigError } from '../kernel/errors.js';
@@ -81,6 +82,9 @@ export class Endpoint {
   priority!: number;
   /** The backend's version when configured (feature checks such as msgapi min_version). */
   version: string | undefined;
+  /** It speaks the messages API itself: the profile declares it (api.msgapi_support.enabled) and
+   *  the configured version, if any, is at least its min_version. Decided when settings apply. */
+  speaksMessagesApi!: boolean;
   healthUrl!: string;
   modelUrl!: string;
   checkIntervalMs!: number;
@@ -128,6 +132,8 @@ export class Endpoint {
     this.query = plan.url.search.slice(1);
     this.priority = plan.priority;
     this.version = plan.version;
+    const msgapi = plan.profile.api.msgapi_support;
+    this.speaksMessagesApi = msgapi?.enabled === true && recentEnough(plan.version, msgapi.min_version);
     this.healthUrl = plan.healthUrl;
     this.modelUrl = plan.modelUrl;
     this.checkIntervalMs = plan.checkIntervalMs;

@@ -36,6 +36,8 @@ export interface Profile {
   characteristics: {
     timeout?: string; max_concurrent_requests?: number; max_queued_requests: number; queue_timeout: string;
     default_priority: number; streaming_support: boolean;
+    /** A hosted API service rather than an engine you run (lib/msgapi/billing.ts). */
+    hosted_service: boolean;
   };
   health: { transient_statuses: number[] };
   request: {

@@ -35,7 +35,12 @@ export type ReplyPlan =
   /** Read whole, then answered: `finish` builds the reply from the backend's status and body.
    *  Past `limit` the request fails, or, given an `overflow` pipe plan, the reply is relayed as
    *  that plan says after all (what was read first, then the rest as it comes). */
-  | { kind: 'buffer'; limit: number; overflow?: PipePlan; finish(status: number, body: Buffer): { status: number; headers: string[]; body: string | Buffer } };
+  | { kind: 'buffer'; limit: number; overflow?: PipePlan; discard?: false; finish: BufferFinish }
+  /** The same, for a reply whose body is never used: read to its end and dropped as it comes
+   *  (nothing kept, so no limit); `finish` gets an empty body. */
+  | { kind: 'buffer'; discard: true; finish: BufferFinish };
+
+type BufferFinish = (status: number, body: Buffer) => { status: number; headers: string[]; body: string | Buffer };
 
 export type PipePlan = Extract<ReplyPlan, { kind: 'pipe' }>;
 
@@ -162,6 +167,7 @@ class Relay implements Dispatcher.DispatchHandler {
   onResponseData(controller: Controller, chunk: Buffer): void {
     const plan = this.plan;
     if (plan.kind === 'buffer') {
+      if (plan.discard) return;
       this.size += chunk.length;
       this.chunks.push(chunk);
       if (this.size <= plan.limit) return;

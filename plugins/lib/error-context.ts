@@ -1,24 +1,22 @@
 // Backend error replies annotated as the endpoint's profile declares (api.error_context): the
 // hosted families add `gw_context` {endpoint, request_id, timestamp}; the multi-provider gateway
 // gets an integer `code` and the `provider`. Only a JSON object body of a reply with status 400 or
-// more is touched, read whole up to ERROR_LIMIT (a larger one is relayed as it came); anything
-// else, and every success reply, is relayed untouched and unbuffered.
+// more is touched, read whole up to the rewrite limit (lib/rewrite-body.ts: a larger one is
+// relayed as it came); anything else, and every success reply, is relayed untouched and unbuffered.
 import type { Catalogue } from '../../engine/backends/catalogue.js';
 import type { Context } from '../../engine/kernel/context.js';
-import { backendHeaders, type ReplyPlan } from '../../engine/kernel/upstream.js';
+import type { ReplyPlan } from '../../engine/kernel/upstream.js';
+import { rewritePlan, uncompressed } from './rewrite-body.js';
 
 type Headers = Record<string, string | string[] | undefined>;
 type Obj = Record<string, unknown>;
-
-export const ERROR_LIMIT = 64 * 1024;
 
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** A body that may be JSON and is not compressed (we do not decode to annotate). */
 export function plainJson(headers: Headers): boolean {
   const type = String(headers['content-type'] ?? 'application/json').toLowerCase();
-  const encoding = String(headers['content-encoding'] ?? 'identity').toLowerCase();
-  return type.includes('json') && encoding === 'identity';
+  return type.includes('json') && uncompressed(headers);
 }
 
 /** The provider behind a model: its `provider/` prefix, else the owner its endpoint lists, else the family. */
@@ -58,13 +56,8 @@ export function annotateError(body: Buffer, status: number, ctx: Context, catalo
 export function errorContextPlan(ctx: Context, status: number, headers: Headers, catalogue: Catalogue): ReplyPlan | undefined {
   const want = ctx.endpoint!.profile.api.error_context;
   if (status < 400 || ctx.method === 'HEAD' || !(want.gw_context || want.integer_code || want.provider) || !plainJson(headers)) return undefined;
-  return {
-    kind: 'buffer',
-    limit: ERROR_LIMIT,
-    overflow: { kind: 'pipe' },
-    finish(st, body) {
-      const annotated = annotateError(body, st, ctx, catalogue);
-      return { status: st, headers: backendHeaders(headers, false), body: annotated ?? body };
-    },
-  };
+  return rewritePlan(headers, (st, body) => {
+    const annotated = annotateError(body, st, ctx, catalogue);
+    return annotated === null ? null : { body: annotated };
+  });
 }

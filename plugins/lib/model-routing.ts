@@ -25,6 +25,17 @@ function servedBy(env: PluginEnv, families: readonly Profile[], model: string): 
 /** The family named in errors; none when the step works across every family (msgapi). */
 const label = (families: readonly Profile[]) => (families.length === 1 ? families[0].name : undefined);
 
+/** What a routing step does when the model is served, but only by endpoints that take no traffic
+ *  now (or no endpoint is routable at all): refuse (503), or go on with no candidates — for a
+ *  terminal step that can answer without a backend (count-tokens' estimate). */
+export type Unavailable = 'refuse' | 'continue';
+export const UNAVAILABLE_OPTION = {
+  enum: ['refuse', 'continue'], default: 'refuse',
+  description: 'A model served only by endpoints that take no traffic now, or no routable endpoint at all: refuse (503 MODEL_UNAVAILABLE, ENDPOINT_UNAVAILABLE), or continue with no candidates for a terminal step that answers without a backend (count-tokens)',
+} as const;
+/** No endpoint for the alias: shared, never filled. */
+const NO_TARGETS = new Map<Endpoint, string>();
+
 /** Per alias: which routable endpoint serves which real name, valid while neither the catalogue
  *  nor endpoint health changed (the map is shared by the requests in between, never mutated). */
 export type AliasCache = Map<string, { catalogue: number; health: number; targets: Map<Endpoint, string> }>;
@@ -42,7 +53,7 @@ function aliasTargetsOf(env: PluginEnv, families: readonly Profile[], model: str
 }
 
 /** Alias rules 1–3: endpoints serving any target (alias order), or a strict rejection, or nothing. */
-export function resolveAlias(ctx: Context, env: PluginEnv, families: readonly Profile[], model: string, targets: readonly string[], cache: AliasCache): void {
+export function resolveAlias(ctx: Context, env: PluginEnv, families: readonly Profile[], model: string, targets: readonly string[], cache: AliasCache, unavailable: Unavailable = 'refuse'): void {
   const strategy = env.config.model_registry.routing_strategy.type;
   if (!(families.length === 1 ? env.catalogue.family(families[0].name).known : env.catalogue.anyKnown())) return;
   const aliasTargets = aliasTargetsOf(env, families, model, targets, cache);
@@ -53,12 +64,16 @@ export function resolveAlias(ctx: Context, env: PluginEnv, families: readonly Pr
   if (strategy !== 'strict') return; // routed as an ordinary name
   const down = [...new Set(targets.flatMap((t) => servedBy(env, families, t)))];
   ctx.routing = { strategy, decision: 'rejected', reason: down.length ? 'alias_unavailable' : 'alias_not_found' };
+  if (down.length && unavailable === 'continue') {
+    ctx.routing.aliasTargets = NO_TARGETS; // select-endpoint: no candidates
+    return;
+  }
   if (down.length) throw gwError('MODEL_UNAVAILABLE', { model, provider: label(families), endpoints: down.map((e) => e.name).join(', ') });
   throw gwError('MODEL_NOT_FOUND', { model, provider: label(families), hint: `alias targets ${targets.join(', ')} are not discovered on any endpoint` });
 }
 
 /** Candidates for a named model, or 'refresh' when the discovery strategy wants a catalogue refresh first. */
-export function modelCandidates(ctx: Context, env: PluginEnv, families: readonly Profile[], routable: readonly Endpoint[], model: string, refreshed: boolean): readonly Endpoint[] | 'refresh' {
+export function modelCandidates(ctx: Context, env: PluginEnv, families: readonly Profile[], routable: readonly Endpoint[], model: string, refreshed: boolean, unavailable: Unavailable = 'refuse'): readonly Endpoint[] | 'refresh' {
   const { catalogue } = env;
   const rs = env.config.model_registry.routing_strategy;
   const decide = (decision: RoutingInfo['decision'], reason: string) => (ctx.routing = { strategy: rs.type, decision, reason });
@@ -95,6 +110,7 @@ export function modelCandidates(ctx: Context, env: PluginEnv, families: readonly
   }
   if (serving.length) {
     decide('rejected', 'model_unavailable');
+    if (unavailable === 'continue') return [];
     throw gwError('MODEL_UNAVAILABLE', { model, provider: label(families), endpoints: serving.map((e) => e.name).join(', ') });
   }
   decide('rejected', 'model_not_found');

@@ -106,8 +106,8 @@ describe('count_tokens', () => {
     expect(sent.url).toBe('/v1/messages/count_tokens');
     expect(sent.json.system).toEqual([SYSTEM[1]]);
     // The fake's count: one token per word (4 in the system text, 3 + 8 + 2 + 2 in the
-    // messages) and 4 per message; the reply is the backend's, as it gave it.
-    expect(data).toEqual({ input_tokens: 4 + 15 + 4 * 4 });
+    // messages) and 4 per message; the reply is the backend's count in the spec's shape.
+    expect(data).toEqual({ input_tokens: 4 + 15 + 4 * 4, output_tokens: 0, total_tokens: 4 + 15 + 4 * 4 });
   });
 
   it('sends an alias as the real name', async () => {

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { FakeBackend } from '../../engine/demo/index.js';
-import { ERROR_LIMIT } from '../../plugins/lib/error-context.js';
+import { REWRITE_LIMIT } from '../../plugins/lib/rewrite-body.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 
 let hosted: FakeBackend, multi: FakeBackend, paged: FakeBackend, gw: Started;
@@ -52,12 +52,21 @@ describe('hosted errors', () => {
   });
 
   it('relay an error body larger than the bound as it came, whole', async () => {
-    const big = JSON.stringify({ error: { message: 'x'.repeat(ERROR_LIMIT * 2) } });
+    const big = JSON.stringify({ error: { message: 'x'.repeat(REWRITE_LIMIT * 2) } });
     hosted.behaviour.status = 400;
     hosted.behaviour.errorBody = { contentType: 'application/json', body: big };
     const { status, text } = await post('hosted', 'gpt-4o-mini');
     expect(status).toBe(400);
     expect(text).toBe(big);
+  });
+
+  it('relay a JSON error body nested too deep to serialise again as it came, without an error log', async () => {
+    const deep = `{"error":${'['.repeat(20_000)}${']'.repeat(20_000)}}`;
+    hosted.behaviour.status = 400;
+    hosted.behaviour.errorBody = { contentType: 'application/json', body: deep };
+    const errorsBefore = gw.logs.filter((l) => l.level >= 50).length;
+    expect(await post('hosted', 'gpt-4o-mini')).toMatchObject({ status: 400, text: deep });
+    expect(gw.logs.filter((l) => l.level >= 50).length).toBe(errorsBefore);
   });
 
   it('leave success replies untouched', async () => {

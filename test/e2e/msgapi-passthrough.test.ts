@@ -6,6 +6,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FakeBackend } from '../../engine/demo/index.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
+import { customProfiles } from '../helpers/profiles.js';
 
 const BILLING = { type: 'text', text: 'x-anthropic-billing-header: cc_version=2.1.154.e3f; cc_entrypoint=cli; cch=7c1e2;' };
 
@@ -69,6 +70,28 @@ describe('the billing block', () => {
     expect(hosted.traffic[0].json.messages[0]).toEqual({ role: 'system', content: `${BILLING.text}\nBe brief.` });
   });
 
+  it('is kept toward a family whose profile says it is a hosted service (characteristics.hosted_service), whatever its name', async () => {
+    const service = await new FakeBackend({ family: 'auto', name: 'service', models: [{ name: 'svc-model' }] }).start();
+    const endpoints = [endpoint('service', 'auto', service.url)];
+    const sent = async (g: Started) => {
+      service.reset();
+      const res = await post(g.url, JSON.stringify({ ...request, model: 'svc-model' }));
+      await res.body.dump();
+      expect(res.statusCode).toBe(200);
+      return service.traffic[0].json.messages[0];
+    };
+    const plain = await startGateway({ discovery: { static: { endpoints } } });
+    const flagged = await startGateway({ proxy: { profiles_dir: customProfiles({ auto: (p) => (p.characteristics.hosted_service = true) }) }, discovery: { static: { endpoints } } });
+    try {
+      // `auto` is an engine you run unless its profile says otherwise: the block is left out.
+      expect(await sent(plain)).toEqual({ role: 'system', content: 'Be brief.' });
+      expect(await sent(flagged)).toEqual({ role: 'system', content: `${BILLING.text}\nBe brief.` });
+    } finally {
+      await closeAll(flagged, [service]);
+      await plain.close();
+    }
+  });
+
   it('is kept everywhere with translators.msgapi.strip_billing_header: false', async () => {
     const keep = await startGateway({ translators: { msgapi: { strip_billing_header: false } }, discovery: { static: { endpoints: [endpoint('native', 'localrunner', native.url)] } } });
     try {
@@ -124,11 +147,15 @@ describe('backend errors in passthrough', () => {
     expect(await res.body.text()).toBe(body);
   });
 
-  it('reads at most 64 KiB of an error body', async () => {
+  it('relays an error body over 64 KiB as it came, with the backend\'s status', async () => {
     native.behaviour.status = 500;
-    native.behaviour.errorBody = { contentType: 'text/plain', body: 'x'.repeat(70 * 1024) };
+    const big = 'x'.repeat(200 * 1024);
+    native.behaviour.errorBody = { contentType: 'text/plain', body: big };
     const res = await post(gw.url, '{"model":"llama-native","max_tokens":8,"messages":[]}');
-    expect(res.statusCode).toBe(502);
-    expect(((await res.body.json()) as any).error).toMatchObject({ code: 'UPSTREAM_ERROR', message: expect.stringContaining('larger than 65536 bytes') });
+    expect(res.statusCode).toBe(500);
+    expect(res.headers['content-type']).toBe('text/plain');
+    expect(res.headers['x-gw-mode']).toBe('passthrough');
+    expect(await res.body.text()).toBe(big);
+    expect(native.traffic).toHaveLength(1);
   });
 });

@@ -1,11 +1,12 @@
 // The messages API through the official SDK, the way users point it at the gateway.
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { dirname } from 'node:path';
 import { request } from 'undici';
 import { FakeBackend } from '../../engine/demo/index.js';
-import { compareVersions } from '../../plugins/lib/msgapi/mode.js';
+import { compareVersions } from '../../engine/backends/version.js';
 import { waitFor } from '../helpers/wait.js';
-import { endpoint, startGateway, type Started } from '../helpers/gateway.js';
+import { endpoint, startGateway, writeConfig, type Started } from '../helpers/gateway.js';
 
 // mlxsingle speaks chat-completions only (translation); localrunner declares native support (passthrough).
 let chat: FakeBackend, native: FakeBackend, gw: Started;
@@ -212,6 +213,25 @@ describe('passthrough min_version', () => {
     }
   });
 
+  it('follows a reload that raises the configured version (decided when the endpoint\'s settings apply)', async () => {
+    const config = (version: string) => ({ pipelines: { watch: false }, discovery: { static: { endpoints: [endpoint('old', 'localrunner', native.url, { version })] } } });
+    const g = await startGateway(config('0.13.2'));
+    try {
+      const mode = async () => {
+        const res = await request(`${g.url}/gw/msgapi/v1/messages`, { method: 'POST', body: JSON.stringify({ model: 'llama-native', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }) });
+        await res.body.dump();
+        return res.headers['x-gw-mode'] ?? 'translation';
+      };
+      expect(await mode()).toBe('translation');
+      const base = { server: { host: '127.0.0.1', port: 0, shutdown_timeout: '2s' }, logging: { level: 'debug' }, proxy: { profiles_dir: '/nonexistent/profiles' } };
+      writeConfig({ ...base, ...config('0.14.0'), pipelines: { dir: '/nonexistent/pipelines', watch: false } }, dirname(g.configFile));
+      expect(await g.gw.reload('test')).toBe(true);
+      expect(await mode()).toBe('passthrough');
+    } finally {
+      await g.close();
+    }
+  });
+
   it('compares versions numerically, build numbers too', () => {
     expect(compareVersions('0.11.1', '0.11.0')).toBe(1);
     expect(compareVersions('0.9.9', '0.11.1')).toBe(-1);
@@ -263,6 +283,25 @@ describe('limits and switches', () => {
     } finally {
       await off.close();
     }
+  });
+
+  it('refuses a body nested deeper than the limit with 400 naming it, on both routes and in both modes, without an error log', async () => {
+    /** A tool_use input nested `depth` objects deep (the message around it adds 5 levels). */
+    const nested = (model: string, depth: number) => `{"model":"${model}","max_tokens":8,"system":[{"type":"text","text":"x-anthropic-billing-header: cch=1;"}],"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}]}`;
+    const errorsBefore = gw.logs.filter((l) => l.level >= 50).length;
+    for (const model of ['qwen-chat', 'llama-native']) {
+      for (const path of ['/v1/messages', '/v1/messages/count_tokens']) {
+        const res = await request(`${gw.url}/gw/msgapi${path}`, { method: 'POST', body: nested(model, 200_000) });
+        expect(res.statusCode).toBe(400);
+        expect(((await res.body.json()) as any)).toMatchObject({ type: 'error', error: { code: 'BAD_REQUEST', message: expect.stringContaining('more than 256 levels deep') } });
+        // Within the limit, the same request is served.
+        const ok = await request(`${gw.url}/gw/msgapi${path}`, { method: 'POST', body: nested(model, 250) });
+        await ok.body.dump();
+        expect(ok.statusCode).toBe(200);
+      }
+    }
+    expect(gw.logs.filter((l) => l.level >= 50).length).toBe(errorsBefore);
+    expect(chat.traffic.length + native.traffic.length).toBe(2);
   });
 
   it('gives 400 naming the field for a request that cannot be translated', async () => {

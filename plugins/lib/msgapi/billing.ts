@@ -2,15 +2,15 @@
 // cc_entrypoint=…; cch=…;`, that differs on every request. It sits before everything else, so a
 // local engine finds no common prefix with the previous request and evaluates the whole prompt
 // again each time. The gateway drops that block toward local backends
-// (translators.msgapi.strip_billing_header, on by default); hosted services get it as sent.
+// (translators.msgapi.strip_billing_header, on by default); hosted services (profiles with
+// characteristics.hosted_service) get it as sent.
 import type { Profile } from '../../../engine/kernel/profiles.js';
 
 const BILLING_PREFIX = 'x-anthropic-billing-header:';
 
-/** Families that are services on someone else's machines: they may want the header. */
-const REMOTE_FAMILIES = new Set(['hosted', 'hosted-compatible', 'multigateway']);
-
-export const isLocalFamily = (profile: Profile): boolean => !REMOTE_FAMILIES.has(profile.name);
+/** An engine you run (the block is dropped toward it), not a hosted service that may want the
+ *  header (the profile's characteristics.hosted_service). */
+export const isLocalFamily = (profile: Profile): boolean => !profile.characteristics.hosted_service;
 
 export function isBillingBlock(b: unknown): boolean {
   if (typeof b !== 'object' || b === null) return false;

@@ -5,6 +5,7 @@
 import type { Endpoint } from '../../../engine/backends/endpoints.js';
 import type { Context } from '../../../engine/kernel/context.js';
 import type { ReplyPlan } from '../../../engine/kernel/upstream.js';
+import { rewritePlan, type Rewritten } from '../rewrite-body.js';
 import { isLocalFamily, withoutBillingHeader } from './billing.js';
 import { errorReply, isMessagesError } from './response.js';
 
@@ -22,37 +23,17 @@ export function passthroughBody(ctx: Context, ep: Endpoint, stripBilling: boolea
   return stripped ?? ctx.body;
 }
 
-/** Error bodies are small; one larger than this ends as 502 rather than being held. */
-const ERROR_BODY_LIMIT = 64 * 1024;
 const PIPE: ReplyPlan = { kind: 'pipe' };
-/** Backend headers not carried onto a rewritten error body. */
-const NOT_KEPT = new Set(['content-length', 'content-type', 'transfer-encoding', 'connection', 'keep-alive', 'te', 'trailer', 'upgrade', 'proxy-authenticate', 'proxy-authorization']);
 
-function keptHeaders(headers: Record<string, string | string[] | undefined>): string[] {
-  const out: string[] = [];
-  for (const name in headers) {
-    const value = headers[name];
-    if (value === undefined || NOT_KEPT.has(name)) continue;
-    if (typeof value === 'string') out.push(name, value);
-    else for (const v of value) out.push(name, v);
-  }
-  return out;
-}
+/** An error body already in the messages API's error shape goes as it came; any other is
+ *  wrapped into it, its message inside. */
+const inMessagesShape = (status: number, body: Buffer): Rewritten => {
+  const text = body.toString('utf8');
+  return isMessagesError(text) ? null : { body: JSON.stringify(errorReply(status, text)), contentType: 'application/json' };
+};
 
-/** Success replies are piped; an error (status >= 400) is read whole (bounded) and passed on
- *  unchanged when it already has the messages API's error shape, else wrapped into it. A
- *  compressed error body cannot be read here and goes as it came. */
+/** Success replies are piped; an error (status >= 400) is put in the messages API's shape —
+ *  unless it cannot be read here (compressed, over the rewrite limit): then it goes as it came. */
 export function passthroughReply(status: number, headers: Record<string, string | string[] | undefined>): ReplyPlan {
-  if (status < 400) return PIPE;
-  const encoding = headers['content-encoding'];
-  if (encoding !== undefined && encoding !== 'identity') return PIPE;
-  return {
-    kind: 'buffer', limit: ERROR_BODY_LIMIT,
-    finish(status, body) {
-      const text = body.toString('utf8');
-      const kept = keptHeaders(headers);
-      if (isMessagesError(text)) return { status, headers: [...kept, 'content-type', String(headers['content-type'] ?? 'application/json')], body: text };
-      return { status, headers: [...kept, 'content-type', 'application/json'], body: JSON.stringify(errorReply(status, text)) };
-    },
-  };
+  return status < 400 ? PIPE : rewritePlan(headers, inMessagesShape);
 }

@@ -10,11 +10,11 @@
 //   connection  — the pool, or a one-off connection for requests that must never run twice.
 import { Client, type Dispatcher } from 'undici';
 import type { Endpoint } from './endpoints.js';
+import type { ReplyHeaders } from '../kernel/json.js';
 import { BreakerOpen, connectionFailure, errorCode, notTheEndpoints } from './failures.js';
 
 type Handler = Dispatcher.DispatchHandler;
 type Controller = Dispatcher.DispatchController;
-type Headers = Parameters<NonNullable<Handler['onResponseStart']>>[2];
 type Trailers = Parameters<NonNullable<Handler['onResponseEnd']>>[1];
 export type Dispatch = (opts: SendOptions, handler: Handler) => boolean;
 export type Interceptor = (next: Dispatch) => Dispatch;
@@ -32,7 +32,7 @@ class Forwarding implements Handler {
   onRequestStart(c: Controller, context: unknown): void {
     this.next.onRequestStart?.(c, context);
   }
-  onResponseStart(c: Controller, status: number, headers: Headers, message?: string): void {
+  onResponseStart(c: Controller, status: number, headers: ReplyHeaders, message?: string): void {
     this.next.onResponseStart?.(c, status, headers, message);
   }
   onResponseData(c: Controller, chunk: Buffer): void {
@@ -53,7 +53,7 @@ class BreakerWatch extends Forwarding {
   constructor(private readonly ep: Endpoint, private readonly ticket: NonNullable<ReturnType<Endpoint['breaker']['admit']>>, next: Handler) {
     super(next);
   }
-  override onResponseStart(c: Controller, status: number, headers: Headers, message?: string): void {
+  override onResponseStart(c: Controller, status: number, headers: ReplyHeaders, message?: string): void {
     if (status >= 200) this.status = status;
     super.onResponseStart(c, status, headers, message);
   }
@@ -94,7 +94,7 @@ class InflightWatch extends Forwarding {
       this.ep.active--;
     }
   }
-  override onResponseStart(c: Controller, status: number, headers: Headers, message?: string): void {
+  override onResponseStart(c: Controller, status: number, headers: ReplyHeaders, message?: string): void {
     if (status >= 200) this.ep.upstream.record(performance.now() - this.started);
     super.onResponseStart(c, status, headers, message);
   }
@@ -122,7 +122,7 @@ class Tracking extends Forwarding {
     this.sent = true;
     super.onRequestStart(c, context);
   }
-  override onResponseStart(c: Controller, status: number, headers: Headers, message?: string): void {
+  override onResponseStart(c: Controller, status: number, headers: ReplyHeaders, message?: string): void {
     if (status >= 200) this.answered = true;
     super.onResponseStart(c, status, headers, message);
   }

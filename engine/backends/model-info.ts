@@ -6,6 +6,7 @@
 // it has not seen before.
 import { request, type Dispatcher } from 'undici';
 import type { Endpoint } from './endpoints.js';
+import { readJson } from './json-reply.js';
 import type { DiscoveredModel } from './model-lists.js';
 
 const CONCURRENCY = 4;
@@ -27,17 +28,6 @@ export function contextFromShow(body: unknown): number | undefined {
   if (typeof arch === 'string' && valid(rec[`${arch}.context_length`])) return valid(rec[`${arch}.context_length`]);
   for (const key in rec) if (key.endsWith('.context_length') && valid(rec[key])) return valid(rec[key]);
   return undefined;
-}
-
-async function readJson(body: Dispatcher.ResponseData['body']): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const c of body) {
-    size += (c as Buffer).length;
-    if (size > MAX_REPLY_BYTES) throw new Error(`model info larger than ${MAX_REPLY_BYTES} bytes`);
-    chunks.push(c as Buffer);
-  }
-  return JSON.parse(Buffer.concat(chunks, size).toString('utf8'));
 }
 
 export class ModelInfo {
@@ -85,7 +75,7 @@ export class ModelInfo {
             await res.body.dump();
             throw new Error(`answered ${res.statusCode}`);
           }
-          const context = contextFromShow(await readJson(res.body));
+          const context = contextFromShow(await readJson(res.body, MAX_REPLY_BYTES, 'model info'));
           this.remember(this.key(ep, m), context ?? null);
           if (context !== undefined) learnt++;
         } catch (err) {

@@ -4,5 +4,6 @@ export { definePlugin, type Facts, type Plugin, type PluginEnv } from './plugin.
 export type { Hooks } from './hooks.js';
 export type { Context, RouteInfo, RoutingInfo, UpstreamRequest } from './context.js';
 export { GatewayError, refuse } from './errors.js';
+export { isObject, type JsonObject, type ReplyHeaders } from './json.js';
 export { sendUpstream, type ReplyPlan, type SendPolicy } from './upstream.js';
 export type { Endpoint } from '../backends/endpoints.js';

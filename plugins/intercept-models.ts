@@ -2,18 +2,19 @@
 // family with several endpoints gives one stable answer instead of one endpoint's list per
 // request. A list comes from the catalogue: the models of the family's routable endpoints,
 // deduplicated, in the family's own format (lib/model-formats.ts) plus the per-model fields the
-// intercept names; a path with a {model...} segment answers one model of it, 404 when there is
-// none. A `merge` intercept (api/ps: what is loaded now, which the catalogue does not know) asks
+// intercept names; a path with a {model...} segment answers one model of it by the catalogue's
+// lookup rule, 404 when there is none. A `merge` intercept (api/ps: what is loaded now, which the catalogue does not know) asks
 // every routable endpoint at once, each within its check_timeout, and concatenates their lists.
 // Only GET and HEAD are answered; a path the profile lists exactly wins over an intercept pattern.
 import { request as undiciRequest } from 'undici';
-import type { CatalogueModel } from '../engine/backends/catalogue.js';
+import { indexModels, type CatalogueModel } from '../engine/backends/catalogue.js';
 import type { Endpoint } from '../engine/backends/endpoints.js';
 import type { Context } from '../engine/kernel/context.js';
 import { gwError } from '../engine/kernel/errors.js';
 import { definePlugin, type PluginEnv } from '../engine/kernel/plugin.js';
 import type { Intercept } from '../engine/kernel/profiles.js';
-import { findModel, LiveCache, liveModels } from './lib/live-models.js';
+import { LiveCache, liveModels } from './lib/live-models.js';
+import { decodeModelId } from './lib/model-id.js';
 import { renderItem, renderList, type ItemExtras } from './lib/model-formats.js';
 import { compilePattern, isPattern, matchPattern, PathSet, type PathPattern } from './lib/path-patterns.js';
 
@@ -69,6 +70,7 @@ export default definePlugin<Record<string, never>>({
     const family = profile.name;
     const { catalogue, endpoints } = env;
     const live = new LiveCache(env, () => liveModels(catalogue.family(family).models));
+    const liveIndex = new LiveCache(env, () => indexModels(live.get()));
 
     const list = (i: Intercept): Answer => {
       const extras = extrasOf(i);
@@ -78,16 +80,12 @@ export default definePlugin<Record<string, never>>({
     const one = (i: Intercept, param: string): Answer => {
       const extras = extrasOf(i);
       return (ctx, params) => {
-        let model: string;
-        try {
-          model = decodeURIComponent(params![param]);
-        } catch {
-          throw gwError('BAD_REQUEST', { reason: 'the model id is not valid percent-encoding' });
-        }
-        const found = findModel(live.get(), model, profile.models.provider_prefixed);
+        const model = decodeModelId(params![param]);
+        const found = liveIndex.get().find(model);
         if (!found) throw gwError('MODEL_NOT_FOUND', { model, provider: family, hint: `GET /gw/${profile.routing.prefixes[0]}${i.path.slice(0, i.path.lastIndexOf('/'))} lists what is served` });
-        // Asked by another name it is served under (a second tag of the same weights): shown by that name.
-        return ctx.replyJson(200, renderItem(i.format, found.names.includes(model) ? { ...found, id: model } : found, extras));
+        // Shown by the name it was found under (a second tag of the same weights, llama3:latest for llama3).
+        const m = found.value;
+        return ctx.replyJson(200, renderItem(i.format, found.name === m.id ? m : { ...m, id: found.name }, extras));
       };
     };
     const merge = (i: Intercept, key: string): Answer => async (ctx) => {

@@ -1,8 +1,9 @@
-// GET /gw/msgapi/v1/models/{id}: one chat model of the messages API's list, by id or any name
-// it is served under (a slash in the id is written plainly); 404 in the messages API's error
-// shape when no routable endpoint serves it.
+// GET /gw/msgapi/v1/models/{id}: one chat model of the messages API's list, by any name it is
+// listed under (the catalogue's lookup rule; a slash in the id is written plainly); 404 in the
+// messages API's error shape when no routable endpoint serves it.
 import { gwError } from '../engine/kernel/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
+import { decodeModelId } from './lib/model-id.js';
 import { msgapiModels } from './lib/msgapi-model.js';
 
 const PREFIX = '/gw/msgapi/v1/models/';
@@ -14,15 +15,10 @@ export default definePlugin<Record<string, never>>({
   apply(hooks, _o, env) {
     const models = msgapiModels(env);
     hooks.dispatch.tap('msgapi-model-detail', (ctx) => {
-      let id: string;
-      try {
-        id = decodeURIComponent(ctx.pathname.slice(PREFIX.length));
-      } catch {
-        throw gwError('BAD_REQUEST', { reason: 'the model id is not valid percent-encoding' });
-      }
-      const found = models.get().byName.get(id);
+      const id = decodeModelId(ctx.pathname.slice(PREFIX.length));
+      const found = models.get().byName.find(id);
       if (!found) throw gwError('MODEL_NOT_FOUND', { model: id, hint: 'GET /gw/msgapi/v1/models lists the chat models served now' });
-      return ctx.replyJson(200, found);
+      return ctx.replyJson(200, found.value);
     });
   },
 });

@@ -4,6 +4,7 @@
 import type { Endpoint } from './endpoints.js';
 import type { Profile } from '../kernel/profiles.js';
 import type { DiscoveredModel } from './model-lists.js';
+import { NameIndex, type Named, type NameRules } from './model-names.js';
 import { compileTraits, type ModelTraits, type TraitMatcher } from './model-traits.js';
 
 export interface CatalogueModel {
@@ -25,28 +26,25 @@ export interface CatalogueModel {
 
 interface FamilyView {
   models: CatalogueModel[];
-  /** Name → endpoints (any health) listing it. */
-  byName: Map<string, Endpoint[]>;
-  /** Provider-prefixed families only: the part after "provider/" → endpoints listing the full name. */
-  byBareName: Map<string, Endpoint[]> | null;
+  /** Listed name → endpoints (any health) listing it, by the lookup rule (model-names.ts). */
+  servedBy: NameIndex<Endpoint[]>;
+  /** The family's naming rules (its profile's). */
+  rules: NameRules;
   /** Some endpoint of the family lists at least one model: there is something to judge by. */
   known: boolean;
 }
 
-/** The names a requested model is looked up by, in order: as given, then "name:latest" for an
- *  untagged name, then (provider-prefixed families) the part after "provider/". */
-export function lookupNames(model: string, providerPrefixed: boolean): string[] {
-  const names = [model];
-  if (!model.includes(':')) names.push(`${model}:latest`);
-  const slash = model.indexOf('/');
-  if (providerPrefixed && slash > 0 && slash < model.length - 1) names.push(model.slice(slash + 1));
-  return names;
-}
+/** Two endpoint lists as one, each endpoint once. */
+const union = (a: Endpoint[], b: Endpoint[]): Endpoint[] => (b.every((e) => a.includes(e)) ? a : [...new Set([...a, ...b])]);
 
-/** A listed name as a provider-prefixed family's bare name ("openai/gpt-4o" → "gpt-4o"), or undefined. */
-export function bareName(name: string): string | undefined {
-  const slash = name.indexOf('/');
-  return slash > 0 && slash < name.length - 1 ? name.slice(slash + 1) : undefined;
+/** Models by every name they are listed under, each under its family's rules (first listed wins). */
+export function indexModels(models: readonly CatalogueModel[]): NameIndex<CatalogueModel> {
+  const index = new NameIndex<CatalogueModel>();
+  for (const m of models) {
+    const rules = m.endpoints[0].profile.models;
+    for (const name of m.names) index.add(name, m, rules);
+  }
+  return index;
 }
 
 interface Entry {
@@ -57,14 +55,15 @@ interface Entry {
   stale: boolean;
 }
 
-const EMPTY: FamilyView = { models: [], byName: new Map(), byBareName: null, known: false };
+const EMPTY: FamilyView = { models: [], servedBy: new NameIndex(), rules: { provider_prefixed: false }, known: false };
 
 export class Catalogue {
   private readonly lists = new Map<Endpoint, Entry>();
   private readonly views = new Map<string, FamilyView>();
   private readonly traits = new Map<string, TraitMatcher>();
-  /** Name → endpoints of every family (msgapi routes across families); rebuilt after a change. */
-  private anyIndex: Map<string, Endpoint[]> | null = null;
+  /** Across families (msgapi routes, /gw/models/{id}); rebuilt after a change. */
+  private anyEndpoints: NameIndex<Endpoint[]> | null = null;
+  private anyModels: NameIndex<CatalogueModel> | null = null;
 
   private familyNames: readonly string[] = [];
 
@@ -79,7 +78,7 @@ export class Catalogue {
     this.familyNames = [...new Set(this.endpoints().map((e) => e.family))];
     this.traits.clear();
     this.views.clear();
-    this.anyIndex = null;
+    this.dropIndexes();
     this.version++;
   }
 
@@ -123,34 +122,29 @@ export class Catalogue {
     return view;
   }
 
-  /** Endpoints (any health) that list the model, by lookupNames(); in a provider-prefixed family
-   *  a bare name also matches a listed "provider/name". */
+  /** Endpoints (any health) of the family that list the model, by the lookup rule (model-names.ts). */
   servedBy(family: string, model: string): readonly Endpoint[] {
-    const view = this.family(family);
-    const hit = view.byName.get(model);
-    if (hit) return hit;
-    for (const name of lookupNames(model, view.byBareName !== null).slice(1)) {
-      const eps = view.byName.get(name);
-      if (eps) return eps;
-    }
-    return view.byBareName?.get(model) ?? [];
+    return this.family(family).servedBy.find(model)?.value ?? [];
   }
 
-  /** Endpoints of any family listing the model: a full-name match in any family first, then
-   *  the per-family rules of servedBy. */
+  /** Endpoints of any family listing the model: a full name listed in any family wins over the
+   *  shortened names of the lookup rule. */
   servedByAny(model: string): readonly Endpoint[] {
-    if (!this.anyIndex) {
-      const index = new Map<string, Endpoint[]>();
+    if (!this.anyEndpoints) {
+      const index = new NameIndex<Endpoint[]>(union);
       for (const family of this.familyNames) {
-        for (const [name, eps] of this.family(family).byName) index.set(name, [...(index.get(name) ?? []), ...eps]);
+        const view = this.family(family);
+        for (const { name, value } of view.servedBy.entries()) index.add(name, value, view.rules);
       }
-      this.anyIndex = index;
+      this.anyEndpoints = index;
     }
-    const hit = this.anyIndex.get(model) ?? (model.includes(':') ? undefined : this.anyIndex.get(`${model}:latest`));
-    if (hit) return hit;
-    const found: Endpoint[] = [];
-    for (const family of this.familyNames) if (this.family(family).byBareName) found.push(...this.servedBy(family, model));
-    return found;
+    return this.anyEndpoints.find(model)?.value ?? [];
+  }
+
+  /** A model of any family (any health) by the lookup rule, with the listed name that matched. */
+  find(model: string): Named<CatalogueModel> | undefined {
+    this.anyModels ??= indexModels(this.all());
+    return this.anyModels.find(model);
   }
 
   anyKnown(): boolean {
@@ -174,7 +168,12 @@ export class Catalogue {
   private changed(family: string): void {
     this.version++;
     this.views.delete(family);
-    this.anyIndex = null;
+    this.dropIndexes();
+  }
+
+  private dropIndexes(): void {
+    this.anyEndpoints = null;
+    this.anyModels = null;
   }
 
   private build(family: string): FamilyView {
@@ -182,7 +181,6 @@ export class Catalogue {
     if (eps.length === 0) return EMPTY;
     const byKey = new Map<string, CatalogueModel>();
     const byName = new Map<string, Endpoint[]>();
-    const prefixed = eps[0].profile.models.provider_prefixed;
     for (const ep of eps) {
       for (const m of this.lists.get(ep)!.models) {
         const served = byName.get(m.name);
@@ -206,14 +204,9 @@ export class Catalogue {
         entry.servedAs.set(ep, m);
       }
     }
-    let byBareName: Map<string, Endpoint[]> | null = null;
-    if (prefixed) {
-      byBareName = new Map();
-      for (const [name, served] of byName) {
-        const bare = bareName(name);
-        if (bare !== undefined) byBareName.set(bare, [...new Set([...(byBareName.get(bare) ?? []), ...served])]);
-      }
-    }
-    return { models: [...byKey.values()], byName, byBareName, known: byName.size > 0 };
+    const rules = eps[0].profile.models;
+    const servedBy = new NameIndex<Endpoint[]>(union);
+    for (const [name, served] of byName) servedBy.add(name, served, rules);
+    return { models: [...byKey.values()], servedBy, rules, known: byName.size > 0 };
   }
 }

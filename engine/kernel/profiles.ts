@@ -57,6 +57,8 @@ export interface Profile {
     name_format?: string;
     /** Names may carry a provider prefix (provider/model): matched in full, then without it. */
     provider_prefixed: boolean;
+    /** The tag a name without one stands for, as the engine reads it (Ollama: latest). */
+    default_tag?: string;
     capability_patterns: { vision?: string[]; embeddings?: string[]; code?: string[] };
     context_patterns: { pattern: string; context: number }[];
   };

@@ -1,7 +1,7 @@
 // The catalogue as a family's clients should see it: only the models some routable endpoint
 // serves now, each narrowed to its routable endpoints (an offline endpoint's list is kept by the
 // catalogue so routing can say "unavailable", but a model list must not offer its models).
-import { bareName, lookupNames, type CatalogueModel } from '../../engine/backends/catalogue.js';
+import type { CatalogueModel } from '../../engine/backends/catalogue.js';
 import type { Endpoint } from '../../engine/backends/endpoints.js';
 import type { PluginEnv } from '../../engine/kernel/plugin.js';
 
@@ -22,15 +22,6 @@ export function liveModels(models: readonly CatalogueModel[]): CatalogueModel[] 
     if (live.length) out.push(narrowed(m, live));
   }
   return out;
-}
-
-/** A model by id or any name it is listed under, by the catalogue's lookup rules. */
-export function findModel(models: readonly CatalogueModel[], model: string, providerPrefixed: boolean): CatalogueModel | undefined {
-  for (const name of lookupNames(model, providerPrefixed)) {
-    const found = models.find((m) => m.id === name) ?? models.find((m) => m.names.includes(name));
-    if (found) return found;
-  }
-  return providerPrefixed ? models.find((m) => m.names.some((n) => bareName(n) === model)) : undefined;
 }
 
 /**

@@ -17,7 +17,9 @@ export function ownedBy(m: CatalogueModel): string {
   return m.id.includes('-') ? m.id.split('-')[0] : m.family;
 }
 
-function created(m: CatalogueModel): number {
+/** When the model was made, in Unix seconds, as its first endpoint reported it (`created`, else
+ *  `modified`); 0 when unknown. */
+export function createdOf(m: CatalogueModel): number {
   const d = first(m);
   if (d.created) return d.created;
   const t = d.modified ? Date.parse(d.modified) : NaN;
@@ -85,7 +87,7 @@ export function catalogueRecord(m: CatalogueModel) {
     context_length: m.contextWindow,
     max_tokens: m.maxTokens,
     available: m.endpoints.some((e) => e.routable),
-    created: created(m),
+    created: createdOf(m),
     metadata,
   };
 }
@@ -95,7 +97,7 @@ export type ItemExtras = (m: CatalogueModel) => Record<string, unknown>;
 const none: ItemExtras = () => ({});
 
 function commonItem(m: CatalogueModel) {
-  return { id: m.id, object: 'model', created: created(m), owned_by: ownedBy(m) };
+  return { id: m.id, object: 'model', created: createdOf(m), owned_by: ownedBy(m) };
 }
 
 function deskrunnerItem(m: CatalogueModel) {
@@ -114,7 +116,7 @@ function localrunnerItems(m: CatalogueModel) {
     const d = m.servedAs.get(ep)!;
     const det = d.details as Record<string, unknown>;
     return {
-      name, model: name, modified_at: d.modified ?? new Date(created(m) * 1000).toISOString(), size: d.size ?? 0,
+      name, model: name, modified_at: d.modified ?? new Date(createdOf(m) * 1000).toISOString(), size: d.size ?? 0,
       digest: (m.digest ?? '').replace(/^sha256:/, ''),
       details: {
         parent_model: det.parent_model ?? '', format: det.format ?? '', family: det.family ?? '', families: det.families ?? null,

@@ -27,6 +27,10 @@ export const ERROR_CODES = {
     status: 501, type: 'not_implemented',
     message: (d) => `path ${clip(d.path)} of ${d.provider} is not supported through the gateway; the backend was not contacted`,
   },
+  METHOD_NOT_ALLOWED: {
+    status: 405, type: 'method_not_allowed',
+    message: (d) => `${clip(d.method)} ${clip(d.path)} is answered by the gateway from its model catalogue, which takes ${d.allowed} only; the backend was not contacted`,
+  },
   ENDPOINT_UNAVAILABLE: {
     status: 503, type: 'endpoint_unavailable', code: 503,
     message: (d) => `no healthy endpoint for provider ${d.provider}${d.reason ? ` (${d.reason})` : ''}`,

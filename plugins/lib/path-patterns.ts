@@ -52,8 +52,4 @@ export class PathSet {
   has(path: string): boolean {
     return this.exact.has(path) || this.patterns.some((p) => p.regex.test(path));
   }
-
-  hasExact(path: string): boolean {
-    return this.exact.has(path);
-  }
 }

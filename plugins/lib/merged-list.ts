@@ -1,0 +1,72 @@
+// A merged model-list route (an intercept with `merge`, localrunner's api/ps: what is loaded now,
+// which the catalogue does not know): every routable endpoint of the family is asked at once,
+// each through its dispatch path (breaker, in-flight counts, health), within its check_timeout
+// and a size limit, and their lists are concatenated, each entry once. The client leaving
+// cancels every request still out. A HEAD is answered from what is known without asking
+// anyone: the head of a JSON reply, no body, no length.
+import { askEndpoint } from '../../engine/backends/json-reply.js';
+import { ClientGone } from '../../engine/backends/failures.js';
+import type { Endpoint } from '../../engine/backends/endpoints.js';
+import type { Context } from '../../engine/kernel/context.js';
+import { gwError } from '../../engine/kernel/errors.js';
+import type { PluginEnv } from '../../engine/kernel/plugin.js';
+import { isObject } from '../../engine/kernel/json.js';
+
+/** A list of loaded models is a few KiB; this bounds what one endpoint can make the gateway hold. */
+export const MERGE_REPLY_LIMIT = 1024 * 1024;
+
+const JSON_TYPE = ['content-type', 'application/json; charset=utf-8'];
+
+const keyOf = (item: unknown): unknown => (isObject(item) ? (item.name ?? item.model ?? item.id ?? JSON.stringify(item)) : item);
+
+/** One endpoint's reply as an object, or undefined (logged at debug) when it failed. */
+async function askOne(env: PluginEnv, ctx: Context, ep: Endpoint, signal: AbortSignal): Promise<Record<string, unknown> | undefined> {
+  const headers = [...ep.headers, 'x-gw-request-id', ctx.id];
+  const auth = ctx.header('authorization');
+  if (auth && !ep.headerNames.has('authorization')) headers.push('authorization', auth);
+  try {
+    const body = await askEndpoint(ep, ctx.path, { headers, signal, timeoutMs: ep.checkTimeoutMs, limit: MERGE_REPLY_LIMIT, what: `the ${ctx.pathname} reply` });
+    if (isObject(body)) return body;
+    throw new Error('the reply is not a JSON object');
+  } catch (err) {
+    if (!(err instanceof ClientGone)) env.log.debug({ req: ctx.id, endpoint: ep.name, path: ctx.pathname, err: (err as Error).message }, 'merged list: an endpoint did not answer; left out');
+    return undefined;
+  }
+}
+
+/** Answer the merged route: the first reply with `key` holding every reply's entries. */
+export async function answerMerged(env: PluginEnv, ctx: Context, family: string, key: string): Promise<true> {
+  if (ctx.method === 'HEAD') {
+    ctx.res.writeHead(200, JSON_TYPE);
+    ctx.res.end();
+    return true;
+  }
+  const eps = env.endpoints.routable(family);
+  const gone = new AbortController();
+  const onClose = () => {
+    if (!ctx.res.writableFinished) gone.abort(new ClientGone());
+  };
+  ctx.res.once('close', onClose);
+  let replies: (Record<string, unknown> | undefined)[];
+  try {
+    replies = await Promise.all(eps.map((ep) => askOne(env, ctx, ep, gone.signal)));
+  } finally {
+    ctx.res.off('close', onClose);
+  }
+  // Nobody to answer: the requests still out were cancelled.
+  if (gone.signal.aborted) return true;
+  const answered = replies.filter((r) => r !== undefined);
+  if (answered.length === 0) throw gwError('UPSTREAM_ERROR', { endpoint: eps.map((e) => e.name).join(', '), reason: `none answered ${ctx.pathname}` });
+  const seen = new Set<unknown>();
+  const items: unknown[] = [];
+  for (const r of answered) {
+    for (const item of Array.isArray(r[key]) ? (r[key] as unknown[]) : []) {
+      const k = keyOf(item);
+      if (!seen.has(k)) {
+        seen.add(k);
+        items.push(item);
+      }
+    }
+  }
+  return ctx.replyJson(200, { ...answered[0], [key]: items });
+}

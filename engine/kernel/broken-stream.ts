@@ -5,6 +5,7 @@
 import type { Context } from './context.js';
 import { formatDuration } from './duration.js';
 import { errorBody, gwError } from './errors.js';
+import type { ReplyHeaders } from './json.js';
 
 const SSE = /^text\/event-stream/i;
 const NDJSON = /^application\/(x-)?(ndjson|jsonl|jsonlines)\b/i;
@@ -37,7 +38,7 @@ export function endAndClose(ctx: Context, last: string): void {
 }
 
 /** The upstream reply broke after the head reached the client: say so in the stream, or abort. */
-export function endBroken(ctx: Context, headers: Record<string, string | string[] | undefined>, lastChunk: Buffer | null, reason: string): void {
+export function endBroken(ctx: Context, headers: ReplyHeaders, lastChunk: Buffer | null, reason: string): void {
   // Bytes of ours fit only a plain stream: not past a declared length, not into compressed data.
   const plain = headers['content-length'] === undefined && String(headers['content-encoding'] ?? 'identity').toLowerCase() === 'identity';
   const frame = plain ? errorFrame(ctx, String(headers['content-type'] ?? ''), lastChunk, reason) : null;

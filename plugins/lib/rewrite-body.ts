@@ -3,9 +3,8 @@
 // REWRITE_LIMIT, and rebuilt. A body it cannot rewrite — compressed, larger than the limit, not
 // what `rewrite` expects — is relayed as the backend sent it (status, headers, bytes): the client
 // always gets the backend's answer, never a gateway error in its place.
+import type { ReplyHeaders } from '../../engine/kernel/json.js';
 import { backendHeaders, type PipePlan, type ReplyPlan } from '../../engine/kernel/upstream.js';
-
-type Headers = Record<string, string | string[] | undefined>;
 
 /** Bodies worth rewriting are small (errors, counts); a larger one goes on as it came. */
 export const REWRITE_LIMIT = 64 * 1024;
@@ -18,7 +17,7 @@ export type Rewrite = (status: number, body: Buffer) => Rewritten;
 const PIPE: PipePlan = { kind: 'pipe' };
 
 /** Not compressed: the gateway does not decode bodies to rewrite them. */
-export function uncompressed(headers: Headers): boolean {
+export function uncompressed(headers: ReplyHeaders): boolean {
   const encoding = headers['content-encoding'];
   return encoding === undefined || String(encoding).toLowerCase() === 'identity';
 }
@@ -32,7 +31,7 @@ function withContentType(headers: string[], type: string): string[] {
 }
 
 /** The plan for a reply whose body `rewrite` may rebuild (see the top of this file). */
-export function rewritePlan(headers: Headers, rewrite: Rewrite): ReplyPlan {
+export function rewritePlan(headers: ReplyHeaders, rewrite: Rewrite): ReplyPlan {
   if (!uncompressed(headers)) return PIPE;
   return {
     kind: 'buffer', limit: REWRITE_LIMIT, overflow: PIPE,

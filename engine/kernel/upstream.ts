@@ -21,9 +21,9 @@ import { brokenReason, endAndClose, endBroken } from './broken-stream.js';
 import type { Context, UpstreamRequest } from './context.js';
 import { formatDuration } from './duration.js';
 import { gwError } from './errors.js';
+import type { ReplyHeaders } from './json.js';
 
 type Controller = Dispatcher.DispatchController;
-type Headers = Record<string, string | string[] | undefined>;
 
 /** How a reply is shaped on its way to the client, decided when the backend's head arrives. */
 export type ReplyPlan =
@@ -53,7 +53,7 @@ export interface SendPolicy {
   /** The request for this endpoint (the kernel then runs the upstream hook on it). */
   request(ctx: Context, ep: Endpoint): UpstreamRequest;
   /** How the reply is shaped; absent, or undefined for this reply: piped as is. */
-  reply?(ctx: Context, status: number, headers: Headers): ReplyPlan | undefined;
+  reply?(ctx: Context, status: number, headers: ReplyHeaders): ReplyPlan | undefined;
 }
 
 /** How one attempt ended: relayed (fully or cut after the first byte), or failed before any
@@ -68,7 +68,7 @@ const HOP_BY_HOP_AND_LENGTH = new Set([...HOP_BY_HOP, 'content-length']);
 
 /** The backend's headers as a flat list, less hop-by-hop ones; `withLength: false` drops
  *  Content-Length too (a body the kernel measures again: a buffer plan's). */
-export function backendHeaders(headers: Headers, withLength = true): string[] {
+export function backendHeaders(headers: ReplyHeaders, withLength = true): string[] {
   const skip = withLength ? HOP_BY_HOP : HOP_BY_HOP_AND_LENGTH;
   const out: string[] = [];
   for (const name in headers) {
@@ -87,7 +87,7 @@ class Relay implements Dispatcher.DispatchHandler {
   private settled = false;
   private sent = false;
   private status = 0;
-  private headers: Headers = {};
+  private headers: ReplyHeaders = {};
   private plan: ReplyPlan = PIPE;
   /** The last chunk relayed: whether a piped stream stopped mid-line decides how it is ended. */
   private lastChunk: Buffer | null = null;
@@ -119,7 +119,7 @@ class Relay implements Dispatcher.DispatchHandler {
     if (this.ctx.res.destroyed) controller.abort(new ClientGone());
   }
 
-  onResponseStart(_c: Controller, status: number, headers: Headers): void {
+  onResponseStart(_c: Controller, status: number, headers: ReplyHeaders): void {
     if (status < 200) return; // 1xx informational: the final head follows
     this.status = status;
     this.headers = headers;
@@ -131,7 +131,7 @@ class Relay implements Dispatcher.DispatchHandler {
     }
   }
 
-  private start(status: number, headers: Headers): void {
+  private start(status: number, headers: ReplyHeaders): void {
     const plan = (this.plan = this.policy.reply?.(this.ctx, status, headers) ?? PIPE);
     const res = this.ctx.res;
     if (plan.kind === 'buffer') return;
@@ -143,7 +143,7 @@ class Relay implements Dispatcher.DispatchHandler {
     this.pipeHead(status, headers, plan.headers);
   }
 
-  private pipeHead(status: number, headers: Headers, extra: string[] | undefined): void {
+  private pipeHead(status: number, headers: ReplyHeaders, extra: string[] | undefined): void {
     const out = backendHeaders(headers);
     if (extra) for (const h of extra) out.push(h);
     this.ctx.res.writeHead(status, out);

@@ -7,14 +7,12 @@ import type { Catalogue } from '../../engine/backends/catalogue.js';
 import type { Context } from '../../engine/kernel/context.js';
 import type { ReplyPlan } from '../../engine/kernel/upstream.js';
 import { rewritePlan, uncompressed } from './rewrite-body.js';
+import { isObject, type JsonObject, type ReplyHeaders } from '../../engine/kernel/json.js';
 
-type Headers = Record<string, string | string[] | undefined>;
-type Obj = Record<string, unknown>;
 
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** A body that may be JSON and is not compressed (we do not decode to annotate). */
-export function plainJson(headers: Headers): boolean {
+export function plainJson(headers: ReplyHeaders): boolean {
   const type = String(headers['content-type'] ?? 'application/json').toLowerCase();
   return type.includes('json') && uncompressed(headers);
 }
@@ -53,7 +51,7 @@ export function annotateError(body: Buffer, status: number, ctx: Context, catalo
 }
 
 /** The plan for a backend reply when the profile asks for error annotations; undefined: relay it. */
-export function errorContextPlan(ctx: Context, status: number, headers: Headers, catalogue: Catalogue): ReplyPlan | undefined {
+export function errorContextPlan(ctx: Context, status: number, headers: ReplyHeaders, catalogue: Catalogue): ReplyPlan | undefined {
   const want = ctx.endpoint!.profile.api.error_context;
   if (status < 400 || ctx.method === 'HEAD' || !(want.gw_context || want.integer_code || want.provider) || !plainJson(headers)) return undefined;
   return rewritePlan(headers, (st, body) => {

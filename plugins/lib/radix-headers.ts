@@ -18,8 +18,8 @@ import type { Context } from '../../engine/kernel/context.js';
 import type { Profile } from '../../engine/kernel/profiles.js';
 import { backendHeaders, type ReplyPlan } from '../../engine/kernel/upstream.js';
 import { plainJson } from './error-context.js';
+import type { ReplyHeaders } from '../../engine/kernel/json.js';
 
-type Headers = Record<string, string | string[] | undefined>;
 
 /** Larger replies are relayed as they come, without a cache header. */
 export const CACHE_SCAN_LIMIT = 1024 * 1024;
@@ -71,7 +71,7 @@ export class RadixHeaders {
   }
 
   /** The plan for this reply, or undefined when the endpoint's profile has no radix headers. */
-  plan(ctx: Context, status: number, headers: Headers): ReplyPlan | undefined {
+  plan(ctx: Context, status: number, headers: ReplyHeaders): ReplyPlan | undefined {
     const generation = this.generation.get(ctx.endpoint!.profile.name);
     if (!generation) return undefined;
     const extra: string[] = [];

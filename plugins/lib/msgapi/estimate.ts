@@ -2,8 +2,8 @@
 // the system text, message text, tool names and inputs (tool definitions and tool_use blocks),
 // and tool result content. It reads what it can and skips the rest: the request was checked for
 // JSON and a model only (the translator's checks are not the estimate's business).
+import { isObject } from '../../../engine/kernel/json.js';
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
 const str = (v: unknown): number => (typeof v === 'string' ? v.length : 0);
 const json = (v: unknown): number => JSON.stringify(v ?? {})?.length ?? 0;
 

@@ -8,6 +8,7 @@ import type { ReplyPlan } from '../../../engine/kernel/upstream.js';
 import { rewritePlan, type Rewritten } from '../rewrite-body.js';
 import { isLocalFamily, withoutBillingHeader } from './billing.js';
 import { errorReply, isMessagesError } from './response.js';
+import type { ReplyHeaders } from '../../../engine/kernel/json.js';
 
 const STRIPPED = 'msgapi.passthroughBody';
 
@@ -34,6 +35,6 @@ const inMessagesShape = (status: number, body: Buffer): Rewritten => {
 
 /** Success replies are piped; an error (status >= 400) is put in the messages API's shape —
  *  unless it cannot be read here (compressed, over the rewrite limit): then it goes as it came. */
-export function passthroughReply(status: number, headers: Record<string, string | string[] | undefined>): ReplyPlan {
+export function passthroughReply(status: number, headers: ReplyHeaders): ReplyPlan {
   return status < 400 ? PIPE : rewritePlan(headers, inMessagesShape);
 }

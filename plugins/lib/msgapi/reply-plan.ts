@@ -5,6 +5,7 @@
 import type { ReplyPlan } from '../../../engine/kernel/upstream.js';
 import { errorReply, toMessage } from './response.js';
 import { eventsForMessage, StreamTranslator, type StreamOptions } from './stream.js';
+import type { ReplyHeaders } from '../../../engine/kernel/json.js';
 
 /** A buffered (non-stream) backend reply larger than this is refused rather than held. */
 const MAX_BUFFERED = 64 * 1024 * 1024;
@@ -17,7 +18,7 @@ export interface TranslateOptions extends StreamOptions {
 
 const json = (status: number, value: unknown) => ({ status, headers: ['content-type', 'application/json'], body: JSON.stringify(value) });
 
-export function translatedReply(o: TranslateOptions, status: number, headers: Record<string, string | string[] | undefined>): ReplyPlan {
+export function translatedReply(o: TranslateOptions, status: number, headers: ReplyHeaders): ReplyPlan {
   if (status < 300 && o.stream && String(headers['content-type'] ?? '').includes('text/event-stream')) {
     const t = new StreamTranslator(o);
     const report = <T>(out: T): T => {

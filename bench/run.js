@@ -5,7 +5,8 @@
 //     with no body inspection, on a 2 KB and a 200 KB chat body;
 //  3. messages API translation — the same chat request as a messages request, translated both
 //     ways, against plain proxying, streaming and not, at concurrency 16;
-//  4. hot reload — pipeline edits under load: how long each takes to show, and no failed request.
+//  4. hot reload — pipeline edits under load: how long each takes to show, and no failed request;
+//  5. per-endpoint concurrency — the cost of a limit that is not reached, and of queueing.
 // "Time per request" in the A/B comparisons is the CPU time the gateway process spends per request
 // (from /proc, over alternating load rounds): unlike req/s on a two-core machine shared by four busy
 // processes, it does not depend on how the scheduler mixes them.
@@ -186,6 +187,36 @@ ${verdicts.join('\n')}
 `;
 }
 
+async function queueSection(backendPort) {
+  const path = '/gw/pagedengine/v1/chat/completions';
+  const none = await startGateway(['logging: { level: info }', ...endpointLines(backendPort)]);
+  const roomy = await startGateway(['logging: { level: info }', ...endpointLines(backendPort, 'pagedengine', ', max_concurrent_requests: 1000')]);
+  const tight = await startGateway(['logging: { level: info }', ...endpointLines(backendPort, 'pagedengine', ', max_concurrent_requests: 4, max_queued_requests: 64')]);
+  const targets = [none, roomy, tight].map((g) => ({ url: `http://127.0.0.1:${g.port}`, path, body: chatBody, pid: g.pid }));
+  const [a, b, c] = await loadAlternating(targets, 16, ROUNDS, ROUND_S);
+  const roomyCpu = cpuAdded(a, b);
+  const tightCpu = cpuAdded(a, c);
+  const row = (name, x, added) => `| ${name} | ${round(x.rps, 0)} | ${round(x.cpu_us, 0)} | ${added === undefined ? '—' : pct(added)} |`;
+  return `## 5. Per-endpoint concurrency limit
+
+The chat request at concurrency 16 (autocannon, ${ROUNDS} alternating rounds of ${ROUND_S} s per gateway) to three gateways in
+front of the lean backend: **no limit** (the pagedengine profile sets none); **limit 1000** (\`max_concurrent_requests: 1000\`,
+never reached: the cost of admission alone, a slot taken and given back per request); **limit 4** (\`max_concurrent_requests: 4\`,
+so 12 of the 16 requests wait in the FIFO queue at any time: the cost of queueing). "CPU added" is the median over the rounds of
+the extra gateway CPU time per request against no limit.
+
+| gateway | c16 req/s | CPU µs/req | CPU added |
+|---|---|---|---|
+${row('no limit', a)}
+${row('limit 1000 (never reached)', b, roomyCpu)}
+${row('limit 4 (queueing)', c, tightCpu)}
+
+| target (issue 10) | measured | verdict |
+|---|---|---|
+| a limit that is not reached costs ≤ 2% CPU per request | ${pct(roomyCpu)} | ${roomyCpu <= 0.02 ? 'met' : 'NOT met'} |
+`;
+}
+
 const TAG_PLUGIN = `export default { name: 'tag', schema: { type: 'object', properties: { value: { type: 'string' } } },
   apply(hooks, o) { hooks.respond.tap('tag', (ctx) => ctx.replyHeaders.push('x-tag', o.value)); } };
 `;
@@ -237,7 +268,7 @@ fails the run on any non-2xx reply or error.
 
 async function main() {
   const { port: backendPort } = await forkReady('backend.js', ['0']);
-  const sections = [await proxySection(backendPort), await routingSection(backendPort), await translationSection(backendPort), await reloadSection(backendPort)];
+  const sections = [await proxySection(backendPort), await routingSection(backendPort), await translationSection(backendPort), await reloadSection(backendPort), await queueSection(backendPort)];
   const md = `# Benchmark results
 
 Machine: ${cpus().length} × ${cpus()[0].model}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}.

@@ -37,6 +37,12 @@ async function queueOf(name: string) {
   return json.endpoints.find((e) => e.name === name)!.queue;
 }
 
+/** Rewrite the running gateway's config file (as startGateway wrote it, with `config` on top) and reload. */
+async function reloadWith(config: Record<string, unknown>): Promise<void> {
+  writeFileSync(gw!.configFile, stringify({ server: { host: '127.0.0.1', port: 0, shutdown_timeout: '2s' }, logging: { level: 'debug' }, proxy: { profiles_dir: '/nonexistent/profiles' }, pipelines: { dir: '/nonexistent/pipelines', watch: false }, ...config }));
+  expect(await gw!.gw.reload('test')).toBe(true);
+}
+
 async function desk(count: number, extra: (i: number) => Record<string, unknown> = () => ({}), config: Record<string, unknown> = {}) {
   fakes = await Promise.all(Array.from({ length: count }, (_, i) => new FakeBackend({ family: 'deskrunner', name: `d${i}` }).start()));
   gw = await startGateway({ ...config, discovery: { static: { endpoints: fakes.map((f, i) => endpoint(f.name, 'deskrunner', f.url, { priority: 100 - i * 10, ...extra(i) })) } } });
@@ -230,8 +236,7 @@ describe('limits from config and hot reload', () => {
     const replies = [chat(), chat()];
     await waitFor(async () => fake.traffic.length === 1 && (await queueOf('d0'))?.queued === 1, 'one request at the backend, one queued');
     const config = { discovery: { static: { endpoints: [endpoint('d0', 'deskrunner', fake.url, { priority: 100, max_concurrent_requests: 2 })] } } };
-    writeFileSync(gw!.configFile, stringify({ server: { host: '127.0.0.1', port: 0, shutdown_timeout: '2s' }, logging: { level: 'debug' }, proxy: { profiles_dir: '/nonexistent/profiles' }, pipelines: { dir: '/nonexistent/pipelines', watch: false }, ...config }));
-    expect(await gw!.gw.reload('test')).toBe(true);
+    await reloadWith(config);
     // The waiter was admitted by the raised limit: both requests are at the backend at once.
     await waitFor(() => fake.traffic.length === 2, 'the queued request admitted under the new limit');
     expect(await queueOf('d0')).toMatchObject({ max_concurrent_requests: 2, admitted: 2, waited: 1 });
@@ -250,8 +255,7 @@ describe('limits from config and hot reload', () => {
     const waiting = chat();
     await waitFor(async () => (await queueOf('d0'))?.queued === 1, 'a request queued at d0');
     const config = { discovery: { static: { endpoints: [endpoint('d1', 'deskrunner', d1.url, { priority: 90 })] } } };
-    writeFileSync(gw!.configFile, stringify({ server: { host: '127.0.0.1', port: 0, shutdown_timeout: '2s' }, logging: { level: 'debug' }, proxy: { profiles_dir: '/nonexistent/profiles' }, pipelines: { dir: '/nonexistent/pipelines', watch: false }, ...config }));
-    expect(await gw!.gw.reload('test')).toBe(true);
+    await reloadWith(config);
     // d1 has a queue of its own now (the profile's default), and the waiter went there.
     await waitFor(async () => (await queueOf('d1'))?.queued === 1, 'the waiter queued at d1');
     hold.open();

@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # The gateway as a container: `docker build -t inference-gateway .` (README: "Run in a container").
 # For reproducible builds pin the base image by digest: node:20-slim@sha256:<digest>.
 

@@ -37,6 +37,23 @@ function ms(text) {
   return Number(m[1]) * (m[2] === 'ms' ? 1 : m[2] === 's' ? 1000 : 60000);
 }
 
+/** Milliseconds for people: "5.5 ms", "1.24 s". */
+function fmt(msValue) {
+  if (msValue === null || msValue === undefined) return '—';
+  return msValue < 1000 ? `${msValue < 10 ? msValue.toFixed(1) : Math.round(msValue)} ms` : `${(msValue / 1000).toFixed(2)} s`;
+}
+
+/** fmt without the unit, for "1.6 / 4.8 ms". */
+function short(msValue) {
+  return fmt(msValue).replace(/ (ms|s)$/, '');
+}
+
+/** An uptime: "42 s", "17 min", "5 h 12 min", "3 d 4 h". */
+function since(msValue) {
+  const s = Math.floor(msValue / 1000), m = Math.floor(s / 60), h = Math.floor(m / 60), d = Math.floor(h / 24);
+  return d ? `${d} d ${h % 24} h` : h ? `${h} h ${m % 60} min` : m ? `${m} min` : `${s} s`;
+}
+
 /** A DOM element with text only (never HTML): names come from backends. */
 function el(tag, props, ...children) {
   const node = document.createElement(tag);
@@ -59,15 +76,22 @@ function dot(state) {
 
 // --- charts ---------------------------------------------------------------------------------
 
+/** The time axis: the span polled so far, at least a minute, at most HISTORY_S, ending now. */
+function xRange() {
+  const now = Date.now() / 1000;
+  const span = Math.min(Math.max(now - (history.t[0] || now), 60), HISTORY_S);
+  return [now - span, now];
+}
+
 function makeChart(id, label, color) {
   const box = document.getElementById(id);
   const opts = {
     width: Math.max(box.clientWidth, 300), height: 160,
     legend: { show: false },
     cursor: { drag: { x: false, y: false } },
-    scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(max || 0, 1) * 1.15] } },
+    scales: { x: { time: true, range: xRange }, y: { range: (_u, _min, max) => [0, Math.max(max || 0, 1) * 1.15] } },
     axes: [{ stroke: '#6b7385', grid: { stroke: '#eef0f4' } }, { stroke: '#6b7385', grid: { stroke: '#eef0f4' }, size: 48 }],
-    series: [{}, { label, stroke: color, width: 2, fill: `${color}1a`, spanGaps: false }],
+    series: [{}, { label, stroke: color, width: 2, fill: `${color}1a`, points: { show: true, size: 4, fill: color } }],
   };
   charts[id] = new uPlot(opts, [[], []], box);
 }
@@ -89,6 +113,12 @@ function record(status) {
   charts['chart-rate'].setData([history.t, history.rate]);
   charts['chart-latency'].setData([history.t, history.latency]);
   charts['chart-errors'].setData([history.t, history.errors]);
+  // The latest value beside each chart's title.
+  const last = (list) => (list.length ? list[list.length - 1] : null);
+  const latency = last(history.latency);
+  document.querySelector('#chart-rate-now').textContent = history.t.length ? `${last(history.rate).toFixed(2)} now` : '';
+  document.querySelector('#chart-latency-now').textContent = latency === null ? '' : `${fmt(latency)} now`;
+  document.querySelector('#chart-errors-now').textContent = history.t.length ? `${last(history.errors).toFixed(1)}% now` : '';
 }
 
 // --- the tabs ---------------------------------------------------------------------------------
@@ -102,21 +132,20 @@ function renderOverview(status, endpoints, translators) {
   const s = status.statistics, sys = status.system;
   document.getElementById('cards').replaceChildren(
     card('Status', el('span', { class: sys.status }, dot(sys.status), ' ', sys.status)),
-    card('Endpoints routable', `${sys.endpoints_routable} / ${sys.endpoints_total}`),
+    card('Routable endpoints', `${sys.endpoints_routable} / ${sys.endpoints_total}`),
     card('Requests', s.requests_total.toLocaleString()),
-    card('Active requests', s.requests_active),
+    card('Active now', s.requests_active),
     card('Success rate', sys.success_rate),
-    card('Average latency', s.average_latency),
-    card('p95 / p99 latency', `${s.p95_latency} / ${s.p99_latency}`),
-    card('Models', status.models.total),
-    card('Uptime', sys.uptime),
+    card('Average latency', fmt(ms(s.average_latency))),
+    card('p95 / p99', `${short(ms(s.p95_latency))} / ${fmt(ms(s.p99_latency))}`),
+    card('Uptime', since(ms(sys.uptime))),
   );
   document.getElementById('health-strip').replaceChildren(...endpoints.endpoints.map((e) =>
     el('span', { class: `pill ${e.routable ? 'healthy' : 'unhealthy'}`, 'data-endpoint': e.name, title: e.error || e.status }, dot(''), e.name, el('span', { class: 'muted' }, e.status))));
   fill(document.querySelector('#translators tbody'), translators.translators.map((t) => el('tr', {},
     el('td', {}, t.translator_name), el('td', { class: 'num' }, t.total_requests), el('td', { class: 'num' }, t.success_rate),
     el('td', { class: 'num' }, t.passthrough_requests), el('td', { class: 'num' }, t.translation_requests),
-    el('td', { class: 'num' }, t.streaming_requests), el('td', { class: 'num' }, t.average_latency), el('td', { class: 'num' }, t.malformed_chunks))), 8);
+    el('td', { class: 'num' }, t.streaming_requests), el('td', { class: 'num' }, t.total_requests ? fmt(ms(t.average_latency)) : '—'), el('td', { class: 'num' }, t.malformed_chunks))), 8);
 }
 
 function renderEndpoints(endpoints) {
@@ -128,10 +157,11 @@ function renderEndpoints(endpoints) {
     el('td', { class: 'breaker' }, dot(e.circuit_breaker.state), ' ', e.circuit_breaker.state),
     el('td', { class: 'num' }, e.requests),
     el('td', { class: 'num' }, `${e.errors} (${e.error_rate})`),
-    el('td', { class: 'num' }, e.average_latency),
+    el('td', { class: 'num' }, e.requests ? fmt(ms(e.average_latency)) : '—'),
     el('td', { class: 'num' }, e.active_requests),
     el('td', { class: 'num' }, `${Number(e.uptime_percentage).toFixed(1)}%`),
-    el('td', {}, e.last_check ? new Date(e.last_check).toLocaleTimeString() : '—'))), 11);
+    el('td', {}, e.last_check ? new Date(e.last_check).toLocaleTimeString() : '—'),
+    el('td', { class: 'error' }, e.error || ''))), 12);
 }
 
 function renderModels(models, endpoints) {

@@ -173,7 +173,9 @@ function renderModels(models, endpoints) {
     el('div', { class: 'family', 'data-family': family },
       el('h3', {}, family, ' ', el('span', { class: 'muted' }, `(${list.length})`)),
       el('ul', {}, ...list.map((m) => el('li', { title: `served by ${m.endpoint_ids.map((id) => names.get(id) || id).join(', ')}` },
-        dot(m.available ? 'healthy' : 'unhealthy'), m.id, el('span', { class: 'ctx' }, m.context_window ? `${Math.round(m.context_window / 1024)}k ctx` : '')))))));
+        dot(m.available ? 'healthy' : 'unhealthy'), m.id,
+        el('span', { class: 'ctx' }, ...(m.capabilities || []).filter((c) => c !== 'chat' && c !== 'completion').map((c) => el('span', { class: 'tag' }, c)),
+          m.context_window ? `${Math.round(m.context_window / 1024)}k ctx` : '')))))));
 }
 
 // --- the loop -----------------------------------------------------------------------------------

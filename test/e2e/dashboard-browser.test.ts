@@ -33,7 +33,7 @@ describe.skipIf(browserMissing)('the dashboard in Chromium', () => {
   }
 
   beforeAll(async () => {
-    paged = await new FakeBackend({ family: 'pagedengine', reply: 'hi', models: [{ name: 'Qwen2.5-7B' }, { name: 'Mistral-7B' }] }).start();
+    paged = await new FakeBackend({ family: 'pagedengine', reply: 'hi', models: [{ name: 'Qwen2.5-7B' }, { name: 'Mistral-7B' }, { name: 'bge-m3-embed' }] }).start();
     local = await new FakeBackend({ family: 'localrunner', reply: 'hi', models: [{ name: 'llama3.1:8b' }] }).start();
     chat = await new FakeBackend({ family: 'mlxsingle', reply: 'hi', models: [{ name: 'qwen-chat' }] }).start();
     gw = await startGateway({ discovery: { static: { endpoints: [endpoint('gpu-paged', 'pagedengine', paged.url), endpoint('workstation', 'localrunner', local.url), endpoint('mac-mlx', 'mlxsingle', chat.url)] } } });
@@ -98,6 +98,7 @@ describe.skipIf(browserMissing)('the dashboard in Chromium', () => {
   it('shows the models per family', async () => {
     await page.click('nav a[data-tab="models"]');
     await page.locator('.family[data-family="pagedengine"] li', { hasText: 'Mistral-7B' }).waitFor(WAIT);
+    await page.locator('.family[data-family="pagedengine"] li', { hasText: 'bge-m3-embed' }).waitFor(WAIT);
     await page.locator('.family[data-family="localrunner"] li', { hasText: 'llama3.1:8b' }).waitFor(WAIT);
     await page.locator('.family[data-family="mlxsingle"] li', { hasText: 'qwen-chat' }).waitFor(WAIT);
     await screenshot('models');

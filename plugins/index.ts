@@ -4,6 +4,8 @@ import accessLog from './access-log.js';
 import aliasResolve from './alias-resolve.js';
 import allowlist from './allowlist.js';
 import cors from './cors.js';
+import dashboardAccess from './dashboard-access.js';
+import dashboardFiles from './dashboard-files.js';
 import countTokens from './count-tokens.js';
 import endpointsReport from './endpoints-report.js';
 import forward from './forward.js';
@@ -31,7 +33,7 @@ import upstreamHeaders from './upstream-headers.js';
 import version from './version.js';
 
 export const BUILTIN_PLUGINS: readonly Plugin[] = [
-  accessLog, aliasResolve, allowlist, cors, countTokens, endpointsReport, forward, gatewayHeaders, healthReport,
+  accessLog, aliasResolve, allowlist, cors, countTokens, dashboardAccess, dashboardFiles, endpointsReport, forward, gatewayHeaders, healthReport,
   interceptModels, matchPrefix, modelDetail, modelStatsReport, modelsList, modelsRefresh, modelsReport,
   msgapiModelDetail, msgapiModels, msgapiParse, processReport, readBody, rewriteModel, selectEndpoint, stats, statusReport,
   translate, translatorStatsReport, upstreamHeaders, version,

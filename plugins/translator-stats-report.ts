@@ -1,7 +1,9 @@
-// GET /internal/stats/translators: each translator's counters, busiest first, and a summary.
+// GET /internal/stats/translators: each translator's counters, busiest first, and a summary, with
+// a weak ETag (304 to a poll when nothing moved).
 import { formatDuration } from '../engine/kernel/duration.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { percent } from './lib/endpoint-view.js';
+import { replyStatus } from './lib/status-json.js';
 
 const rate = (part: number, whole: number) => (whole ? percent(part, whole) : '0.00%');
 
@@ -31,7 +33,7 @@ export default definePlugin<Record<string, never>>({
       })).sort((a, b) => b.total_requests - a.total_requests);
       const sum = (k: keyof (typeof entries)[number]) => entries.reduce((n, e) => n + (e[k] as number), 0);
       const total = sum('total_requests');
-      return ctx.replyJson(200, {
+      return replyStatus(ctx, {
         timestamp: new Date().toISOString(),
         translators: entries,
         summary: {

@@ -87,6 +87,14 @@ export const ERROR_CODES = {
     status: 502, type: 'bad_gateway',
     message: (d) => `endpoint ${d.endpoint} ${d.reason} after the reply had started; the reply is incomplete`,
   },
+  DASHBOARD_DISABLED: {
+    status: 503, type: 'service_unavailable',
+    message: () => 'the dashboard is turned off in this configuration (dashboard.enabled: false); set dashboard.enabled: true to serve /internal/ui/ (the status routes under /internal/status stay available either way)',
+  },
+  DASHBOARD_FORBIDDEN: {
+    status: 403, type: 'forbidden',
+    message: (d) => `the dashboard refuses this request: ${d.reason}; widen dashboard.access_policy in the config to let it in (the status routes under /internal/status are not gated)`,
+  },
   INTERNAL_ERROR: { status: 500, type: 'internal_error', message: () => 'internal gateway error; see the gateway log' },
 } satisfies Record<string, ErrorSpec>;
 

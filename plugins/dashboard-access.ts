@@ -1,0 +1,21 @@
+// The gate of /internal/ui/: 503 naming the fix when dashboard.enabled is false, 403 for a
+// client address outside dashboard.access_policy.allowed_cidrs or a Host header outside its
+// allowed_hosts. The policy is compiled once at load (a BlockList); only this route uses it, so
+// the status, health and metrics routes stay open to monitoring.
+import { gwError } from '../engine/kernel/errors.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
+import { compileAccessPolicy } from './lib/access-policy.js';
+
+export default definePlugin<Record<string, never>>({
+  name: 'dashboard-access',
+  schema: { type: 'object', additionalProperties: false },
+  apply(hooks, _o, env) {
+    const { enabled, access_policy } = env.config.dashboard;
+    const policy = compileAccessPolicy(access_policy);
+    hooks.request.tap('dashboard-access', (ctx) => {
+      if (!enabled) throw gwError('DASHBOARD_DISABLED');
+      const reason = policy.refusal(ctx.clientIp(), ctx.header('host'));
+      if (reason) throw gwError('DASHBOARD_FORBIDDEN', { reason });
+    });
+  },
+});

@@ -21,23 +21,26 @@ export default definePlugin<Record<string, never>>({
     const m = instruments(env.metrics);
     const family = env.profile?.name ?? 'none';
     const route = env.pipeline;
-    const overhead = m.overhead.with(family, route);
-    const queueWait = m.queueWait.with(family, route);
+    // A failover count shows at 0 from the start; histogram series appear with their first
+    // observation (an empty histogram is 18 lines of zeros per route).
     const failovers = m.failovers.with(family, route);
-    // Per endpoint (null: none tried), the duration series of each status class.
-    const durations = new Map<Endpoint | null, HistogramSeries[]>();
+    let overhead: HistogramSeries | null = null;
+    let queueWait: HistogramSeries | null = null;
+    // Per endpoint (null: none tried), the duration series of each status class met so far.
+    const durations = new Map<Endpoint | null, (HistogramSeries | undefined)[]>();
     const durationOf = (ep: Endpoint | null, status: number): HistogramSeries => {
       let row = durations.get(ep);
-      if (!row) durations.set(ep, (row = CLASSES.map((c) => m.duration.with(ep?.family ?? family, route, ep?.name ?? 'none', c))));
-      return row[classIndex(status)];
+      if (!row) durations.set(ep, (row = []));
+      const c = classIndex(status);
+      return (row[c] ??= m.duration.with(ep?.family ?? family, route, ep?.name ?? 'none', CLASSES[c]));
     };
 
     hooks.done.tap('metrics', (ctx) => {
       const total = ctx.totalMs;
       const ep = ctx.endpoint;
       durationOf(ep, ctx.status).observe(total / 1000);
-      overhead.observe(Math.max(0, total - ctx.upstreamMs - ctx.queueMs) / 1000);
-      if (ctx.queueMs > 0) queueWait.observe(ctx.queueMs / 1000);
+      (overhead ??= m.overhead.with(family, route)).observe(Math.max(0, total - ctx.upstreamMs - ctx.queueMs) / 1000);
+      if (ctx.queueMs > 0) (queueWait ??= m.queueWait.with(family, route)).observe(ctx.queueMs / 1000);
       if (ctx.attempts > 1) failovers.value += ctx.attempts - 1;
       const err = ctx.error;
       if (err instanceof GatewayError) m.errors.with(route, err.key in ERROR_CODES ? err.key : 'other').value++;

@@ -9,6 +9,7 @@ import { request } from 'undici';
 import { FakeBackend } from '../../engine/demo/index.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 import { rawRequest } from '../helpers/http.js';
+import { waitFor } from '../helpers/wait.js';
 
 const PROMTOOL = '/usr/bin/promtool';
 const havePromtool = existsSync(PROMTOOL);
@@ -21,11 +22,11 @@ afterEach(async () => {
   [gw, fakes] = [null, []];
 });
 
-async function setup(family: string, n: number, extra: Record<string, unknown> = {}) {
+async function setup(family: string, n: number, extra: Record<string, unknown> = {}, perEndpoint: Record<string, unknown> = {}) {
   fakes = await Promise.all(Array.from({ length: n }, (_, i) => new FakeBackend({ family, name: `f${i}`, models: [{ name: 'test-model' }] }).start()));
   gw = await startGateway({
     ...extra,
-    discovery: { static: { endpoints: fakes.map((f, i) => endpoint(f.name, family, f.url, { priority: 100 - i, check_interval: '60s' })) } },
+    discovery: { static: { endpoints: fakes.map((f, i) => endpoint(f.name, family, f.url, { priority: 100 - i, check_interval: '60s', ...perEndpoint })) } },
   });
   return gw;
 }
@@ -128,7 +129,6 @@ describe('/internal/metrics', () => {
   it('times the first token of a stream, and counts it as an active stream while it lasts', async () => {
     const g = await setup('pagedengine', 1);
     let release!: () => void;
-    fakes[0].behaviour.holdUntil = null;
     fakes[0].behaviour.beforeChunk = (i) => (i === 1 ? new Promise<void>((r) => (release = r)) : Promise.resolve());
     const res = await chat(g, 'pagedengine', true);
     expect(res.statusCode).toBe(200);
@@ -163,6 +163,25 @@ describe('/internal/metrics', () => {
     expect(sample(text, 'gen_ai_server_time_per_output_token_seconds_count', { endpoint: 'f0', model: 'test-model' })).toBe(1);
     expect(sample(text, 'gw_translator_requests_total', { translator: 'msgapi', mode: 'translation' })).toBe(1);
     expect(sample(text, 'gw_translator_streaming_requests_total', { translator: 'msgapi' })).toBe(1);
+  });
+
+  it('times a wait for a concurrency slot, and shows the waiter while it waits', async () => {
+    const g = await setup('pagedengine', 1, {}, { max_concurrent_requests: 1 });
+    let release!: () => void;
+    fakes[0].behaviour.holdUntil = new Promise<void>((r) => (release = r));
+    const first = chat(g, 'pagedengine');
+    await waitFor(() => fakes[0].traffic.some((t) => t.url.includes('chat')), 'the first request at the backend');
+    const second = chat(g, 'pagedengine');
+    await waitFor(async () => sample((await scrape(g)).text, 'gw_queue_waiting', { endpoint: 'f0' }) === 1 || undefined, 'the second request waiting for the slot');
+    release();
+    for (const res of await Promise.all([first, second])) {
+      expect(res.statusCode).toBe(200);
+      await res.body.dump();
+    }
+    const { text } = await scrape(g);
+    expect(sample(text, 'gw_queue_wait_seconds_count', { family: 'pagedengine', route: 'proxy' })).toBe(1);
+    expect(sample(text, 'gw_queue_waiting', { endpoint: 'f0' })).toBe(0);
+    expect(sample(text, 'gw_queue_slots_held', { endpoint: 'f0' })).toBe(0);
   });
 
   it('answers 503 METRICS_DISABLED naming the fix when metrics.enabled is false', async () => {

@@ -4,7 +4,8 @@
 // sendUpstream, the first chunk from the relay); this step only files them. Series are looked up
 // once per endpoint and status class, then observed by index.
 import type { Endpoint } from '../engine/backends/endpoints.js';
-import type { HistogramSeries } from '../engine/backends/metrics.js';
+import type { CounterCell, HistogramSeries } from '../engine/backends/metrics.js';
+import type { RoutingInfo } from '../engine/kernel/context.js';
 import { ERROR_CODES, GatewayError } from '../engine/kernel/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { instruments, modelLabel } from './lib/metrics/instruments.js';
@@ -26,6 +27,7 @@ export default definePlugin<Record<string, never>>({
     const failovers = m.failovers.with(family, route);
     let overhead: HistogramSeries | null = null;
     let queueWait: HistogramSeries | null = null;
+    const routingCells = new Map<string, Partial<Record<RoutingInfo['decision'], CounterCell>>>();
     // Per endpoint (null: none tried), the duration series of each status class met so far.
     const durations = new Map<Endpoint | null, (HistogramSeries | undefined)[]>();
     const durationOf = (ep: Endpoint | null, status: number): HistogramSeries => {
@@ -45,7 +47,11 @@ export default definePlugin<Record<string, never>>({
       const err = ctx.error;
       if (err instanceof GatewayError) m.errors.with(route, err.key in ERROR_CODES ? err.key : 'other').value++;
       const routing = ctx.routing;
-      if (routing) m.routing.with(family, routing.strategy, routing.decision).value++;
+      if (routing) {
+        let cells = routingCells.get(routing.strategy);
+        if (!cells) routingCells.set(routing.strategy, (cells = {}));
+        (cells[routing.decision] ??= m.routing.with(family, routing.strategy, routing.decision)).value++;
+      }
       const usage = ctx.usage;
       if (!ctx.streamed && !usage) return;
       // Streams and replies with usage: rarer and longer, worth a catalogue lookup for the model.

@@ -85,6 +85,7 @@ describe('/internal/metrics', () => {
     expect(sample(text, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
     expect(sample(text, 'nodejs_active_handles')).toBeGreaterThan(0);
     expect(sample(text, 'gw_system_status', { status: 'healthy' })).toBe(1);
+    expect(sample(text, 'gw_routing_decisions_total', { family: 'pagedengine', decision: 'routed' })).toBe(1);
   });
 
   it('shows a breaker opening: five 5xx replies move the state from closed to open', async () => {

@@ -6,7 +6,8 @@
 //  3. messages API translation — the same chat request as a messages request, translated both
 //     ways, against plain proxying, streaming and not, at concurrency 16;
 //  4. hot reload — pipeline edits under load: how long each takes to show, and no failed request;
-//  5. per-endpoint concurrency — the cost of a limit that is not reached, and of queueing.
+//  5. per-endpoint concurrency — the cost of a limit that is not reached, and of queueing;
+//  metrics (bench/metrics.js) — the cost of /internal/metrics per request, on against off.
 // "Time per request" in the A/B comparisons is the CPU time the gateway process spends per request
 // (from /proc, over alternating load rounds): unlike req/s on a two-core machine shared by four busy
 // processes, it does not depend on how the scheduler mixes them.
@@ -14,6 +15,7 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { metricsSection } from './metrics.js';
 import { cpuAdded, timeAdded, forkReady, here, load, loadAlternating, pairedAdded, round, sequential, startGateway, stopAll, streaming } from './lib.js';
 
 const quick = process.argv.includes('--quick');
@@ -268,7 +270,7 @@ fails the run on any non-2xx reply or error.
 
 async function main() {
   const { port: backendPort } = await forkReady('backend.js', ['0']);
-  const sections = [await proxySection(backendPort), await routingSection(backendPort), await translationSection(backendPort), await reloadSection(backendPort), await queueSection(backendPort)];
+  const sections = [await proxySection(backendPort), await routingSection(backendPort), await translationSection(backendPort), await reloadSection(backendPort), await queueSection(backendPort), await metricsSection(backendPort)];
   const md = `# Benchmark results
 
 Machine: ${cpus().length} × ${cpus()[0].model}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}.

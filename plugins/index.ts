@@ -13,6 +13,8 @@ import gatewayHeaders from './gateway-headers.js';
 import healthReport from './health-report.js';
 import interceptModels from './intercept-models.js';
 import matchPrefix from './match-prefix.js';
+import metrics from './metrics.js';
+import metricsReport from './metrics-report.js';
 import modelDetail from './model-detail.js';
 import modelStatsReport from './model-stats-report.js';
 import modelsList from './models-list.js';
@@ -34,7 +36,7 @@ import version from './version.js';
 
 export const BUILTIN_PLUGINS: readonly Plugin[] = [
   accessLog, aliasResolve, allowlist, cors, countTokens, dashboardAccess, dashboardFiles, endpointsReport, forward, gatewayHeaders, healthReport,
-  interceptModels, matchPrefix, modelDetail, modelStatsReport, modelsList, modelsRefresh, modelsReport,
+  interceptModels, matchPrefix, metrics, metricsReport, modelDetail, modelStatsReport, modelsList, modelsRefresh, modelsReport,
   msgapiModelDetail, msgapiModels, msgapiParse, processReport, readBody, rewriteModel, selectEndpoint, stats, statusReport,
   translate, translatorStatsReport, upstreamHeaders, version,
 ];

@@ -3,7 +3,7 @@
 // endpoint health alone.
 import { formatDuration } from '../engine/kernel/duration.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
-import { averageLatency, overall, percent } from './lib/endpoint-view.js';
+import { averageLatency, percent, systemStatus } from './lib/endpoint-view.js';
 import { replyStatus } from './lib/status-json.js';
 import { buildInfo } from './version.js';
 
@@ -20,14 +20,8 @@ export default definePlugin<Record<string, never>>({
       const byProvider: Record<string, string[]> = {};
       for (const m of models) (byProvider[m.family] ??= []).push(m.id);
       const hasTraffic = stats.requestsTotal > 0;
-      const health = overall(all);
       const succeeded = stats.requestsTotal - stats.requestsFailed;
-      let status: 'healthy' | 'degraded' | 'critical' = health === 'unhealthy' ? 'critical' : health;
-      if (hasTraffic && status !== 'critical') {
-        const rate = succeeded / stats.requestsTotal;
-        if (rate < 0.5) status = 'critical';
-        else if (rate < 0.95) status = 'degraded';
-      }
+      const status = systemStatus(stats, all);
       return replyStatus(ctx, {
         version: env.version,
         build,

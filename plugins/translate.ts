@@ -47,13 +47,14 @@ export default definePlugin<Options>({
 
     /** The first translated attempt checks what translation reads (400 naming the field) and
      *  fixes what the reply translation needs; later attempts reuse it. */
-    const translationOf = (st: MsgapiState, req: MessagesRequest): TranslateOptions => {
+    const translationOf = (ctx: Context, st: MsgapiState, req: MessagesRequest): TranslateOptions => {
       if (st.translation) return st.translation;
       const why = translationProblem(req);
       if (why) throw gwError('BAD_REQUEST', { reason: why });
       return (st.translation = {
         stream: st.stream === true, model: req.model, inputTokens: estimateInputTokens(req), stopSequences: req.stop_sequences,
         onMalformed: (n) => (st.malformed = (st.malformed ?? 0) + n),
+        onUsage: (usage) => (ctx.usage = usage),
       });
     };
 
@@ -61,7 +62,7 @@ export default definePlugin<Options>({
     const chatRequest = (ctx: Context, ep: Endpoint, st: MsgapiState): UpstreamRequest => {
       const req = ctx.bodyJson() as MessagesRequest;
       const first = !st.translation;
-      translationOf(st, req);
+      translationOf(ctx, st, req);
       const log = ctx.route.log;
       const dropped = first && log.isLevelEnabled('debug') ? [] as string[] : undefined;
       const chat = toChatRequest(req, {

@@ -103,6 +103,10 @@ export class Endpoint {
   state: HealthState = 'unknown';
   /** Proxied requests in flight (least-connections balancing). */
   active = 0;
+  /** Replies from this endpoint being relayed to clients as streams now (the kernel's relay). */
+  streams = 0;
+  /** Requests the stale-socket interceptor sent once more on a fresh connection. */
+  staleRetries = 0;
   lastCheck: Date | null = null;
   lastLatencyMs = 0;
   lastError = '';

@@ -153,17 +153,19 @@ export const health = (ep: Endpoint, markFailed: (ep: Endpoint, reason: string) 
 /** Holds a pooled attempt's failure back when the socket may have been stale, and replays the
  *  request once on a fresh connection with the same handler underneath. */
 class StaleWatch extends Tracking {
-  constructor(private readonly dispatch: Dispatch, private readonly opts: SendOptions, next: Handler) {
+  constructor(private readonly ep: Endpoint, private readonly dispatch: Dispatch, private readonly opts: SendOptions, next: Handler) {
     super(next);
   }
   override onResponseError(c: Controller, error: Error): void {
     const failure = connectionFailure(error);
-    if (this.sent && !this.answered && (failure === 'reset' || failure === 'closed')) this.dispatch({ ...this.opts, fresh: true }, this.next);
-    else super.onResponseError(c, error);
+    if (this.sent && !this.answered && (failure === 'reset' || failure === 'closed')) {
+      this.ep.staleRetries++;
+      this.dispatch({ ...this.opts, fresh: true }, this.next);
+    } else super.onResponseError(c, error);
   }
 }
 
-export const staleRetry = (): Interceptor => (next) => (opts, handler) => (opts.replaySafe ? next(opts, new StaleWatch(next, opts, handler)) : next(opts, handler));
+export const staleRetry = (ep: Endpoint): Interceptor => (next) => (opts, handler) => (opts.replaySafe ? next(opts, new StaleWatch(ep, next, opts, handler)) : next(opts, handler));
 
 // ---- connection -------------------------------------------------------------------------------
 
@@ -195,6 +197,6 @@ export const connection = (ep: Endpoint): Dispatch => (opts, handler) => {
 
 /** The endpoint's send path: breaker outermost, the connection innermost. */
 export function endpointDispatch(ep: Endpoint, markFailed: (ep: Endpoint, reason: string) => void): Dispatch {
-  const layers: Interceptor[] = [staleRetry(), health(ep, markFailed), inflight(ep), breaker(ep)];
+  const layers: Interceptor[] = [staleRetry(ep), health(ep, markFailed), inflight(ep), breaker(ep)];
   return layers.reduce<Dispatch>((next, layer) => layer(next), connection(ep));
 }

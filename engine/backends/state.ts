@@ -9,6 +9,7 @@ import { DiscoveryService } from './discovery.js';
 import { timeoutsFor, type EndpointPlan } from './endpoints.js';
 import { HealthMonitor } from './health.js';
 import { EndpointRegistry, type Reconciled } from './registry.js';
+import { Metrics } from './metrics.js';
 import { Stats } from './telemetry.js';
 
 export class Backends {
@@ -17,6 +18,8 @@ export class Backends {
   readonly catalogue: Catalogue;
   readonly discovery: DiscoveryService;
   readonly stats = new Stats();
+  /** The Prometheus registry (/internal/metrics): its series outlive reloads like the counters. */
+  readonly metrics = new Metrics();
 
   constructor(config: GatewayConfig, plans: readonly EndpointPlan[], log: Logger) {
     this.endpoints = new EndpointRegistry((ep, reason) => this.health.markFailed(ep, reason));

@@ -36,11 +36,15 @@ export class Stats {
   /** Requests of any route being handled now (shutdown waits for these). */
   inFlight = 0;
   requestsFailed = 0;
+  /** 429s sent by the rate limiter, by scope (global, ip, health, internal, endpoint). */
+  readonly rateLimited = { global: 0, ip: 0, health: 0, internal: 0, endpoint: 0 };
   totalLatencyMs = 0;
   connectionsOpen = 0;
   connectionsTotal = 0;
   gcRuns = 0;
   gcPauseMs = 0;
+  /** Requests refused before any route took them: an unsafe path (UNSAFE_PATH), no route (ROUTE_NOT_FOUND). */
+  readonly refused = { unsafePath: 0, routeNotFound: 0 };
   private readonly recent = new Float64Array(WINDOW);
   private samples = 0;
   private readonly perEndpoint = new Map<string, EndpointCounters>();

@@ -80,6 +80,17 @@ export class Context {
   /** Milliseconds from arrival to the reply head, and to the end. Owner: the kernel (hooks.ts). */
   headMs = 0;
   totalMs = 0;
+  /** Milliseconds spent in upstream attempts (sent to settled), and waiting for an endpoint's
+   *  concurrency slot; the rest of totalMs is the gateway's own time. Owner: the kernel. */
+  upstreamMs = 0;
+  queueMs = 0;
+  /** The reply is relayed as a stream (no Content-Length, or translated to events). Owner: the kernel. */
+  streamed = false;
+  /** Milliseconds from arrival to the first reply body chunk relayed; 0 before it. Owner: the kernel. */
+  firstChunkMs = 0;
+  /** Tokens the backend reported in its reply's `usage`, where a step read that reply anyway
+   *  (never parsed for this alone). Owner: the terminal step (translate). */
+  usage: { input?: number; output?: number } | null = null;
   private parsed: unknown = NOT_PARSED;
   private modelField: ModelField | null | typeof NOT_PARSED = NOT_PARSED;
   private extras: Record<string, unknown> | null = null;

@@ -14,6 +14,10 @@ interface ErrorSpec {
 }
 
 export const ERROR_CODES = {
+  METRICS_DISABLED: {
+    status: 503, type: 'service_unavailable',
+    message: () => 'metrics are turned off in this gateway\'s configuration; set metrics.enabled: true to serve /internal/metrics',
+  },
   ROUTE_NOT_FOUND: { status: 404, type: 'not_found', message: (d) => `no route for ${clip(d.method)} ${clip(d.path)}` },
   UNSAFE_PATH: {
     status: 400, type: 'bad_request',

@@ -78,12 +78,14 @@ export class Gateway {
       const path = q < 0 ? url : url.slice(0, q);
       const unsafe = unsafePath(path);
       if (unsafe) {
+        this.backends.stats.refused.unsafePath++;
         renderError(res, gwError('UNSAFE_PATH', { path, reason: unsafe }));
         this.log.info({ method: req.method, path: clip(path), status: 400 }, 'request refused: unsafe path');
         return;
       }
       const found = this.current.graph.router.find(req.method as HTTPMethod, path);
       if (found === null) {
+        this.backends.stats.refused.routeNotFound++;
         renderError(res, gwError('ROUTE_NOT_FOUND', { method: req.method, path }));
         // Status-route misses are worth seeing (spec: 4xx under /internal/ log at info).
         if (path.startsWith('/internal/')) this.log.info({ method: req.method, path: clip(path), status: 404 }, 'request');

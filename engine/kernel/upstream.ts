@@ -85,12 +85,15 @@ export function backendHeaders(headers: ReplyHeaders, withLength = true): string
 class Relay implements Dispatcher.DispatchHandler {
   private controller: Controller | null = null;
   private settled = false;
+  private readonly sentAt = performance.now();
   private sent = false;
   private status = 0;
   private headers: ReplyHeaders = {};
   private plan: ReplyPlan = PIPE;
   /** The last chunk relayed: whether a piped stream stopped mid-line decides how it is ended. */
   private lastChunk: Buffer | null = null;
+  /** The endpoint whose active-stream count this reply holds, while it streams. */
+  private streaming: Endpoint | null = null;
   private readonly chunks: Buffer[] = [];
   private size = 0;
   private readonly onClientClose = () => {
@@ -109,6 +112,9 @@ class Relay implements Dispatcher.DispatchHandler {
   private settle(o: Outcome): void {
     if (this.settled) return;
     this.settled = true;
+    // Here, not after the await: the done hook may run before sendUpstream resumes.
+    this.ctx.upstreamMs += performance.now() - this.sentAt;
+    if (this.streaming) this.streaming.streams--;
     this.ctx.res.off('close', this.onClientClose);
     this.resolve(o);
   }
@@ -137,6 +143,7 @@ class Relay implements Dispatcher.DispatchHandler {
     if (plan.kind === 'buffer') return;
     if (plan.kind === 'stream') {
       res.writeHead(plan.status, [...plan.headers, 'cache-control', 'no-cache']);
+      this.streamStarted();
       if (plan.first) res.write(plan.first);
       return;
     }
@@ -148,7 +155,20 @@ class Relay implements Dispatcher.DispatchHandler {
     if (extra) for (const h of extra) out.push(h);
     this.ctx.res.writeHead(status, out);
     // A reply without a length is a stream: send the head now so the client sees it before the first event.
-    if (headers['content-length'] === undefined) this.ctx.res.flushHeaders();
+    if (headers['content-length'] === undefined) {
+      this.ctx.res.flushHeaders();
+      this.streamStarted();
+    }
+  }
+
+  /** The reply is a stream: counted on its endpoint while it lasts (active streams). */
+  private streamStarted(): void {
+    const ep = this.ctx.endpoint;
+    this.ctx.streamed = true;
+    if (ep && !this.streaming) {
+      ep.streams++;
+      this.streaming = ep;
+    }
   }
 
   /** A buffer plan's reply outgrew its limit: relay it as the backend sent it after all. */
@@ -192,6 +212,7 @@ class Relay implements Dispatcher.DispatchHandler {
       }
       if (!out) return;
     } else this.lastChunk = chunk;
+    if (this.ctx.firstChunkMs === 0) this.ctx.firstChunkMs = this.ctx.elapsedMs();
     if (!this.ctx.res.write(out)) {
       controller.pause();
       this.ctx.res.once('drain', () => controller.resume());
@@ -276,7 +297,9 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
     // A concurrency limit: a free slot at once (no allocation), else a wait in the queue.
     const queue = ep.queue;
     if (queue && !queue.tryEnter()) {
+      const waitFrom = performance.now();
       const turn = await waitForSlot(ctx, ep, queue);
+      ctx.queueMs += performance.now() - waitFrom;
       if (turn === 'full') {
         (full ??= []).push(ep);
         continue;

@@ -85,3 +85,18 @@ export function overall(endpoints: readonly Endpoint[]): 'healthy' | 'degraded' 
   if (endpoints.length > 0 && routable === endpoints.length) return 'healthy';
   return routable > 0 ? 'degraded' : 'unhealthy';
 }
+
+export type SystemStatus = 'healthy' | 'degraded' | 'critical';
+
+/** The system's state (/internal/status, /internal/metrics): endpoint health, then, once there
+ *  was traffic, the success rate (below 95% degraded, below 50% critical). */
+export function systemStatus(stats: Stats, endpoints: readonly Endpoint[]): SystemStatus {
+  const health = overall(endpoints);
+  let status: SystemStatus = health === 'unhealthy' ? 'critical' : health;
+  if (stats.requestsTotal > 0 && status !== 'critical') {
+    const rate = (stats.requestsTotal - stats.requestsFailed) / stats.requestsTotal;
+    if (rate < 0.5) status = 'critical';
+    else if (rate < 0.95) status = 'degraded';
+  }
+  return status;
+}

@@ -25,6 +25,12 @@ interface PendingTool {
   args: string;
 }
 
+/** Tokens a backend reported (prompt and completion), for the metrics. */
+export interface Usage {
+  input?: number;
+  output?: number;
+}
+
 export interface StreamOptions {
   model: string;
   inputTokens: number;
@@ -47,6 +53,11 @@ export class StreamTranslator {
   private matched: unknown = undefined;
   private promptTokens: number | undefined;
   private completionTokens: number | undefined;
+
+  /** The tokens the backend reported in a `usage` chunk (none: null; estimates are not usage). */
+  get usage(): Usage | null {
+    return this.promptTokens === undefined && this.completionTokens === undefined ? null : { input: this.promptTokens, output: this.completionTokens };
+  }
   private outputChars = 0;
 
   constructor(private readonly o: StreamOptions) {}

@@ -1,0 +1,35 @@
+// The per-request series of /internal/metrics: one definition, shared by the `metrics` step that
+// observes them and the report that serves them. Label sets are bounded: families, routes and
+// endpoints come from the configuration, status is a class, models are catalogue names or `other`,
+// error codes are the gateway's table or `other`.
+import type { Catalogue } from '../../../engine/backends/catalogue.js';
+import type { Metrics } from '../../../engine/backends/metrics.js';
+
+const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+/** The gateway's own time is a fraction of a millisecond on a good day. */
+const OVERHEAD = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
+/** The bucket boundaries the OpenTelemetry GenAI conventions advise for these two. */
+const TTFT = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10];
+const TPOT = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5];
+
+export function instruments(m: Metrics) {
+  return {
+    duration: m.histogram('gw_request_duration_seconds', 'Requests from arrival to the end of the reply, by family, route (pipeline), endpoint (last tried; none) and status class.', ['family', 'route', 'endpoint', 'status'], SECONDS),
+    overhead: m.histogram('gw_overhead_seconds', "The gateway's own time per request: the whole request less the upstream attempts and any wait for a concurrency slot.", ['family', 'route'], OVERHEAD),
+    ttft: m.histogram('gen_ai_server_time_to_first_token_seconds', 'Streamed replies: from arrival to the first reply chunk relayed to the client.', ['family', 'endpoint', 'model'], TTFT),
+    tpot: m.histogram('gen_ai_server_time_per_output_token_seconds', 'Streamed replies whose backend reported output tokens in usage: time after the first chunk per further output token.', ['family', 'endpoint', 'model'], TPOT),
+    queueWait: m.histogram('gw_queue_wait_seconds', "Requests that waited for a slot of an endpoint's concurrency limit: the wait, admitted or not.", ['family', 'route'], SECONDS),
+    tokens: m.counter('gw_tokens_total', "Tokens the backend reported in its reply's usage, where the gateway reads the reply anyway (messages-API translation).", ['family', 'model', 'type']),
+    failovers: m.counter('gw_failovers_total', 'Further endpoints tried after the first one for a request (each next attempt counts one).', ['family', 'route']),
+    errors: m.counter('gw_errors_total', 'Requests answered with a gateway error (or broken off by one), by route and code (table codes; other).', ['route', 'code']),
+    routing: m.counter('gw_routing_decisions_total', 'How model-aware routing decided, by family, strategy and decision (routed, fallback, rejected).', ['family', 'strategy', 'decision']),
+  };
+}
+
+export type Instruments = ReturnType<typeof instruments>;
+
+/** A catalogue name for a label, or `other`: clients choose model names, labels must stay few. */
+export function modelLabel(catalogue: Catalogue, model: string | undefined): string {
+  if (!model) return 'none';
+  return catalogue.find(model)?.value.id ?? 'other';
+}

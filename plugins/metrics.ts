@@ -1,0 +1,70 @@
+// Observe each finished request for /internal/metrics: its duration, the gateway's own share of
+// it, stream timings and tokens, failovers, gateway errors and routing decisions. The timings are
+// the kernel's (ctx.totalMs from the done hook's interceptor, the upstream and queue spans from
+// sendUpstream, the first chunk from the relay); this step only files them. Series are looked up
+// once per endpoint and status class, then observed by index.
+import type { Endpoint } from '../engine/backends/endpoints.js';
+import type { CounterCell, HistogramSeries } from '../engine/backends/metrics.js';
+import type { RoutingInfo } from '../engine/kernel/context.js';
+import { ERROR_CODES, GatewayError } from '../engine/kernel/errors.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
+import { instruments, modelLabel } from './lib/metrics/instruments.js';
+
+const CLASSES = ['none', '1xx', '2xx', '3xx', '4xx', '5xx'] as const;
+const classIndex = (status: number) => (status >= 100 && status < 600 ? Math.floor(status / 100) : 0);
+
+export default definePlugin<Record<string, never>>({
+  name: 'metrics',
+  schema: { type: 'object', additionalProperties: false },
+  apply(hooks, _o, env) {
+    if (!env.config.metrics.enabled) return;
+    const { catalogue } = env;
+    const m = instruments(env.metrics);
+    const family = env.profile?.name ?? 'none';
+    const route = env.pipeline;
+    // A failover count shows at 0 from the start; histogram series appear with their first
+    // observation (an empty histogram is 18 lines of zeros per route).
+    const failovers = m.failovers.with(family, route);
+    let overhead: HistogramSeries | null = null;
+    let queueWait: HistogramSeries | null = null;
+    const routingCells = new Map<string, Partial<Record<RoutingInfo['decision'], CounterCell>>>();
+    // Per endpoint (null: none tried), the duration series of each status class met so far.
+    const durations = new Map<Endpoint | null, (HistogramSeries | undefined)[]>();
+    const durationOf = (ep: Endpoint | null, status: number): HistogramSeries => {
+      let row = durations.get(ep);
+      if (!row) durations.set(ep, (row = []));
+      const c = classIndex(status);
+      return (row[c] ??= m.duration.with(ep?.family ?? family, route, ep?.name ?? 'none', CLASSES[c]));
+    };
+
+    hooks.done.tap('metrics', (ctx) => {
+      const total = ctx.totalMs;
+      const ep = ctx.endpoint;
+      durationOf(ep, ctx.status).observe(total / 1000);
+      (overhead ??= m.overhead.with(family, route)).observe(Math.max(0, total - ctx.upstreamMs - ctx.queueMs) / 1000);
+      if (ctx.queueMs > 0) (queueWait ??= m.queueWait.with(family, route)).observe(ctx.queueMs / 1000);
+      if (ctx.attempts > 1) failovers.value += ctx.attempts - 1;
+      const err = ctx.error;
+      if (err instanceof GatewayError) m.errors.with(route, err.key in ERROR_CODES ? err.key : 'other').value++;
+      const routing = ctx.routing;
+      if (routing) {
+        let cells = routingCells.get(routing.strategy);
+        if (!cells) routingCells.set(routing.strategy, (cells = {}));
+        (cells[routing.decision] ??= m.routing.with(family, routing.strategy, routing.decision)).value++;
+      }
+      const usage = ctx.usage;
+      if (!ctx.streamed && !usage) return;
+      // Streams and replies with usage: rarer and longer, worth a catalogue lookup for the model.
+      const model = modelLabel(catalogue, ctx.model);
+      const epName = ep?.name ?? 'none';
+      const epFamily = ep?.family ?? family;
+      if (ctx.streamed && ctx.firstChunkMs > 0) {
+        m.ttft.with(epFamily, epName, model).observe(ctx.firstChunkMs / 1000);
+        const output = usage?.output;
+        if (output !== undefined && output > 1) m.tpot.with(epFamily, epName, model).observe((total - ctx.firstChunkMs) / 1000 / (output - 1));
+      }
+      if (usage?.input !== undefined) m.tokens.with(epFamily, model, 'input').value += usage.input;
+      if (usage?.output !== undefined) m.tokens.with(epFamily, model, 'output').value += usage.output;
+    });
+  },
+});

@@ -20,6 +20,7 @@ import msgapiModelDetail from './msgapi-model-detail.js';
 import msgapiModels from './msgapi-models.js';
 import msgapiParse from './msgapi-parse.js';
 import processReport from './process-report.js';
+import rateLimit from './rate-limit.js';
 import readBody from './read-body.js';
 import rewriteModel from './rewrite-model.js';
 import selectEndpoint from './select-endpoint.js';
@@ -33,6 +34,6 @@ import version from './version.js';
 export const BUILTIN_PLUGINS: readonly Plugin[] = [
   accessLog, aliasResolve, allowlist, cors, countTokens, endpointsReport, forward, gatewayHeaders, healthReport,
   interceptModels, matchPrefix, modelDetail, modelStatsReport, modelsList, modelsRefresh, modelsReport,
-  msgapiModelDetail, msgapiModels, msgapiParse, processReport, readBody, rewriteModel, selectEndpoint, stats, statusReport,
+  msgapiModelDetail, msgapiModels, msgapiParse, processReport, rateLimit, readBody, rewriteModel, selectEndpoint, stats, statusReport,
   translate, translatorStatsReport, upstreamHeaders, version,
 ];

@@ -36,6 +36,8 @@ export class Stats {
   /** Requests of any route being handled now (shutdown waits for these). */
   inFlight = 0;
   requestsFailed = 0;
+  /** 429s sent by the rate limiter, by scope (global, ip, health, internal, endpoint). */
+  readonly rateLimited = { global: 0, ip: 0, health: 0, internal: 0, endpoint: 0 };
   totalLatencyMs = 0;
   connectionsOpen = 0;
   connectionsTotal = 0;

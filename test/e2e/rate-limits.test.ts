@@ -3,7 +3,9 @@
 // route's error format with Retry-After and X-RateLimit-*; X-Forwarded-For only from trusted
 // proxies; memory bounded under address rotation. Time is a clock the test moves by hand, so
 // every threshold is reached by sending exactly that many requests.
+import { writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import { FakeBackend } from '../../engine/demo/index.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 import { rawRequest, type RawReply } from '../helpers/http.js';
@@ -176,6 +178,27 @@ describe('the client address', () => {
 
   it('refuses a trusted_proxy_cidrs entry that is not a range, naming it', async () => {
     await expect(start({ trust_proxy_headers: true, trusted_proxy_cidrs: ['127.0.0.0/8', '10.0.0.0/33'] })).rejects.toThrow(/trusted_proxy_cidrs\[1\].*prefix length "33"/s);
+  });
+});
+
+describe('hot reload', () => {
+  it('keeps the buckets across a reload and applies new limits at once', async () => {
+    await start({ per_ip_requests_per_minute: 100, burst_size: 2 });
+    await pass(2, () => get('/version'));
+    expectLimited(await get('/version'), 100, 1);
+    const reload = async (limits: Record<string, unknown>) => {
+      writeFileSync(gw!.configFile, stringify({ server: { host: '127.0.0.1', port: 0, rate_limits: { ...OFF, ...limits } }, pipelines: { dir: '/nonexistent/pipelines', watch: false }, proxy: { profiles_dir: '/nonexistent/profiles' } }));
+      expect(await gw!.gw.reload('test')).toBe(true);
+    };
+    // The same limit on a new graph: the address's bucket is still empty.
+    await reload({ per_ip_requests_per_minute: 100, burst_size: 2, health_requests_per_minute: 5 });
+    expectLimited(await get('/version'), 100, 1);
+    // A new rate applies from the next request: 6000 a minute is a token every 10 ms.
+    await reload({ per_ip_requests_per_minute: 6000, burst_size: 2 });
+    now += 10;
+    expect((await get('/version')).headers['x-ratelimit-limit']).toBe('6000');
+    await reload({});
+    expect(await pass(3, () => get('/version'))).toEqual(['undefined', 'undefined', 'undefined']);
   });
 });
 

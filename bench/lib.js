@@ -40,16 +40,19 @@ export function forkReady(script, args) {
   });
 }
 
-/** `gw serve` on a free port with the given config lines (and optional pipeline files); logs to a
- *  file. Resolves with { port, pid, dir, pipelineDir }. */
-export async function startGateway(configLines, pipelines = {}) {
+/** server.rate_limits off: the load comes from one address, far past the per-IP default. */
+export const RATE_LIMITS_OFF = 'rate_limits: { global_requests_per_minute: 0, per_ip_requests_per_minute: 0, health_requests_per_minute: 0, internal_requests_per_minute: 0, per_endpoint: { default_requests_per_minute: 0 } }';
+
+/** `gw serve` on a free port with the given config lines (and optional pipeline files; `server`:
+ *  more server keys, rate limits off by default); logs to a file. Resolves with { port, pid, dir, pipelineDir }. */
+export async function startGateway(configLines, pipelines = {}, server = RATE_LIMITS_OFF) {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'gw-bench-'));
   const pipelineDir = join(dir, 'pipelines');
   (await import('node:fs')).mkdirSync(pipelineDir);
   for (const [name, text] of Object.entries(pipelines)) writeFileSync(join(pipelineDir, name), text);
   const config = join(dir, 'config.yaml');
-  writeFileSync(config, [`server: { host: 127.0.0.1, port: ${port} }`, `pipelines: { dir: ${pipelineDir} }`, ...configLines].join('\n'));
+  writeFileSync(config, [`server: { host: 127.0.0.1, port: ${port}, ${server} }`, `pipelines: { dir: ${pipelineDir} }`, ...configLines].join('\n'));
   const child = spawn(process.execPath, [join(here, '../bin/gw.js'), 'serve', '--config', config], { stdio: ['ignore', openSync(join(dir, 'gw.log'), 'w'), 'inherit'] });
   children.push(child);
   for (let i = 0; i < 100; i++) {

@@ -16,6 +16,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { metricsSection } from './metrics.js';
+import { limitsSection } from './limits.js';
 import { cpuAdded, timeAdded, forkReady, here, load, loadAlternating, pairedAdded, round, sequential, startGateway, stopAll, streaming } from './lib.js';
 
 const quick = process.argv.includes('--quick');
@@ -270,7 +271,7 @@ fails the run on any non-2xx reply or error.
 
 async function main() {
   const { port: backendPort } = await forkReady('backend.js', ['0']);
-  const sections = [await proxySection(backendPort), await routingSection(backendPort), await translationSection(backendPort), await reloadSection(backendPort), await queueSection(backendPort), await metricsSection(backendPort)];
+  const sections = [await proxySection(backendPort), await routingSection(backendPort), await translationSection(backendPort), await reloadSection(backendPort), await queueSection(backendPort), await metricsSection(backendPort), await limitsSection(backendPort)];
   const md = `# Benchmark results
 
 Machine: ${cpus().length} × ${cpus()[0].model}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}.

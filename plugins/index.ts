@@ -24,6 +24,7 @@ import msgapiModelDetail from './msgapi-model-detail.js';
 import msgapiModels from './msgapi-models.js';
 import msgapiParse from './msgapi-parse.js';
 import processReport from './process-report.js';
+import rateLimit from './rate-limit.js';
 import readBody from './read-body.js';
 import rewriteModel from './rewrite-model.js';
 import selectEndpoint from './select-endpoint.js';
@@ -37,6 +38,6 @@ import version from './version.js';
 export const BUILTIN_PLUGINS: readonly Plugin[] = [
   accessLog, aliasResolve, allowlist, cors, countTokens, dashboardAccess, dashboardFiles, endpointsReport, forward, gatewayHeaders, healthReport,
   interceptModels, matchPrefix, metrics, metricsReport, modelDetail, modelStatsReport, modelsList, modelsRefresh, modelsReport,
-  msgapiModelDetail, msgapiModels, msgapiParse, processReport, readBody, rewriteModel, selectEndpoint, stats, statusReport,
+  msgapiModelDetail, msgapiModels, msgapiParse, processReport, rateLimit, readBody, rewriteModel, selectEndpoint, stats, statusReport,
   translate, translatorStatsReport, upstreamHeaders, version,
 ];

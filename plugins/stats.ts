@@ -1,4 +1,7 @@
-// Count the finished request against its endpoint and model for the status routes.
+// Count the finished request against its endpoint and model for the status routes; and the 429s
+// of the per-endpoint rate limits, which the kernel answers as it tries the candidates (the
+// rate-limit step counts its own).
+import { GatewayError } from '../engine/kernel/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 
 interface Options { per_model: boolean }
@@ -15,6 +18,7 @@ export default definePlugin<Options>({
       // A stream that broke after its 200 head is an upstream failure too.
       const failed = ctx.status >= 500 || ctx.brokeOff;
       stats.record(ctx.endpoint, ctx.totalMs, failed, o.per_model ? ctx.model : undefined);
+      if (ctx.status === 429 && ctx.error instanceof GatewayError && ctx.error.key === 'ENDPOINT_RATE_LIMITED') stats.rateLimited.endpoint++;
     });
   },
 });

@@ -6,6 +6,7 @@ import { buildConnector, Pool } from 'undici';
 import { CircuitBreaker, type BreakerSettings } from './breaker.js';
 import type { Dispatch } from './interceptors.js';
 import { EndpointQueue, type QueueSettings } from './queue.js';
+import type { EndpointRateGate, Rate } from './rate-buckets.js';
 import { recentEnough } from './version.js';
 import type { EndpointConfig, GatewayConfig } from '../kernel/config.js';
 import { parseDuration } from '../kernel/duration.js';
@@ -35,6 +36,8 @@ export interface EndpointPlan {
   headers: string[];
   /** The concurrency limit and its queue (backends/queue.ts); null: no limit. */
   concurrency: QueueSettings | null;
+  /** Requests per minute this endpoint takes (server.rate_limits.per_endpoint); null: no limit. */
+  rate: Rate | null;
 }
 
 export interface EndpointTimeouts {
@@ -100,6 +103,10 @@ export class Endpoint {
   retired = false;
   /** Its concurrency limit and queue; null when it has no limit (nothing to do on its path). */
   queue: EndpointQueue | null = null;
+  /** Its requests-per-minute limit (plan.rate); null when it has none. Set by the backends' state,
+   *  which owns the buckets. */
+  rate: Rate | null = null;
+  rateGate: EndpointRateGate | null = null;
   state: HealthState = 'unknown';
   /** Proxied requests in flight (least-connections balancing). */
   active = 0;
@@ -146,6 +153,7 @@ export class Endpoint {
     this.headerNames = new Set(plan.headers.filter((_, i) => i % 2 === 0));
     this.replaySafePaths = new Set(plan.profile.api.replay_safe_paths);
     this.applyConcurrency(plan.concurrency);
+    this.rate = plan.rate;
     const old = this.timeouts;
     if (old && old.connectMs === timeouts.connectMs && old.responseMs === timeouts.responseMs && old.idleMs === timeouts.idleMs) return undefined;
     this.timeouts = timeouts;
@@ -290,6 +298,7 @@ export function planEndpoint(ep: EndpointConfig, index: number, profiles: Profil
   const duration = (field: 'check_interval' | 'check_timeout') => parseDuration(ep[field]);
   return {
     concurrency: concurrencyOf(ep, profile),
+    rate: null,
     index,
     name: ep.name,
     profile,
@@ -316,6 +325,15 @@ function concurrencyOf(ep: EndpointConfig, profile: Profile): QueueSettings | nu
   };
 }
 
+/** The endpoint's requests-per-minute limit: its own requests_per_minute, else the per-endpoint
+ *  default when its profile declares one (characteristics.endpoint_rate_limit: the hosted
+ *  services, whose quotas are per key); 0 or none: no limit. */
+function rateOf(ep: EndpointConfig, profile: Profile, config: GatewayConfig): Rate | null {
+  const limits = config.server.rate_limits;
+  const perMinute = ep.requests_per_minute ?? (profile.characteristics.endpoint_rate_limit ? limits.per_endpoint.default_requests_per_minute : 0);
+  return perMinute > 0 ? { perMinute, burst: limits.burst_size } : null;
+}
+
 /** All plans, and every problem found (for `gw validate`, which reports them all): FAILs, and
  *  WARNs for endpoints planned anyway (an unknown type taken as auto). */
 export function planEndpoints(config: GatewayConfig, profiles: ProfileSet, source: string): { plans: EndpointPlan[]; problems: Problem[] } {
@@ -329,6 +347,7 @@ export function planEndpoints(config: GatewayConfig, profiles: ProfileSet, sourc
     names.add(ep.name);
     try {
       const plan = planEndpoint(ep, i, profiles, source, (p) => problems.push(p));
+      plan.rate = rateOf(ep, plan.profile, config);
       plans.push(plan);
       if (!plan.concurrency) {
         for (const field of ['max_queued_requests', 'queue_timeout'] as const) {

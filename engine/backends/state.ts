@@ -8,6 +8,7 @@ import { Catalogue } from './catalogue.js';
 import { DiscoveryService } from './discovery.js';
 import { timeoutsFor, type EndpointPlan } from './endpoints.js';
 import { HealthMonitor } from './health.js';
+import { EndpointRateGate, RateBuckets } from './rate-buckets.js';
 import { EndpointRegistry, type Reconciled } from './registry.js';
 import { Metrics } from './metrics.js';
 import { Stats } from './telemetry.js';
@@ -20,8 +21,12 @@ export class Backends {
   readonly stats = new Stats();
   /** The Prometheus registry (/internal/metrics): its series outlive reloads like the counters. */
   readonly metrics = new Metrics();
+  /** The rate limits' buckets (server.rate_limits): kept across reloads like everything here. */
+  readonly buckets: RateBuckets;
 
-  constructor(config: GatewayConfig, plans: readonly EndpointPlan[], log: Logger) {
+  /** `clock`: milliseconds, monotonic; the rate limits' time (tests pass one they move by hand). */
+  constructor(config: GatewayConfig, plans: readonly EndpointPlan[], log: Logger, clock: () => number = () => performance.now()) {
+    this.buckets = new RateBuckets(config.server.rate_limits.max_tracked_clients, clock);
     this.endpoints = new EndpointRegistry((ep, reason) => this.health.markFailed(ep, reason));
     this.health = new HealthMonitor(this.endpoints, log);
     this.catalogue = new Catalogue(() => this.endpoints.all);
@@ -37,6 +42,9 @@ export class Backends {
     this.catalogue.reconcile(r.removed);
     this.health.reconcile(r);
     this.discovery.configure(config);
+    this.buckets.configure(config.server.rate_limits.max_tracked_clients);
+    // A kept endpoint keeps its bucket (by id); a changed rate applies from its next request.
+    for (const ep of this.endpoints.all) ep.rateGate = ep.rate ? new EndpointRateGate(this.buckets.stores.endpoint, ep.id, ep.rate) : null;
     return r;
   }
 

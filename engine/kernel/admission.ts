@@ -2,9 +2,11 @@
 // kernel's attempt path. The fast path — a free slot — is queue.tryEnter() in upstream.ts; this is
 // the rest: a full queue turns the request away (the kernel tries the next candidate), otherwise it
 // waits its turn, leaving the queue at once if its client goes away. The limits are the
-// endpoint's; the kernel only keeps the order.
+// endpoint's; the kernel only keeps the order. Likewise an endpoint's requests-per-minute limit
+// (Endpoint.rateGate): a candidate without a token is skipped, and 429 when none had one.
 import type { Endpoint } from '../backends/endpoints.js';
 import type { EndpointQueue, Turn } from '../backends/queue.js';
+import type { Take } from '../backends/rate-buckets.js';
 import type { Context } from './context.js';
 import { formatDuration } from './duration.js';
 import { gwError } from './errors.js';
@@ -25,6 +27,25 @@ export async function waitForSlot(ctx: Context, ep: Endpoint, queue: EndpointQue
 export function queueFull(ctx: Context, full: readonly Endpoint[]): never {
   const retryAfter = Math.min(...full.map((e) => e.queue?.retryAfterSeconds() ?? 1));
   throw busy('QUEUE_FULL', { provider: ctx.family ?? ctx.route.pipeline, endpoints: full.map((e) => e.name).join(', '), retryAfter }, retryAfter);
+}
+
+/** Every candidate left was at its requests-per-minute limit (Endpoint.rateGate): 429, with the
+ *  soonest any of them has a token again, and that endpoint's bucket in the X-RateLimit-* headers. */
+export function endpointsRateLimited(ctx: Context, limited: readonly Endpoint[]): never {
+  let soonest: Take | null = null;
+  for (const ep of limited) {
+    const t = ep.rateGate?.peek();
+    if (t && (!soonest || t.retryAfterS < soonest.retryAfterS)) soonest = t;
+  }
+  const retryAfter = Math.max(1, soonest?.retryAfterS ?? 1);
+  throw gwError('ENDPOINT_RATE_LIMITED', { provider: ctx.family ?? ctx.route.pipeline, endpoints: limited.map((e) => e.name).join(', '), retryAfter }, [
+    'retry-after', String(retryAfter), ...(soonest ? rateLimitHeaders(soonest) : []),
+  ]);
+}
+
+/** The X-RateLimit-* headers of a bucket: its rate, whole tokens left, seconds until it is full. */
+export function rateLimitHeaders(t: Take): string[] {
+  return ['x-ratelimit-limit', String(t.limit), 'x-ratelimit-remaining', String(t.remaining), 'x-ratelimit-reset', String(t.resetS)];
 }
 
 function waitTurn(ctx: Context, queue: EndpointQueue): Promise<Turn> {

@@ -2,6 +2,7 @@
 // overrides (they win over the file; an invalid value warns and falls back), deep-frozen result.
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { parseCidr } from './cidr.js';
 import { DURATION_PATTERN, parseDuration } from './duration.js';
 import { ConfigError } from './errors.js';
 import { createAjv, explain, loadSchema, type Problem } from './schema.js';
@@ -20,6 +21,7 @@ export interface EndpointConfig {
   check_interval: Duration; check_timeout: Duration;
   headers: Record<string, string>; auth?: AuthConfig;
   max_concurrent_requests?: number; max_queued_requests?: number; queue_timeout?: Duration;
+  requests_per_minute?: number;
 }
 export interface GatewayConfig {
   server: {
@@ -30,7 +32,7 @@ export interface GatewayConfig {
       global_requests_per_minute: number; per_ip_requests_per_minute: number;
       health_requests_per_minute: number; internal_requests_per_minute: number; burst_size: number;
       per_endpoint: { default_requests_per_minute: number };
-      trust_proxy_headers: boolean; trusted_proxy_cidrs: string[];
+      trust_proxy_headers: boolean; trusted_proxy_cidrs: string[]; max_tracked_clients: number;
     };
   };
   proxy: {
@@ -147,6 +149,10 @@ export function checkConfig(file: string | null, env: NodeJS.ProcessEnv = proces
   if (parseDuration(cfg.server.read_header_timeout) > parseDuration(cfg.server.read_timeout)) {
     problems.push({ level: 'fail', field: 'server.read_header_timeout', message: `${cfg.server.read_header_timeout} is longer than server.read_timeout (${cfg.server.read_timeout}), which covers the head too`, fix: 'make read_header_timeout shorter than read_timeout' });
   }
+  cfg.server.rate_limits.trusted_proxy_cidrs.forEach((text, i) => {
+    const c = parseCidr(text);
+    if (typeof c === 'string') problems.push({ level: 'fail', field: `server.rate_limits.trusted_proxy_cidrs[${i}]`, message: `"${text}": ${c}`, fix: 'write a range such as 10.0.0.0/8 or fd00::/8, or one address' });
+  });
   if (problems.some((p) => p.level === 'fail')) return { problems };
   for (const [name, apply] of Object.entries(ENV_OVERRIDES)) {
     const value = env[name];

@@ -78,6 +78,14 @@ export const ERROR_CODES = {
     status: 429, type: 'queue_full',
     message: (d) => `every endpoint for provider ${d.provider} is at its concurrency limit with a full queue (${d.endpoints}); retry after ${d.retryAfter}s`,
   },
+  RATE_LIMITED: {
+    status: 429, type: 'rate_limited',
+    message: (d) => `rate limit exceeded: ${d.what} (${d.limit} requests a minute, burst ${d.burst}); retry after ${d.retryAfter}s`,
+  },
+  ENDPOINT_RATE_LIMITED: {
+    status: 429, type: 'rate_limited',
+    message: (d) => `every endpoint for provider ${d.provider} is at its requests-per-minute limit (${d.endpoints}); retry after ${d.retryAfter}s`,
+  },
   QUEUE_TIMEOUT: {
     status: 503, type: 'queue_timeout',
     message: (d) => `waited ${d.timeout} for a free slot on endpoint ${d.endpoint} (max_concurrent_requests ${d.limit}, queue_timeout); retry after ${d.retryAfter}s`,

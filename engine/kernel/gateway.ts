@@ -28,6 +28,8 @@ export const VERSION: string = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'packa
 export interface GatewayOptions extends BuildOptions {
   /** Where logs go (tests pass an in-memory stream); stdout otherwise. */
   logDestination?: DestinationStream;
+  /** The rate limits' clock (milliseconds, monotonic); tests move one by hand. */
+  clock?: () => number;
 }
 
 /** A compiled graph and the runtime its plugins were applied with. */
@@ -53,7 +55,7 @@ export class Gateway {
     const inputs = await loadInputs(options);
     const log = createLogger(inputs.config.logging.level, options.logDestination);
     for (const p of inputs.warnings) log.warn({ file: 'file' in p ? p.file : inputs.source, field: p.field }, formatProblem(p));
-    const backends = new Backends(inputs.config, inputs.plans, log);
+    const backends = new Backends(inputs.config, inputs.plans, log, options.clock);
     const status: ReloadStatus = { generation: 1, last_attempt: null, ok: true, error: null };
     const runner = createRunner(backends.stats);
     try {

@@ -38,6 +38,8 @@ export interface Profile {
     default_priority: number; streaming_support: boolean;
     /** A hosted API service rather than an engine you run (lib/msgapi/billing.ts). */
     hosted_service: boolean;
+    /** Its endpoints take server.rate_limits.per_endpoint.default_requests_per_minute (hosted quotas). */
+    endpoint_rate_limit: boolean;
   };
   health: { transient_statuses: number[] };
   request: {

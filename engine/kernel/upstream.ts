@@ -12,11 +12,12 @@
 // in the stream when its head was relayed, as the reply itself when a buffer plan still held it.
 // An endpoint with a concurrency limit (Endpoint.queue) admits the attempt first: a free slot at
 // once, else a wait in its FIFO queue; a full queue sends the request on to the next candidate.
-// The slot is given back exactly once, when the attempt is over.
+// The slot is given back exactly once, when the attempt is over. An endpoint with a requests-per-
+// minute limit (Endpoint.rateGate) takes a token first: without one it is skipped, like a full queue.
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../backends/endpoints.js';
 import { BreakerOpen, ClientGone, connectionFailure, errorCode, StepFailed, unsendable } from '../backends/failures.js';
-import { queueFull, waitForSlot } from './admission.js';
+import { endpointsRateLimited, queueFull, waitForSlot } from './admission.js';
 import { brokenReason, endAndClose, endBroken } from './broken-stream.js';
 import type { Context, UpstreamRequest } from './context.js';
 import { formatDuration } from './duration.js';
@@ -290,15 +291,27 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
   let failed = 0;
   let last: string | undefined;
   let full: Endpoint[] | null = null;
+  let limited: Endpoint[] | null = null;
   for (const ep of candidates) {
     if (ctx.attempts > policy.maxRetries) break;
     // Removed by a reload since the candidates were chosen: it takes no new requests.
     if (ep.retired) continue;
+    // A requests-per-minute limit: a token, or the next candidate (given back if not sent).
+    const gate = ep.rateGate;
+    if (gate && !gate.tryTake()) {
+      (limited ??= []).push(ep);
+      continue;
+    }
     // A concurrency limit: a free slot at once (no allocation), else a wait in the queue.
     const queue = ep.queue;
     if (queue && !queue.tryEnter()) {
       const waitFrom = performance.now();
-      const turn = await waitForSlot(ctx, ep, queue);
+      let turn;
+      try {
+        turn = await waitForSlot(ctx, ep, queue);
+      } finally {
+        if (turn !== 'admitted') gate?.refund();
+      }
       ctx.queueMs += performance.now() - waitFrom;
       if (turn === 'full') {
         (full ??= []).push(ep);
@@ -326,6 +339,8 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
     }
     const { error, sent, answered } = outcome;
     if (error instanceof BreakerOpen) {
+      // Nothing went out: the endpoint's token is given back.
+      ep.rateGate?.refund();
       ctx.attempts--;
       ctx.endpoint = null;
       skipped++;
@@ -353,6 +368,7 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
   const provider = ctx.family ?? ctx.route.pipeline;
   // Busy, not broken: the client should come back shortly.
   if (full && failed === 0) queueFull(ctx, full);
+  if (limited && failed === 0) endpointsRateLimited(ctx, limited);
   if (failed === 0 && skipped > 0) throw gwError('CIRCUIT_BREAKER', { provider, skipped });
   throw gwError('ENDPOINT_UNAVAILABLE', {
     provider,

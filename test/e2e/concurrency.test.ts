@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { stringify } from 'yaml';
 import { FakeBackend } from '../../engine/demo/index.js';
-import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
+import { closeAll, endpoint, startGateway, type Started, NO_RATE_LIMITS } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 
 let gw: Started | null = null;
@@ -39,7 +39,7 @@ async function queueOf(name: string) {
 
 /** Rewrite the running gateway's config file (as startGateway wrote it, with `config` on top) and reload. */
 async function reloadWith(config: Record<string, unknown>): Promise<void> {
-  writeFileSync(gw!.configFile, stringify({ server: { host: '127.0.0.1', port: 0, shutdown_timeout: '2s' }, logging: { level: 'debug' }, proxy: { profiles_dir: '/nonexistent/profiles' }, pipelines: { dir: '/nonexistent/pipelines', watch: false }, ...config }));
+  writeFileSync(gw!.configFile, stringify({ server: { rate_limits: NO_RATE_LIMITS, host: '127.0.0.1', port: 0, shutdown_timeout: '2s' }, logging: { level: 'debug' }, proxy: { profiles_dir: '/nonexistent/profiles' }, pipelines: { dir: '/nonexistent/pipelines', watch: false }, ...config }));
   expect(await gw!.gw.reload('test')).toBe(true);
 }
 

@@ -9,7 +9,7 @@ import { Agent, request } from 'undici';
 import { parse, stringify } from 'yaml';
 import { FakeBackend } from '../../engine/demo/index.js';
 import { BUILTIN_PIPELINES_DIR, BUILTIN_PROFILES_DIR } from '../../engine/kernel/paths.js';
-import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
+import { closeAll, endpoint, startGateway, type Started, NO_RATE_LIMITS } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'gw-reload-'));
@@ -24,7 +24,7 @@ const dispatcher = new Agent({ connections: 16 });
 /** The config file as the test edits it (written over the one startGateway wrote). */
 function config(endpoints: FakeBackend[]) {
   return {
-    server: { host: '127.0.0.1', port: 0, shutdown_timeout: '5s' },
+    server: { rate_limits: NO_RATE_LIMITS, host: '127.0.0.1', port: 0, shutdown_timeout: '5s' },
     logging: { level: 'info' },
     proxy: { profiles_dir: profilesDir },
     pipelines: { dir: pipelinesDir, after: ['tagger'] },
@@ -172,7 +172,7 @@ describe('hot reload after a failed edit', () => {
     const own = mkdtempSync(join(tmpdir(), 'gw-reload-fix-'));
     const later = join(own, 'later.mjs');
     const fake = await new FakeBackend({ family: 'pagedengine', name: 'solo' }).start();
-    const base = { server: { host: '127.0.0.1', port: 0 }, logging: { level: 'info' }, discovery: { static: { endpoints: [endpoint('solo', 'pagedengine', fake.url)] } } };
+    const base = { server: { rate_limits: NO_RATE_LIMITS, host: '127.0.0.1', port: 0 }, logging: { level: 'info' }, discovery: { static: { endpoints: [endpoint('solo', 'pagedengine', fake.url)] } } };
     const g = await startGateway(base);
     try {
       // The config names a plugin file that is not there yet: the reload fails.
@@ -196,11 +196,11 @@ describe('hot reload after a failed edit', () => {
 describe('settings a reload cannot change', () => {
   it('keeps the listen address, says a restart applies it, and applies the rest', async () => {
     const fake = await new FakeBackend({ family: 'pagedengine', name: 'solo' }).start();
-    const base = { server: { host: '127.0.0.1', port: 0 }, logging: { level: 'info' }, pipelines: { watch: false }, discovery: { static: { endpoints: [endpoint('solo', 'pagedengine', fake.url)] } } };
+    const base = { server: { rate_limits: NO_RATE_LIMITS, host: '127.0.0.1', port: 0 }, logging: { level: 'info' }, pipelines: { watch: false }, discovery: { static: { endpoints: [endpoint('solo', 'pagedengine', fake.url)] } } };
     const g = await startGateway(base);
     try {
       const port = g.gw.port;
-      writeFileSync(g.configFile, stringify({ ...base, server: { host: '127.0.0.1', port: port + 1 }, model_aliases: { later: ['test-model'] } }));
+      writeFileSync(g.configFile, stringify({ ...base, server: { rate_limits: NO_RATE_LIMITS, host: '127.0.0.1', port: port + 1 }, model_aliases: { later: ['test-model'] } }));
       expect(await g.gw.reload('test')).toBe(true);
       expect(g.gw.port).toBe(port);
       expect(g.logs.some((l) => l.level === 40 && String(l.msg).includes('take effect at the next restart'))).toBe(true);

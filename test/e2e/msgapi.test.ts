@@ -6,7 +6,7 @@ import { request } from 'undici';
 import { FakeBackend } from '../../engine/demo/index.js';
 import { compareVersions } from '../../engine/backends/version.js';
 import { waitFor } from '../helpers/wait.js';
-import { endpoint, startGateway, writeConfig, type Started } from '../helpers/gateway.js';
+import { endpoint, startGateway, writeConfig, type Started, NO_RATE_LIMITS } from '../helpers/gateway.js';
 
 // mlxsingle speaks chat-completions only (translation); localrunner declares native support (passthrough).
 let chat: FakeBackend, native: FakeBackend, gw: Started;
@@ -223,7 +223,7 @@ describe('passthrough min_version', () => {
         return res.headers['x-gw-mode'] ?? 'translation';
       };
       expect(await mode()).toBe('translation');
-      const base = { server: { host: '127.0.0.1', port: 0, shutdown_timeout: '2s' }, logging: { level: 'debug' }, proxy: { profiles_dir: '/nonexistent/profiles' } };
+      const base = { server: { rate_limits: NO_RATE_LIMITS, host: '127.0.0.1', port: 0, shutdown_timeout: '2s' }, logging: { level: 'debug' }, proxy: { profiles_dir: '/nonexistent/profiles' } };
       writeConfig({ ...base, ...config('0.14.0'), pipelines: { dir: '/nonexistent/pipelines', watch: false } }, dirname(g.configFile));
       expect(await g.gw.reload('test')).toBe(true);
       expect(await mode()).toBe('passthrough');

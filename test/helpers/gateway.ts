@@ -31,17 +31,23 @@ export function endpoint(name: string, type: string, url: string, extra: Record<
   return { name, type, url, check_interval: '200ms', check_timeout: '500ms', ...extra };
 }
 
-export async function startGateway(config: Record<string, any>, env: NodeJS.ProcessEnv = {}): Promise<Started> {
+/** Rate limits off: tests send many requests from one address; those about the limits set their own. */
+export const NO_RATE_LIMITS = {
+  global_requests_per_minute: 0, per_ip_requests_per_minute: 0, health_requests_per_minute: 0, internal_requests_per_minute: 0,
+  per_endpoint: { default_requests_per_minute: 0 },
+};
+
+export async function startGateway(config: Record<string, any>, env: NodeJS.ProcessEnv = {}, clock?: () => number): Promise<Started> {
   const full = {
     ...config,
-    server: { host: '127.0.0.1', port: 0, shutdown_timeout: '2s', ...(config.server ?? {}) },
+    server: { host: '127.0.0.1', port: 0, shutdown_timeout: '2s', rate_limits: NO_RATE_LIMITS, ...(config.server ?? {}) },
     logging: { level: 'debug', ...(config.logging ?? {}) },
     proxy: { profiles_dir: '/nonexistent/profiles', ...(config.proxy ?? {}) },
     pipelines: { dir: '/nonexistent/pipelines', ...(config.pipelines ?? {}) },
   };
   const configFile = writeConfig(full);
   const { logs, destination } = memoryLogs();
-  const gw = await Gateway.create({ configFile, env, logDestination: destination, plugins: BUILTIN_PLUGINS });
+  const gw = await Gateway.create({ configFile, env, logDestination: destination, plugins: BUILTIN_PLUGINS, clock });
   const addr = await gw.listen();
   return { gw, url: `http://127.0.0.1:${addr.port}`, logs, configFile, close: () => gw.close() };
 }

@@ -7,6 +7,7 @@ import type { Plugin, PluginEnv } from '../../engine/kernel/plugin.js';
 import { PluginRegistry } from '../../engine/kernel/plugin.js';
 import { loadProfiles } from '../../engine/kernel/profiles.js';
 import { Metrics } from '../../engine/backends/metrics.js';
+import { RateBuckets } from '../../engine/backends/rate-buckets.js';
 import { Stats } from '../../engine/backends/telemetry.js';
 import { memoryLogs } from './gateway.js';
 import { createLogger } from '../../engine/kernel/logger.js';
@@ -17,7 +18,7 @@ export function testEnv(extra: Partial<PluginEnv> = {}): PluginEnv & { logs: Rec
   const { logs, destination } = memoryLogs();
   return {
     config: loadConfig(null, {}).config, source: 'test', profiles, endpoints: undefined as never, health: undefined as never, catalogue: undefined as never, discovery: undefined as never,
-    stats: new Stats(), metrics: new Metrics(), log: createLogger('debug', destination), version: '0.0.0-test', startedAt: new Date(),
+    stats: new Stats(), metrics: new Metrics(), buckets: new RateBuckets(1000, () => performance.now()), log: createLogger('debug', destination), version: '0.0.0-test', startedAt: new Date(),
     reload: { generation: 1, last_attempt: null, ok: true, error: null }, pipeline: 'test', logs, ...extra,
   };
 }

@@ -1,0 +1,84 @@
+// The rate limits of server.rate_limits on every route (shared.yaml puts this step on all of
+// them): the gateway's global bucket, and one bucket per client address — the per-IP limit, or
+// on the health route the health limit and on the other internal routes the elevated internal
+// limit in its place. A request without a token gets 429 RATE_LIMITED in the route's error format
+// with Retry-After; every reply of a limited route carries X-RateLimit-Limit, -Remaining and
+// -Reset of the bucket closest to empty. The per-endpoint limits (hosted families) are checked
+// by the kernel as each candidate is tried (Endpoint.rateGate); the stats step counts their 429s.
+import type { LimitScope, Rate, Take } from '../engine/backends/rate-buckets.js';
+import { rateLimitHeaders } from '../engine/kernel/admission.js';
+import { GatewayError, gwError } from '../engine/kernel/errors.js';
+import { nameMatches } from '../engine/kernel/pipelines.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
+import { clientAddressOf } from './lib/client-address.js';
+
+interface Options { health: string[]; internal: string[] }
+
+const WHAT: Record<Exclude<LimitScope, 'endpoint'>, string> = {
+  global: "the gateway's global limit (server.rate_limits.global_requests_per_minute)",
+  ip: "your address's limit (server.rate_limits.per_ip_requests_per_minute)",
+  health: "your address's limit on the health route (server.rate_limits.health_requests_per_minute)",
+  internal: "your address's limit on the internal routes (server.rate_limits.internal_requests_per_minute)",
+};
+
+const BINDING = 'rate-limit';
+
+function refusal(scope: Exclude<LimitScope, 'endpoint'>, t: Take, burst: number): GatewayError {
+  const retryAfter = Math.max(1, t.retryAfterS);
+  return gwError('RATE_LIMITED', { what: WHAT[scope], limit: t.limit, burst, retryAfter }, ['retry-after', String(retryAfter), ...rateLimitHeaders(t)]);
+}
+
+export default definePlugin<Options>({
+  name: 'rate-limit',
+  schema: {
+    type: 'object', additionalProperties: false,
+    properties: {
+      health: { type: 'array', items: { type: 'string' }, default: ['internal-health'], description: 'Pipelines (globs) limited per address by health_requests_per_minute instead of per_ip_requests_per_minute' },
+      internal: { type: 'array', items: { type: 'string' }, default: ['internal-*'], description: 'Pipelines (globs) limited per address by internal_requests_per_minute instead of per_ip_requests_per_minute' },
+    },
+  },
+  apply(hooks, o, env) {
+    const limits = env.config.server.rate_limits;
+    const matches = (globs: string[]) => globs.some((g) => nameMatches(g, env.pipeline));
+    const scope = matches(o.health) ? 'health' : matches(o.internal) ? 'internal' : 'ip';
+    const perClient = { health: limits.health_requests_per_minute, internal: limits.internal_requests_per_minute, ip: limits.per_ip_requests_per_minute }[scope];
+    const burst = limits.burst_size;
+    const globalRate: Rate | null = limits.global_requests_per_minute > 0 ? { perMinute: limits.global_requests_per_minute, burst } : null;
+    const clientRate: Rate | null = perClient > 0 ? { perMinute: perClient, burst } : null;
+    const counts = env.stats.rateLimited;
+    // Limits off: no taps, no cost.
+    if (!globalRate && !clientRate) return;
+    const stores = env.buckets.stores;
+    const clientStore = stores[scope];
+    const clientOf = clientAddressOf(limits);
+    hooks.request.tap(BINDING, (ctx) => {
+      let binding: Take | null = null;
+      let client = '';
+      if (clientRate) {
+        client = clientOf(ctx);
+        binding = clientStore.take(client, clientRate);
+        if (!binding.allowed) {
+          counts[scope]++;
+          throw refusal(scope, binding, burst);
+        }
+      }
+      if (globalRate) {
+        const g = stores.global.take('', globalRate);
+        if (!g.allowed) {
+          // Not served: the client's token is given back.
+          if (clientRate) clientStore.refund(client);
+          counts.global++;
+          throw refusal('global', g, burst);
+        }
+        if (!binding || g.remaining < binding.remaining) binding = g;
+      }
+      ctx.state[BINDING] = binding;
+    });
+    // On every other reply of the route (a 429 carries its own bucket's headers).
+    hooks.respond.tap(BINDING, (ctx) => {
+      const t = ctx.state[BINDING] as Take | undefined;
+      if (!t || (ctx.error instanceof GatewayError && ctx.error.key === 'ENDPOINT_RATE_LIMITED')) return;
+      ctx.replyHeaders.push(...rateLimitHeaders(t));
+    });
+  },
+});

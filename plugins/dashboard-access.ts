@@ -1,10 +1,13 @@
 // The gate of /internal/ui/: 503 naming the fix when dashboard.enabled is false, 403 for a
 // client address outside dashboard.access_policy.allowed_cidrs or a Host header outside its
 // allowed_hosts. The policy is compiled once at load (a BlockList); only this route uses it, so
-// the status, health and metrics routes stay open to monitoring.
+// the status, health and metrics routes stay open to monitoring. The client address is the one
+// the rate limits use: behind a trusted proxy (server.rate_limits.trust_proxy_headers) the
+// proxy's own loopback address must not open the page to everyone it forwards.
 import { gwError } from '../engine/kernel/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { compileAccessPolicy } from './lib/access-policy.js';
+import { clientAddressOf } from './lib/client-address.js';
 
 export default definePlugin<Record<string, never>>({
   name: 'dashboard-access',
@@ -12,9 +15,10 @@ export default definePlugin<Record<string, never>>({
   apply(hooks, _o, env) {
     const { enabled, access_policy } = env.config.dashboard;
     const policy = compileAccessPolicy(access_policy);
+    const clientAddress = clientAddressOf(env.config.server.rate_limits);
     hooks.request.tap('dashboard-access', (ctx) => {
       if (!enabled) throw gwError('DASHBOARD_DISABLED');
-      const reason = policy.refusal(ctx.clientIp(), ctx.header('host'));
+      const reason = policy.refusal(clientAddress(ctx), ctx.header('host'));
       if (reason) throw gwError('DASHBOARD_FORBIDDEN', { reason });
     });
   },

@@ -1,6 +1,8 @@
 // The dashboard's access policy (dashboard.access_policy): client addresses by CIDR (a node
-// BlockList built once at load) and the Host header by name. A request passes when both match.
+// BlockList built once at load, engine/kernel/cidr.ts) and the Host header by name. A request
+// passes when both match.
 import { BlockList, isIP } from 'node:net';
+import { canonicalAddress, parseCidr } from '../../engine/kernel/cidr.js';
 
 export interface AccessPolicyConfig {
   allowed_cidrs: readonly string[];
@@ -10,11 +12,6 @@ export interface AccessPolicyConfig {
 export interface AccessPolicy {
   /** Why the request is refused, or undefined when it may pass. */
   refusal(address: string, host: string | undefined): string | undefined;
-}
-
-/** "::ffff:127.0.0.1" (an IPv4 client on a dual-stack listener) is 127.0.0.1. */
-function plainAddress(address: string): string {
-  return address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
 }
 
 /** The Host header's name: lower-case, the port dropped ("[::1]:8080" → "[::1]"). */
@@ -32,20 +29,17 @@ export function hostName(host: string): string {
 export function compileAccessPolicy(config: AccessPolicyConfig): AccessPolicy {
   const cidrs = new BlockList();
   for (const entry of config.allowed_cidrs) {
-    const [address, bits, extra] = entry.trim().split('/');
-    const family = isIP(address ?? '');
-    const max = family === 6 ? 128 : 32;
-    const prefix = bits === undefined ? max : Number(bits);
-    if (!family || extra !== undefined || !/^\d{1,3}$/.test(bits ?? String(max)) || prefix > max) {
-      throw new Error(`dashboard.access_policy.allowed_cidrs: ${JSON.stringify(entry)} is not a CIDR; write an address with a prefix length, e.g. 10.0.0.0/8 or fd00::/8`);
+    const cidr = parseCidr(entry);
+    if (typeof cidr === 'string') {
+      throw new Error(`dashboard.access_policy.allowed_cidrs: ${JSON.stringify(entry)} is not a CIDR; write an address with a prefix length, e.g. 10.0.0.0/8 or fd00::/8 (${cidr})`);
     }
-    cidrs.addSubnet(address!, prefix, family === 6 ? 'ipv6' : 'ipv4');
+    cidrs.addSubnet(cidr.address, cidr.prefix, cidr.family);
   }
   // An empty list leaves the Host header unchecked (the CIDRs alone decide).
   const hosts = config.allowed_hosts.length ? new Set(config.allowed_hosts.map(hostName)) : null;
   return {
     refusal(rawAddress, host) {
-      const address = plainAddress(rawAddress);
+      const address = canonicalAddress(rawAddress);
       const family = isIP(address);
       if (!family || !cidrs.check(address, family === 6 ? 'ipv6' : 'ipv4')) {
         return `client address ${address || '(unknown)'} is not in dashboard.access_policy.allowed_cidrs`;

@@ -3,7 +3,7 @@
 // the fix when the dashboard is turned off.
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeBackend } from '../../engine/demo/index.js';
-import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
+import { closeAll, endpoint, NO_RATE_LIMITS, startGateway, type Started } from '../helpers/gateway.js';
 import { rawRequest } from '../helpers/http.js';
 
 let gw: Started | null = null;
@@ -13,9 +13,9 @@ afterEach(async () => {
   [gw, fakes] = [null, []];
 });
 
-async function start(dashboard?: Record<string, unknown>) {
+async function start(dashboard?: Record<string, unknown>, server?: Record<string, unknown>) {
   fakes = [await new FakeBackend({ family: 'pagedengine' }).start()];
-  gw = await startGateway({ ...(dashboard ? { dashboard } : {}), discovery: { static: { endpoints: [endpoint('gpu', 'pagedengine', fakes[0].url)] } } });
+  gw = await startGateway({ ...(dashboard ? { dashboard } : {}), ...(server ? { server } : {}), discovery: { static: { endpoints: [endpoint('gpu', 'pagedengine', fakes[0].url)] } } });
 }
 
 const get = (path: string, headers: Record<string, string> = {}) => rawRequest(`${gw!.url}${path}`, { headers });
@@ -67,6 +67,15 @@ describe('/internal/ui/', () => {
     expect(refused.status).toBe(403);
     expect(JSON.parse(refused.body).error.message).toContain('client address 127.0.0.1 is not in dashboard.access_policy.allowed_cidrs');
     for (const path of UNGATED) expect((await get(path)).status, path).toBe(200);
+  });
+
+  it('behind a trusted proxy, judges the client it forwards, not the proxy\'s own loopback address', async () => {
+    await start(undefined, { rate_limits: { ...NO_RATE_LIMITS, trust_proxy_headers: true, trusted_proxy_cidrs: ['127.0.0.0/8'] } });
+    const forwarded = await get('/internal/ui/', { 'x-forwarded-for': '203.0.113.7' });
+    expect(forwarded.status).toBe(403);
+    expect(JSON.parse(forwarded.body).error.message).toContain('client address 203.0.113.7 is not in dashboard.access_policy.allowed_cidrs');
+    expect((await get('/internal/ui/', { 'x-forwarded-for': '127.0.0.1' })).status).toBe(200);
+    expect((await get('/internal/ui/')).status).toBe(200);
   });
 
   it('answers 503 naming the fix when dashboard.enabled is false', async () => {

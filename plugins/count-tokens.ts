@@ -76,6 +76,8 @@ export default definePlugin<Options>({
       maxRetries: env.config.proxy.max_retries,
       // No model runs: sending it twice costs nothing.
       replaySafe: () => true,
+      // Counting runs no model: it never waits behind a generation for a slot.
+      queued: () => false,
       request: (ctx, ep) => ({
         method: 'POST', path: ep.upstreamPath(`${ep.profile.api.msgapi_support!.messages_path}/count_tokens`), headers: [], body: passthroughBody(ctx, ep, stripBilling),
       }),

@@ -26,6 +26,7 @@ export default definePlugin<Options>({
     const policy: SendPolicy = {
       maxRetries: o.max_retries ?? env.config.proxy.max_retries,
       replaySafe: (ctx, ep) => ep.replaySafe(ctx.method, ctx.pathname),
+      queued: (ctx, ep) => ep.takesSlot(ctx.pathname),
       request: (ctx, ep) => ({ method: ctx.method, path: ep.upstreamPath(ctx.path), headers: [], body: ctx.body }),
       reply: (ctx, status, headers) => errorContextPlan(ctx, status, headers, catalogue) ?? radix.plan(ctx, status, headers),
     };

@@ -123,6 +123,8 @@ export class Endpoint {
   checksPassed = 0;
   nextCheckAt: Date | null = null;
   private replaySafePaths!: ReadonlySet<string>;
+  /** Paths whose requests take a concurrency slot: the profile's generation and embedding routes. */
+  private slotPaths!: ReadonlySet<string>;
   /** Shared by the pool and the one-off connections. */
   private connector!: buildConnector.connector;
 
@@ -152,6 +154,7 @@ export class Endpoint {
     this.headers = plan.headers;
     this.headerNames = new Set(plan.headers.filter((_, i) => i % 2 === 0));
     this.replaySafePaths = new Set(plan.profile.api.replay_safe_paths);
+    this.slotPaths = new Set([...plan.profile.request.generation_paths, ...plan.profile.request.embedding_paths]);
     this.applyConcurrency(plan.concurrency);
     this.rate = plan.rate;
     const old = this.timeouts;
@@ -183,6 +186,12 @@ export class Endpoint {
 
   /** May this request be sent again after a connection-level failure? Safe methods always;
    *  others only on the paths the profile lists (inference), never on model management. */
+  /** Does a request for this path take one of the endpoint's concurrency slots? Only inference
+   *  does: status, model-management and tokenizer routes never wait behind a generation. */
+  takesSlot(pathname: string): boolean {
+    return this.slotPaths.has(pathname);
+  }
+
   replaySafe(method: string, pathname: string): boolean {
     return method === 'GET' || method === 'HEAD' || method === 'OPTIONS' || this.replaySafePaths.has(pathname);
   }
@@ -321,9 +330,12 @@ function concurrencyOf(ep: EndpointConfig, profile: Profile): QueueSettings | nu
   return {
     maxConcurrent,
     maxQueued: ep.max_queued_requests ?? c.max_queued_requests,
-    timeoutMs: parseDuration(ep.queue_timeout ?? c.queue_timeout),
+    // A timer takes at most 2^31-1 ms (24.8 days); past that Node fires it at once.
+    timeoutMs: Math.min(parseDuration(ep.queue_timeout ?? c.queue_timeout), MAX_TIMER_MS),
   };
 }
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** The endpoint's requests-per-minute limit: its own requests_per_minute, else the per-endpoint
  *  default when its profile declares one (characteristics.endpoint_rate_limit: the hosted

@@ -17,7 +17,13 @@ export async function waitForSlot(ctx: Context, ep: Endpoint, queue: EndpointQue
     queue.reject();
     return 'full';
   }
-  const turn = await waitTurn(ctx, queue);
+  if (ctx.res.destroyed) return 'gone';
+  const turn = await new Promise<Turn>((resolve) => {
+    // Nothing the waiter holds reaches ctx (the kernel's close listener finds it through
+    // ctx.waiting): a closure over ctx kept whole requests alive and cost GC time per wait.
+    ctx.waiting = { queue, waiter: queue.wait(resolve) };
+  });
+  ctx.waiting = null;
   if (turn !== 'timeout') return turn;
   const retryAfter = queue.retryAfterSeconds();
   throw busy('QUEUE_TIMEOUT', { endpoint: ep.name, limit: queue.maxConcurrent, timeout: formatDuration(queue.timeoutMs), retryAfter }, retryAfter);
@@ -46,18 +52,6 @@ export function endpointsRateLimited(ctx: Context, limited: readonly Endpoint[])
 /** The X-RateLimit-* headers of a bucket: its rate, whole tokens left, seconds until it is full. */
 export function rateLimitHeaders(t: Take): string[] {
   return ['x-ratelimit-limit', String(t.limit), 'x-ratelimit-remaining', String(t.remaining), 'x-ratelimit-reset', String(t.resetS)];
-}
-
-function waitTurn(ctx: Context, queue: EndpointQueue): Promise<Turn> {
-  if (ctx.res.destroyed) return Promise.resolve('gone');
-  return new Promise((resolve) => {
-    const gone = () => queue.leave(waiter);
-    const waiter = queue.wait((turn) => {
-      ctx.res.off('close', gone);
-      resolve(turn);
-    });
-    ctx.res.once('close', gone);
-  });
 }
 
 const busy = (key: 'QUEUE_FULL' | 'QUEUE_TIMEOUT', detail: Record<string, unknown>, retryAfter: number) => gwError(key, detail, ['retry-after', String(retryAfter)]);

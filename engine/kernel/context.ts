@@ -10,6 +10,7 @@ import { findModelField, type ModelField } from './body-model.js';
 import type { Hooks } from './hooks.js';
 import type { Profile } from './profiles.js';
 import type { GatewayResponse } from './response.js';
+import type { EndpointQueue, Waiter } from '../backends/queue.js';
 
 export interface UpstreamRequest {
   method: string;
@@ -84,6 +85,9 @@ export class Context {
    *  concurrency slot; the rest of totalMs is the gateway's own time. Owner: the kernel. */
   upstreamMs = 0;
   queueMs = 0;
+  /** The endpoint queue this request waits in now, if any: the kernel's close listener takes it
+   *  out of the queue when its client goes away. Owner: the kernel (admission.ts). */
+  waiting: { queue: EndpointQueue; waiter: Waiter } | null = null;
   /** The reply is relayed as a stream (no Content-Length, or translated to events). Owner: the kernel. */
   streamed = false;
   /** Milliseconds from arrival to the first reply body chunk relayed; 0 before it. Owner: the kernel. */

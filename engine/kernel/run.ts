@@ -52,6 +52,9 @@ export function createRunner(stats: Stats): RouteRunner {
     stats.inFlight++;
     res.once('close', () => {
       stats.inFlight--;
+      // A request waiting for an endpoint's slot leaves the queue at once.
+      const waiting = ctx.waiting;
+      if (waiting) waiting.queue.leave(waiting.waiter);
       try {
         hooks.done.call(ctx);
       } catch (err) {

@@ -51,6 +51,8 @@ export interface SendPolicy {
   maxRetries: number;
   /** May the request go to the next endpoint after the backend may have read it? */
   replaySafe(ctx: Context, ep: Endpoint): boolean;
+  /** Does this request take one of the endpoint's concurrency slots (its queue)? Absent: yes. */
+  queued?(ctx: Context, ep: Endpoint): boolean;
   /** The request for this endpoint (the kernel then runs the upstream hook on it). */
   request(ctx: Context, ep: Endpoint): UpstreamRequest;
   /** How the reply is shaped; absent, or undefined for this reply: piped as is. */
@@ -302,8 +304,10 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
       (limited ??= []).push(ep);
       continue;
     }
+    // Decided before any slot is taken: a policy that throws leaves no slot held.
+    const safe = policy.replaySafe(ctx, ep);
     // A concurrency limit: a free slot at once (no allocation), else a wait in the queue.
-    const queue = ep.queue;
+    const queue = ep.queue !== null && (policy.queued === undefined || policy.queued(ctx, ep)) ? ep.queue : null;
     if (queue && !queue.tryEnter()) {
       const waitFrom = performance.now();
       let turn;
@@ -324,7 +328,6 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
       if (turn === 'retired') continue;
     }
     const admittedAt = queue ? performance.now() : 0;
-    const safe = policy.replaySafe(ctx, ep);
     ctx.endpoint = ep;
     ctx.attempts++;
     let outcome: Outcome;

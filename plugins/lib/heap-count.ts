@@ -21,11 +21,11 @@ export class HeapObjectCount {
 
   /** The last count; with `count`, a new one first when there is none or it is older than the limit. */
   read(count: boolean): HeapObjects {
-    const now = this.now();
-    if (count && (this.countedAt === null || now - this.countedAt >= this.maxAgeMs)) {
+    if (count && (this.countedAt === null || this.now() - this.countedAt >= this.maxAgeMs)) {
       this.count = this.take();
       this.countedAt = this.now();
     }
-    return { count: this.count, ageSeconds: this.countedAt === null ? null : Math.floor((now - this.countedAt) / 1000) };
+    // Read after counting: a count that took a while is not reported from the future.
+    return { count: this.count, ageSeconds: this.countedAt === null ? null : Math.floor((this.now() - this.countedAt) / 1000) };
   }
 }

@@ -115,6 +115,24 @@ describe('one request at a time (deskrunner: characteristics.max_concurrent_requ
   });
 });
 
+describe('what takes a slot', () => {
+  it('only inference does: a status route answers while a generation holds the only slot', async () => {
+    await desk(1, () => ({ queue_timeout: '5s' }));
+    const [fake] = fakes;
+    fake.behaviour.stallAfterChunks = 1;
+    const streaming = new AbortController();
+    const stream = chat('/gw/deskrunner/v1/chat/completions', JSON.stringify({ model: 'test-model', stream: true, messages: [{ role: 'user', content: 'hi' }] }), streaming.signal).catch(() => null);
+    await waitFor(async () => (await queueOf('d0'))?.in_flight === 1, 'the stream to hold the only slot');
+    const status = await request(`${gw!.url}/gw/deskrunner/api/v1/models/download/status`);
+    await status.body.dump();
+    expect(status.statusCode).not.toBe(503);
+    expect(fake.received.some((r) => r.url === '/api/v1/models/download/status')).toBe(true);
+    expect(await queueOf('d0')).toMatchObject({ in_flight: 1, queued: 0, timed_out: 0 });
+    streaming.abort();
+    await stream;
+  });
+});
+
 describe('full queues and long waits', () => {
   it('answers 429 QUEUE_FULL with Retry-After once the queue is full, in the route\'s error format', async () => {
     await desk(1, () => ({ max_queued_requests: 1 }));

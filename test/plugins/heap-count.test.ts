@@ -35,4 +35,13 @@ describe('HeapObjectCount', () => {
     expect(c.heap.read(false)).toEqual({ count: 5001, ageSeconds: 10 * HEAP_COUNT_MAX_AGE_MS / 1000 });
     expect(c.taken()).toBe(1);
   });
+
+  it('never reports a negative age for a count that took a while', () => {
+    let now = 1_000_000;
+    const slow = new HeapObjectCount(() => {
+      now += 1500;
+      return 42;
+    }, () => now);
+    expect(slow.read(true)).toEqual({ count: 42, ageSeconds: 0 });
+  });
 });

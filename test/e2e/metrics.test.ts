@@ -1,13 +1,12 @@
 // /internal/metrics: the Prometheus text passes promtool, and its series move with real traffic
 // through the gateway (durations per family and route, a failover, a breaker opening, stream
-// timings and tokens, refused paths). Rate-limit rejections are served from Stats.rateLimited:
-// here the series is checked to exist at 0; the limits' own tests send real 429s.
+// timings and tokens, refused paths, real 429s of the rate limits).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { FakeBackend } from '../../engine/demo/index.js';
-import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
+import { closeAll, endpoint, NO_RATE_LIMITS, startGateway, type Started } from '../helpers/gateway.js';
 import { rawRequest } from '../helpers/http.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -113,6 +112,24 @@ describe('/internal/metrics', () => {
     const { text } = await scrape(g);
     expect(sample(text, 'gw_failovers_total', { family: 'pagedengine', route: 'proxy' })).toBe(1);
     expect(sample(text, 'gw_endpoint_up', { endpoint: 'f0' })).toBe(0);
+  });
+
+  it('counts a real 429 of the per-IP limit', async () => {
+    const g = await setup('hosted-compatible', 1, { server: { rate_limits: { ...NO_RATE_LIMITS, per_ip_requests_per_minute: 1, burst_size: 1 } } });
+    await (await chat(g, 'hosted-compatible')).body.dump();
+    const limited = await chat(g, 'hosted-compatible');
+    await limited.body.dump();
+    expect(limited.statusCode).toBe(429);
+    expect(sample((await scrape(g)).text, 'gw_rate_limited_total', { scope: 'ip' })).toBe(1);
+  });
+
+  it('counts a 429 of an endpoint\'s own requests-per-minute limit', async () => {
+    const g = await setup('hosted-compatible', 1, { server: { rate_limits: { ...NO_RATE_LIMITS, burst_size: 1 } } }, { requests_per_minute: 1 });
+    await (await chat(g, 'hosted-compatible')).body.dump();
+    const limited = await chat(g, 'hosted-compatible');
+    await limited.body.dump();
+    expect(limited.statusCode).toBe(429);
+    expect(sample((await scrape(g)).text, 'gw_rate_limited_total', { scope: 'endpoint' })).toBe(1);
   });
 
   it('serves the rate-limit series at 0 per scope and counts refused paths', async () => {

@@ -32,7 +32,7 @@ EXPOSE 40114
 # Ready and serving when /internal/health answers 200 (whatever the backends' state). No curl in
 # the slim image: Node's fetch, with a timeout below Docker's.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.GW_SERVER_PORT || 40114) + '/internal/health', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.status === 200 ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.GW_SERVER_PORT || 40114) + '/internal/health', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.status === 200 || r.status === 429 ? 0 : 1), () => process.exit(1))"]
 ENTRYPOINT ["node", "bin/gw.js"]
 # `docker run IMAGE validate` checks the configuration instead (GW_CONFIG applies to both).
 CMD ["serve"]

@@ -15,7 +15,7 @@ export default definePlugin<Record<string, never>>({
   apply(hooks, _o, env) {
     const { enabled, access_policy } = env.config.dashboard;
     const policy = compileAccessPolicy(access_policy);
-    const clientAddress = clientAddressOf(env.config.server.rate_limits);
+    const clientAddress = clientAddressOf(env.config.server.rate_limits, true);
     hooks.request.tap('dashboard-access', (ctx) => {
       if (!enabled) throw gwError('DASHBOARD_DISABLED');
       const reason = policy.refusal(clientAddress(ctx), ctx.header('host'));

@@ -23,6 +23,17 @@ const WHAT: Record<Exclude<LimitScope, 'endpoint'>, string> = {
 
 const BINDING = 'rate-limit';
 
+/** One bucket per IPv4 address, and per IPv6 /64: a single host holds a whole /64 and could
+ *  otherwise take a fresh bucket for every request. */
+function bucketKey(address: string): string {
+  if (address.indexOf(':') < 0) return address;
+  const [head, tail = ''] = address.split('::', 2);
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups = address.includes('::') ? [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right] : left;
+  return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':')}::/64`;
+}
+
 function refusal(scope: Exclude<LimitScope, 'endpoint'>, t: Take, burst: number): GatewayError {
   const retryAfter = Math.max(1, t.retryAfterS);
   return gwError('RATE_LIMITED', { what: WHAT[scope], limit: t.limit, burst, retryAfter }, ['retry-after', String(retryAfter), ...rateLimitHeaders(t)]);
@@ -43,7 +54,9 @@ export default definePlugin<Options>({
     const scope = matches(o.health) ? 'health' : matches(o.internal) ? 'internal' : 'ip';
     const perClient = { health: limits.health_requests_per_minute, internal: limits.internal_requests_per_minute, ip: limits.per_ip_requests_per_minute }[scope];
     const burst = limits.burst_size;
-    const globalRate: Rate | null = limits.global_requests_per_minute > 0 ? { perMinute: limits.global_requests_per_minute, burst } : null;
+    // The health route has its own limit and is not charged to the global one: a flood of other
+    // traffic must not make liveness probes (the container's HEALTHCHECK, an orchestrator) fail.
+    const globalRate: Rate | null = limits.global_requests_per_minute > 0 && scope !== 'health' ? { perMinute: limits.global_requests_per_minute, burst } : null;
     const clientRate: Rate | null = perClient > 0 ? { perMinute: perClient, burst } : null;
     const counts = env.stats.rateLimited;
     // Limits off: no taps, no cost.
@@ -55,7 +68,7 @@ export default definePlugin<Options>({
       let binding: Take | null = null;
       let client = '';
       if (clientRate) {
-        client = clientOf(ctx);
+        client = bucketKey(clientOf(ctx));
         binding = clientStore.take(client, clientRate);
         if (!binding.allowed) {
           counts[scope]++;

@@ -364,6 +364,8 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
         reason: `connection ${failure} after the backend may have read the ${ctx.method} request; not sent again, so it never runs twice (model-management routes are not replay-safe)`,
       });
     }
+    // Never reached the backend: its requests-per-minute token is given back.
+    if (!sent) ep.rateGate?.refund();
     failed++;
     last = failure;
     log.warn({ req: ctx.id, endpoint: ep.name, failure }, 'attempt failed; trying the next endpoint');

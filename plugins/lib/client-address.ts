@@ -11,7 +11,11 @@ import type { GatewayConfig } from '../../engine/kernel/config.js';
 /** Hops read from the right of X-Forwarded-For at most: a chain of trusted proxies is short. */
 const MAX_HOPS = 32;
 
-export function clientAddressOf(limits: GatewayConfig['server']['rate_limits']): (ctx: Context) => string {
+/** `strict`: when a trusted proxy forwards no usable address (no X-Forwarded-For, or an entry
+ *  that is not an address), the client is unknown ('') rather than the proxy itself — for the
+ *  dashboard's gate, where the proxy's loopback address would let everyone in. The rate limits
+ *  count such requests against the proxy. */
+export function clientAddressOf(limits: GatewayConfig['server']['rate_limits'], strict = false): (ctx: Context) => string {
   const peer = (ctx: Context) => canonicalAddress(ctx.req.socket.remoteAddress ?? '');
   if (!limits.trust_proxy_headers) return peer;
   const trusted = compileCidrs(limits.trusted_proxy_cidrs);
@@ -25,13 +29,13 @@ export function clientAddressOf(limits: GatewayConfig['server']['rate_limits']):
     // Repeated headers arrive joined with ", " (node's rule for x-forwarded-for).
     const header = ctx.req.headers['x-forwarded-for'];
     const xff = Array.isArray(header) ? header.join(', ') : header;
-    if (!xff) return hop;
+    if (!xff) return strict ? '' : hop;
     let end = xff.length;
     for (let n = 0; n < MAX_HOPS && end > 0; n++) {
       const comma = xff.lastIndexOf(',', end - 1);
       const entry = hostOf(xff.slice(comma + 1, end).trim());
       // Not an address (a proxy's "unknown", garbage): trust stops at the hop that wrote it.
-      if (!entry) return hop;
+      if (!entry) return strict ? '' : hop;
       if (!isTrusted(entry)) return entry;
       hop = entry;
       end = comma;

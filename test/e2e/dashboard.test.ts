@@ -75,7 +75,11 @@ describe('/internal/ui/', () => {
     expect(forwarded.status).toBe(403);
     expect(JSON.parse(forwarded.body).error.message).toContain('client address 203.0.113.7 is not in dashboard.access_policy.allowed_cidrs');
     expect((await get('/internal/ui/', { 'x-forwarded-for': '127.0.0.1' })).status).toBe(200);
-    expect((await get('/internal/ui/')).status).toBe(200);
+    // A trusted proxy that names no usable client: the client is unknown, not the proxy itself.
+    for (const xff of [undefined, 'unknown', '203.0.113.9, unknown']) {
+      const r = await get('/internal/ui/', xff === undefined ? {} : { 'x-forwarded-for': xff });
+      expect(r.status, String(xff)).toBe(403);
+    }
   });
 
   it('answers 503 naming the fix when dashboard.enabled is false', async () => {

@@ -117,11 +117,13 @@ describe('the health route and the internal routes', () => {
 });
 
 describe('global limit', () => {
-  it('counts every route and every address together', async () => {
+  it('counts every route and every address together, but the health route', async () => {
     await start({ global_requests_per_minute: 1000, per_ip_requests_per_minute: 100, burst_size: 4, trust_proxy_headers: true });
     // Four different clients (through a trusted proxy), each far from its own limit.
     for (let i = 1; i <= 3; i++) expect((await get('/version', { 'x-forwarded-for': `203.0.113.${i}` })).status).toBe(200);
-    expect((await get('/internal/health', { 'x-forwarded-for': '203.0.113.4' })).status).toBe(200);
+    expect((await get('/internal/status', { 'x-forwarded-for': '203.0.113.4' })).status).toBe(200);
+    // The global bucket is empty; liveness probes still pass (health has its own limit).
+    for (let i = 0; i < 3; i++) expect((await get('/internal/health', { 'x-forwarded-for': '203.0.113.9' })).status).toBe(200);
     const refused = await get('/version', { 'x-forwarded-for': '203.0.113.5' });
     expectLimited(refused, 1000, 1);
     expect(JSON.parse(refused.body).error.message).toContain('global');
@@ -152,6 +154,15 @@ describe('the client address', () => {
     expectLimited(await get('/version', { 'x-forwarded-for': '2001:db8::7' }), 100, 1);
   });
 
+  it('counts an IPv6 client per /64: one host holds the whole /64', async () => {
+    await start({ ...limits, trust_proxy_headers: true });
+    await pass(1, () => get('/version', { 'x-forwarded-for': '2001:db8:1:2::a' }));
+    await pass(1, () => get('/version', { 'x-forwarded-for': '2001:db8:1:2:ffff:0:0:b' }));
+    expectLimited(await get('/version', { 'x-forwarded-for': '2001:DB8:1:2::c' }), 100, 1);
+    // The next /64 is another client.
+    await pass(1, () => get('/version', { 'x-forwarded-for': '2001:db8:1:3::a' }));
+  });
+
   it('ignores X-Forwarded-For from a peer outside trusted_proxy_cidrs', async () => {
     await start({ ...limits, trust_proxy_headers: true, trusted_proxy_cidrs: ['10.0.0.0/8'] });
     await pass(1, () => get('/version', { 'x-forwarded-for': '198.51.100.1' }));
@@ -170,7 +181,7 @@ describe('the client address', () => {
     await start({ ...limits, trust_proxy_headers: true, max_tracked_clients: 20 });
     const store = gw!.gw.backends.buckets.stores.ip;
     for (let i = 0; i < 200; i++) {
-      expect((await get('/version', { 'x-forwarded-for': `2001:db8::${i.toString(16)}` })).status).toBe(200);
+      expect((await get('/version', { 'x-forwarded-for': `2001:db8:${i.toString(16)}::1` })).status).toBe(200);
       expect(store.size).toBeLessThanOrEqual(20);
     }
     expect(store.size).toBeGreaterThan(0);

@@ -173,3 +173,16 @@ export async function streaming(url, path, body, count) {
 }
 
 export const round = (x, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
+
+// Shared by every section: the run's length, the chat request, and a one-endpoint config.
+export const quick = process.argv.includes('--quick');
+/** Alternating rounds for the A/B comparisons, and seconds per round. */
+export const ROUNDS = quick ? 3 : 7;
+export const ROUND_S = quick ? 1.5 : 2;
+export const pct = (x) => `${x >= 0 ? '+' : ''}${round(x * 100, 1)}%`;
+export const chatBody = JSON.stringify({
+  model: 'bench-model', stream: false, max_tokens: 64, temperature: 0.7,
+  messages: [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Say hello to the benchmark in one short sentence, please.' }],
+});
+export const streamBody = chatBody.replace('"stream":false', '"stream":true');
+export const endpointLines = (backendPort, type = 'pagedengine', extra = '') => ['discovery:', '  static:', '    endpoints:', `      - { name: bench, type: ${type}, url: "http://127.0.0.1:${backendPort}", check_interval: 5s${extra} }`];

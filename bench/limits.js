@@ -2,24 +2,15 @@
 // reached — the global bucket, the client's per-IP bucket and the endpoint's per-endpoint bucket,
 // each taken once per request, plus the X-RateLimit-* headers on every reply — against the same
 // gateway with the limits off. Standalone: `node bench/limits.js [--quick]` (starts its own backend).
-import { cpuAdded, forkReady, loadAlternating, round, startGateway, stopAll } from './lib.js';
+import { cpuAdded, forkReady, loadAlternating, round, startGateway, stopAll, quick, ROUNDS, ROUND_S, pct, chatBody, endpointLines } from './lib.js';
 
-const quick = process.argv.includes('--quick');
-const ROUNDS = quick ? 3 : 7;
-const ROUND_S = quick ? 1.5 : 2;
-const pct = (x) => `${x >= 0 ? '+' : ''}${round(x * 100, 1)}%`;
-const chatBody = JSON.stringify({
-  model: 'bench-model', stream: false, max_tokens: 64, temperature: 0.7,
-  messages: [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Say hello to the benchmark in one short sentence, please.' }],
-});
 const HIGH = 1_000_000_000;
 const LIMITS_ON = `rate_limits: { global_requests_per_minute: ${HIGH}, per_ip_requests_per_minute: ${HIGH}, health_requests_per_minute: ${HIGH}, internal_requests_per_minute: ${HIGH}, burst_size: ${HIGH} }`;
-const endpointLines = (backendPort, extra = '') => ['discovery:', '  static:', '    endpoints:', `      - { name: bench, type: pagedengine, url: "http://127.0.0.1:${backendPort}", check_interval: 5s${extra} }`];
 
 export async function limitsSection(backendPort) {
   const path = '/gw/pagedengine/v1/chat/completions';
   const off = await startGateway(['logging: { level: info }', ...endpointLines(backendPort)]);
-  const on = await startGateway(['logging: { level: info }', ...endpointLines(backendPort, `, requests_per_minute: ${HIGH}`)], {}, LIMITS_ON);
+  const on = await startGateway(['logging: { level: info }', ...endpointLines(backendPort, 'pagedengine', `, requests_per_minute: ${HIGH}`)], {}, LIMITS_ON);
   const targets = [off, on].map((g) => ({ url: `http://127.0.0.1:${g.port}`, path, body: chatBody, pid: g.pid }));
   const [a, b] = await loadAlternating(targets, 16, ROUNDS, ROUND_S);
   const added = cpuAdded(a, b);

@@ -3,18 +3,8 @@
 // non-streaming and streaming chat at concurrency 16 in alternating rounds; gateway CPU time per
 // request from /proc. Standalone: node bench/metrics.js [--quick] (needs `npm run build`).
 import { fileURLToPath } from 'node:url';
-import { cpuAdded, forkReady, loadAlternating, round, startGateway, stopAll } from './lib.js';
+import { cpuAdded, forkReady, loadAlternating, round, startGateway, stopAll, quick, ROUNDS, ROUND_S, pct, chatBody, streamBody, endpointLines } from './lib.js';
 
-const quick = process.argv.includes('--quick');
-const ROUNDS = quick ? 3 : 7;
-const ROUND_S = quick ? 1.5 : 2;
-const pct = (x) => `${x >= 0 ? '+' : ''}${round(x * 100, 1)}%`;
-const chatBody = JSON.stringify({
-  model: 'bench-model', stream: false, max_tokens: 64, temperature: 0.7,
-  messages: [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Say hello to the benchmark in one short sentence, please.' }],
-});
-const streamBody = chatBody.replace('"stream":false', '"stream":true');
-const endpointLines = (backendPort) => ['discovery:', '  static:', '    endpoints:', `      - { name: bench, type: pagedengine, url: "http://127.0.0.1:${backendPort}", check_interval: 5s }`];
 
 export async function metricsSection(backendPort) {
   const path = '/gw/pagedengine/v1/chat/completions';

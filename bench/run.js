@@ -17,22 +17,12 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { metricsSection } from './metrics.js';
 import { limitsSection } from './limits.js';
-import { cpuAdded, timeAdded, forkReady, here, load, loadAlternating, pairedAdded, round, sequential, startGateway, stopAll, streaming } from './lib.js';
+import { cpuAdded, timeAdded, forkReady, here, load, loadAlternating, pairedAdded, round, sequential, startGateway, stopAll, streaming, quick, ROUNDS, ROUND_S, pct, chatBody, streamBody, endpointLines } from './lib.js';
 
-const quick = process.argv.includes('--quick');
 const DURATION = quick ? 3 : 10;
 const SEQUENTIAL = quick ? 1000 : 5000;
 const STREAMS = quick ? 100 : 300;
-/** Alternating rounds for the A/B comparisons, and seconds per round. */
-const ROUNDS = quick ? 3 : 7;
-const ROUND_S = quick ? 1.5 : 2;
 
-const pct = (x) => `${x >= 0 ? '+' : ''}${round(x * 100, 1)}%`;
-const chatBody = JSON.stringify({
-  model: 'bench-model', stream: false, max_tokens: 64, temperature: 0.7,
-  messages: [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Say hello to the benchmark in one short sentence, please.' }],
-});
-const streamBody = chatBody.replace('"stream":false', '"stream":true');
 
 /** A chat body of about `bytes`, messages first and the model last (as SDKs often order it). */
 function sizedBody(bytes, model) {
@@ -42,7 +32,6 @@ function sizedBody(bytes, model) {
   return JSON.stringify({ messages, temperature: 0.2, stream: false, model });
 }
 
-const endpointLines = (backendPort, type = 'pagedengine', extra = '') => ['discovery:', '  static:', '    endpoints:', `      - { name: bench, type: ${type}, url: "http://127.0.0.1:${backendPort}", check_interval: 5s${extra} }`];
 
 // The built-in proxy pipeline with every step that reads the body removed or told not to.
 const PLAIN_PROXY = `name: proxy

@@ -43,6 +43,17 @@ async function reloadWith(config: Record<string, unknown>): Promise<void> {
   expect(await gw!.gw.reload('test')).toBe(true);
 }
 
+/** Both endpoints of a two-endpoint family each holding one request until `hold` opens. */
+async function holdBoth(): Promise<{ hold: ReturnType<typeof gate>; busy: ReturnType<typeof chat>[] }> {
+  const [d0, d1] = fakes;
+  const hold = gate();
+  d0.behaviour.holdUntil = hold.promise;
+  d1.behaviour.holdUntil = hold.promise;
+  const busy = [chat(), chat()];
+  await waitFor(() => d0.traffic.length === 1 && d1.traffic.length === 1, 'both endpoints busy');
+  return { hold, busy };
+}
+
 async function desk(count: number, extra: (i: number) => Record<string, unknown> = () => ({}), config: Record<string, unknown> = {}) {
   fakes = await Promise.all(Array.from({ length: count }, (_, i) => new FakeBackend({ family: 'deskrunner', name: `d${i}` }).start()));
   gw = await startGateway({ ...config, discovery: { static: { endpoints: fakes.map((f, i) => endpoint(f.name, 'deskrunner', f.url, { priority: 100 - i * 10, ...extra(i) })) } } });
@@ -218,11 +229,7 @@ describe('failover by capacity', () => {
   it('skips an endpoint whose queue is full for one with room', async () => {
     await desk(2, (i) => (i === 0 ? { max_queued_requests: 0 } : {}));
     const [d0, d1] = fakes;
-    const hold = gate();
-    d0.behaviour.holdUntil = hold.promise;
-    d1.behaviour.holdUntil = hold.promise;
-    const busy = [chat(), chat()];
-    await waitFor(() => d0.traffic.length === 1 && d1.traffic.length === 1, 'both endpoints busy');
+    const { hold, busy } = await holdBoth();
     const third = chat();
     await waitFor(async () => (await queueOf('d1'))?.queued === 1, 'the third request to queue at d1, d0 taking no waiters');
     expect(await queueOf('d0')).toMatchObject({ rejected_full: 1, queued: 0 });
@@ -265,11 +272,7 @@ describe('limits from config and hot reload', () => {
   it('moves a waiter on when a reload retires its endpoint; the request in flight finishes there', async () => {
     await desk(2, (i) => ({ max_queued_requests: i === 0 ? 5 : 0 }), { pipelines: { watch: false } });
     const [d0, d1] = fakes;
-    const hold = gate();
-    d0.behaviour.holdUntil = hold.promise;
-    d1.behaviour.holdUntil = hold.promise;
-    const busy = [chat(), chat()];
-    await waitFor(() => d0.traffic.length === 1 && d1.traffic.length === 1, 'both endpoints busy');
+    const { hold, busy } = await holdBoth();
     const waiting = chat();
     await waitFor(async () => (await queueOf('d0'))?.queued === 1, 'a request queued at d0');
     const config = { discovery: { static: { endpoints: [endpoint('d1', 'deskrunner', d1.url, { priority: 90 })] } } };

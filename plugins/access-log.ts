@@ -30,6 +30,8 @@ export default definePlugin<Options>({
         req: ctx.id, method, path: clip(ctx.route.prefix ? ctx.route.prefix + ctx.pathname : ctx.pathname),
         status: ctx.status, endpoint: ctx.endpoint?.name, model: model === undefined ? undefined : clip(model),
         ms: Math.round(ctx.totalMs * 1000) / 1000, attempts: ctx.attempts || undefined, aborted: aborted || undefined,
+        // Each attempt that failed before the one that answered: which endpoint and model, and how.
+        tried: ctx.tried ?? undefined, routing: ctx.routing?.decision === 'fallback' ? ctx.routing.reason : undefined,
       }, 'request');
     });
   },

@@ -6,6 +6,7 @@
 // Model-management routes (the profile's request.management_paths) are left alone: what they
 // name is a model to pull, create or delete, not one to route to.
 import { definePlugin } from '../engine/kernel/plugin.js';
+import { modelNames } from './lib/model-chains.js';
 import { familiesOf, resolveAlias, UNAVAILABLE_OPTION, type AliasCache, type Unavailable } from './lib/model-routing.js';
 
 export default definePlugin<{ unavailable: Unavailable }>({
@@ -14,7 +15,7 @@ export default definePlugin<{ unavailable: Unavailable }>({
   provides: ['aliases'],
   schema: { type: 'object', additionalProperties: false, properties: { unavailable: UNAVAILABLE_OPTION } },
   apply(hooks, o, env) {
-    const aliases = new Map(Object.entries(env.config.model_aliases));
+    const aliases = modelNames(env.config).aliases;
     if (aliases.size === 0) return;
     const families = familiesOf(env);
     const cache: AliasCache = new Map();

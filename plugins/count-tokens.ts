@@ -11,7 +11,7 @@ import type { Endpoint } from '../engine/backends/endpoints.js';
 import type { Context } from '../engine/kernel/context.js';
 import { GatewayError, gwError } from '../engine/kernel/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
-import { sendUpstream, type ReplyPlan, type SendPolicy } from '../engine/kernel/upstream.js';
+import { retrySettings, sendUpstream, type ReplyPlan, type SendPolicy } from '../engine/kernel/upstream.js';
 import { rewritePlan, type Rewritten } from './lib/rewrite-body.js';
 import { translationProblem } from './lib/msgapi/check.js';
 import { estimateInputTokens } from './lib/msgapi/estimate.js';
@@ -74,6 +74,7 @@ export default definePlugin<Options>({
 
     const policy: SendPolicy = {
       maxRetries: env.config.proxy.max_retries,
+      retry: retrySettings(env),
       // No model runs: sending it twice costs nothing.
       replaySafe: () => true,
       // Counting runs no model: it never waits behind a generation for a slot.

@@ -4,12 +4,20 @@
 // Two profile-declared touches to the reply, both off unless the endpoint's profile asks:
 // api.error_context annotates JSON error bodies (lib/error-context.ts); api.radix_headers adds
 // the X-Radix-* headers (lib/radix-headers.ts). Success bodies are never changed.
+import type { Context } from '../engine/kernel/context.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
-import { sendUpstream, type SendPolicy } from '../engine/kernel/upstream.js';
+import { retrySettings, sendUpstream, type SendPolicy } from '../engine/kernel/upstream.js';
 import { errorContextPlan } from './lib/error-context.js';
 import { RadixHeaders } from './lib/radix-headers.js';
 
 interface Options { max_retries?: number }
+
+/** The body asks for a stream (`"stream": true`), or says nothing on a route that streams by
+ *  default. Parses the body: asked only when a first-token deadline applies. */
+function streamRequested(ctx: Context, streamDefault: ReadonlySet<string>): boolean {
+  const stream = (ctx.bodyJson() as { stream?: unknown } | undefined)?.stream;
+  return stream === undefined ? streamDefault.has(ctx.pathname) : stream === true;
+}
 
 export default definePlugin<Options>({
   name: 'forward',
@@ -25,11 +33,14 @@ export default definePlugin<Options>({
     const radix = new RadixHeaders(env.profile ? [env.profile] : env.profiles.list, catalogue);
     const policy: SendPolicy = {
       maxRetries: o.max_retries ?? env.config.proxy.max_retries,
+      retry: retrySettings(env),
+      streaming: (ctx) => streamRequested(ctx, streamDefault),
       replaySafe: (ctx, ep) => ep.replaySafe(ctx.method, ctx.pathname),
       queued: (ctx, ep) => ep.takesSlot(ctx.pathname),
       request: (ctx, ep) => ({ method: ctx.method, path: ep.upstreamPath(ctx.path), headers: [], body: ctx.body }),
       reply: (ctx, status, headers) => errorContextPlan(ctx, status, headers, catalogue) ?? radix.plan(ctx, status, headers),
     };
+    const streamDefault = new Set(env.profile?.request.stream_default_paths);
     hooks.dispatch.tapPromise('forward', (ctx) => sendUpstream(ctx, policy));
   },
 });

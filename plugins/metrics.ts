@@ -26,6 +26,8 @@ export default definePlugin<Record<string, never>>({
     // observation (an empty histogram is 18 lines of zeros per route).
     const failovers = m.failovers.with(family, route);
     let overhead: HistogramSeries | null = null;
+    let fallbacks: CounterCell | null = null;
+    const endpointFamily = (name: string) => env.endpoints.all.find((e) => e.name === name)?.family ?? family;
     let queueWait: HistogramSeries | null = null;
     const routingCells = new Map<string, Partial<Record<RoutingInfo['decision'], CounterCell>>>();
     // Per endpoint (null: none tried), the duration series of each status class met so far.
@@ -44,6 +46,11 @@ export default definePlugin<Record<string, never>>({
       (overhead ??= m.overhead.with(family, route)).observe(Math.max(0, total - ctx.upstreamMs - ctx.queueMs) / 1000);
       if (ctx.queueMs > 0) (queueWait ??= m.queueWait.with(family, route)).observe(ctx.queueMs / 1000);
       if (ctx.attempts > 1) failovers.value += ctx.attempts - 1;
+      const tried = ctx.tried;
+      if (tried) {
+        for (const t of tried) m.failedAttempts.with(endpointFamily(t.endpoint), t.endpoint, modelLabel(catalogue, t.model ?? ctx.model), reasonOf(t.outcome)).value++;
+      }
+      if (ctx.routing?.decision === 'fallback' && ctx.status > 0 && ctx.status < 400) (fallbacks ??= m.fallbacks.with(family, route)).value++;
       const err = ctx.error;
       if (err instanceof GatewayError) m.errors.with(route, err.key in ERROR_CODES ? err.key : 'other').value++;
       const routing = ctx.routing;
@@ -68,3 +75,9 @@ export default definePlugin<Record<string, never>>({
     });
   },
 });
+
+/** The reason label of a failed attempt: its outcome without the detail in brackets. */
+function reasonOf(outcome: string): string {
+  const cut = outcome.indexOf(' (');
+  return cut < 0 ? outcome : outcome.slice(0, cut);
+}

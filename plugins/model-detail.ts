@@ -5,6 +5,7 @@ import { gwError } from '../engine/kernel/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { decodeModelId } from './lib/model-id.js';
 import { unifiedRecord } from './lib/model-formats.js';
+import { modelNames } from './lib/model-chains.js';
 
 const PREFIX = '/gw/models/';
 
@@ -14,8 +15,7 @@ export default definePlugin<Record<string, never>>({
   schema: { type: 'object', additionalProperties: false },
   apply(hooks, _o, env) {
     const { catalogue } = env;
-    // A Map: the id comes from the request, and "__proto__" or "constructor" must read as names.
-    const aliases = new Map(Object.entries(env.config.model_aliases));
+    const aliases = modelNames(env.config).all;
     hooks.dispatch.tap('model-detail', (ctx) => {
       const id = decodeModelId(ctx.pathname.slice(PREFIX.length));
       const targets = aliases.get(id);

@@ -1,4 +1,5 @@
-// Per attempt: when an alias chose the endpoint, send the name that endpoint serves. Only the
+// Per attempt: when routing chose the name (an alias's real name for that endpoint, a fallback
+// model), send it. Only the
 // top-level `model` value changes; every other byte and the key order stay (Content-Length
 // follows the new body). Nothing happens when the name already matches or the body is not JSON.
 import { findModelField, replaceModel } from '../engine/kernel/body-model.js';
@@ -10,9 +11,8 @@ export default definePlugin<Record<string, never>>({
   schema: { type: 'object', additionalProperties: false },
   apply(hooks) {
     hooks.upstream.tap('rewrite-model', (ctx, up) => {
-      const real = ctx.routing?.aliasTargets?.get(ctx.endpoint!);
+      const real = ctx.attemptModel;
       if (!real || !up.body) return;
-      ctx.sentModel = real;
       // The original body (span already found), or one a translator built.
       const field = up.body === ctx.body ? ctx.modelSpan() : findModelField(up.body);
       if (!field || field.value === real) return;

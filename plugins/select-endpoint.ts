@@ -14,7 +14,9 @@ import type { Endpoint } from '../engine/backends/endpoints.js';
 import { gwError } from '../engine/kernel/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { balancer, STRATEGIES } from './lib/balancing.js';
-import { familiesOf, modelCandidates, routableIn, UNAVAILABLE_OPTION, type Unavailable } from './lib/model-routing.js';
+import { routeChain, type ChainRouting } from './lib/fallback-chain.js';
+import { modelNames } from './lib/model-chains.js';
+import { familiesOf, modelCandidates, routableIn, UNAVAILABLE_OPTION, type AliasCache, type Unavailable } from './lib/model-routing.js';
 import { CapabilityRouter, routeKindsOf } from './lib/route-kinds.js';
 
 export { STRATEGIES } from './lib/balancing.js';
@@ -48,6 +50,8 @@ export default definePlugin<Options>({
     const finish = (ctx: Context, list: readonly Endpoint[]) => {
       ctx.candidates = order(list);
     };
+    const names = modelNames(env.config);
+    const chains: ChainRouting = { env, families, aliases: names.aliases, cache: new Map() as AliasCache, order };
 
     hooks.request.tapPromise('select-endpoint', async (ctx) => {
       const routable = routableIn(env, families);
@@ -61,10 +65,16 @@ export default definePlugin<Options>({
         ctx.routing = { strategy: strategy.type, decision: 'routed', reason: 'model_management' };
         return finish(ctx, routable);
       }
+      const model = o.model_routing ? ctx.model : undefined;
+      const chain = model !== undefined && names.chains.size > 0 ? names.chains.get(model) : undefined;
+      if (chain) return routeChain(ctx, chains, routable, chain);
       const aliasTargets = ctx.routing?.aliasTargets;
-      if (aliasTargets) return finish(ctx, routable.filter((e) => aliasTargets.has(e)));
+      if (aliasTargets) {
+        finish(ctx, routable.filter((e) => aliasTargets.has(e)));
+        ctx.candidateModels = ctx.candidates.map((e) => aliasTargets.get(e));
+        return;
+      }
       if (!o.model_routing) return finish(ctx, routable);
-      const model = ctx.model;
       if (!model) return finish(ctx, kind && capabilities ? capabilities.candidates(ctx, routable, kind) : routable);
       let list = modelCandidates(ctx, env, families, routable, model, false, o.unavailable);
       if (list === 'refresh') {

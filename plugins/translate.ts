@@ -10,7 +10,7 @@ import type { Endpoint } from '../engine/backends/endpoints.js';
 import type { Context, UpstreamRequest } from '../engine/kernel/context.js';
 import { GatewayError, gwError } from '../engine/kernel/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
-import { sendUpstream, type SendPolicy } from '../engine/kernel/upstream.js';
+import { retrySettings, sendUpstream, type SendPolicy } from '../engine/kernel/upstream.js';
 import { ClientGone } from '../engine/backends/failures.js';
 import { isLocalFamily } from './lib/msgapi/billing.js';
 import { translationProblem } from './lib/msgapi/check.js';
@@ -66,7 +66,7 @@ export default definePlugin<Options>({
       const log = ctx.route.log;
       const dropped = first && log.isLevelEnabled('debug') ? [] as string[] : undefined;
       const chat = toChatRequest(req, {
-        model: ctx.routing?.aliasTargets?.get(ep) ?? req.model, topK: ep.profile.request.supports_top_k, streamUsage: ep.profile.request.stream_usage,
+        model: ctx.attemptModel ?? req.model, topK: ep.profile.request.supports_top_k, streamUsage: ep.profile.request.stream_usage,
         dropBillingHeader: stripBilling && isLocalFamily(ep.profile), dropped,
       });
       if (dropped?.length) log.debug({ req: ctx.id, endpoint: ep.name, dropped }, 'translation to chat-completions dropped what it cannot carry');
@@ -76,8 +76,10 @@ export default definePlugin<Options>({
 
     const policy: SendPolicy = {
       maxRetries,
+      retry: retrySettings(env),
       // The messages API is inference: replay-safe on every endpoint.
       replaySafe: () => true,
+      streaming: (ctx) => state(ctx).stream === true,
       request: (ctx, ep) => {
         const st = state(ctx);
         const { mode, fallback } = modeFor(ep, passthrough);

@@ -5,7 +5,7 @@ import { definePlugin } from '../engine/kernel/plugin.js';
 
 const DROP = new Set([
   'host', 'connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer',
-  'transfer-encoding', 'upgrade', 'content-length', 'x-gw-request-id', 'x-forwarded-for',
+  'transfer-encoding', 'upgrade', 'content-length', 'x-gw-request-id', 'x-gw-first-token-timeout', 'x-forwarded-for',
   // The body is already read: the client's 100-continue handshake ended here.
   'expect',
 ]);

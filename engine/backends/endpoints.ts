@@ -38,7 +38,21 @@ export interface EndpointPlan {
   concurrency: QueueSettings | null;
   /** Requests per minute this endpoint takes (server.rate_limits.per_endpoint); null: no limit. */
   rate: Rate | null;
+  /** When a request goes on to the next candidate (endpoint > profile > proxy settings). */
+  failover: FailoverSettings;
 }
+
+/** An endpoint's failover settings, resolved at load: endpoint, else profile, else proxy. */
+export interface FailoverSettings {
+  /** Backend statuses that send the request on (proxy.retry.on_statuses). */
+  retryStatuses: ReadonlySet<number>;
+  /** Streams: the longest wait for the first content; 0 = none. A model the endpoint reports
+   *  not loaded gets coldFirstTokenMs. */
+  firstTokenMs: number;
+  coldFirstTokenMs: number;
+}
+
+const NO_FAILOVER: FailoverSettings = { retryStatuses: new Set(), firstTokenMs: 0, coldFirstTokenMs: 0 };
 
 export interface EndpointTimeouts {
   connectMs: number;
@@ -107,6 +121,10 @@ export class Endpoint {
    *  which owns the buckets. */
   rate: Rate | null = null;
   rateGate: EndpointRateGate | null = null;
+  failover: FailoverSettings = NO_FAILOVER;
+  /** performance.now() until which the backend asked us to wait (its Retry-After on a 429 or
+   *  503): tried only when no other candidate is left. */
+  coolingUntil = 0;
   state: HealthState = 'unknown';
   /** Proxied requests in flight (least-connections balancing). */
   active = 0;
@@ -157,6 +175,7 @@ export class Endpoint {
     this.slotPaths = new Set([...plan.profile.request.generation_paths, ...plan.profile.request.embedding_paths]);
     this.applyConcurrency(plan.concurrency);
     this.rate = plan.rate;
+    this.failover = plan.failover;
     const old = this.timeouts;
     if (old && old.connectMs === timeouts.connectMs && old.responseMs === timeouts.responseMs && old.idleMs === timeouts.idleMs) return undefined;
     this.timeouts = timeouts;
@@ -220,6 +239,11 @@ export class Endpoint {
 
   get family(): string {
     return this.profile.name;
+  }
+
+  /** It answered a Retry-After that has not passed yet. */
+  cooling(now: number): boolean {
+    return this.coolingUntil > now;
   }
 
   get routable(): boolean {
@@ -308,6 +332,7 @@ export function planEndpoint(ep: EndpointConfig, index: number, profiles: Profil
   return {
     concurrency: concurrencyOf(ep, profile),
     rate: null,
+    failover: NO_FAILOVER,
     index,
     name: ep.name,
     profile,
@@ -346,6 +371,18 @@ function rateOf(ep: EndpointConfig, profile: Profile, config: GatewayConfig): Ra
   return perMinute > 0 ? { perMinute, burst: limits.burst_size } : null;
 }
 
+function failoverOf(ep: EndpointConfig, profile: Profile, config: GatewayConfig): FailoverSettings {
+  const c = profile.characteristics;
+  const p = config.proxy;
+  const firstTokenMs = parseDuration(ep.first_token_timeout ?? c.first_token_timeout ?? p.first_token_timeout);
+  const cold = parseDuration(ep.cold_first_token_timeout ?? c.cold_first_token_timeout ?? p.cold_first_token_timeout);
+  return {
+    retryStatuses: new Set(ep.retry_on_statuses ?? c.retry_on_statuses ?? p.retry.on_statuses),
+    firstTokenMs: Math.min(firstTokenMs, MAX_TIMER_MS),
+    coldFirstTokenMs: Math.min(cold || firstTokenMs, MAX_TIMER_MS),
+  };
+}
+
 /** All plans, and every problem found (for `gw validate`, which reports them all): FAILs, and
  *  WARNs for endpoints planned anyway (an unknown type taken as auto). */
 export function planEndpoints(config: GatewayConfig, profiles: ProfileSet, source: string): { plans: EndpointPlan[]; problems: Problem[] } {
@@ -360,6 +397,7 @@ export function planEndpoints(config: GatewayConfig, profiles: ProfileSet, sourc
     try {
       const plan = planEndpoint(ep, i, profiles, source, (p) => problems.push(p));
       plan.rate = rateOf(ep, plan.profile, config);
+      plan.failover = failoverOf(ep, plan.profile, config);
       plans.push(plan);
       if (!plan.concurrency) {
         for (const field of ['max_queued_requests', 'queue_timeout'] as const) {

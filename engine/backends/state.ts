@@ -11,6 +11,7 @@ import { HealthMonitor } from './health.js';
 import { EndpointRateGate, RateBuckets } from './rate-buckets.js';
 import { EndpointRegistry, type Reconciled } from './registry.js';
 import { Metrics } from './metrics.js';
+import { RetryBudget, type RetryBudgetSettings } from './retry-budget.js';
 import { Stats } from './telemetry.js';
 
 export class Backends {
@@ -23,10 +24,13 @@ export class Backends {
   readonly metrics = new Metrics();
   /** The rate limits' buckets (server.rate_limits): kept across reloads like everything here. */
   readonly buckets: RateBuckets;
+  /** The fleet's retry budget (proxy.retry.fleet): survives reloads, like the traffic it counts. */
+  readonly retries: RetryBudget;
 
   /** `clock`: milliseconds, monotonic; the rate limits' time (tests pass one they move by hand). */
   constructor(config: GatewayConfig, plans: readonly EndpointPlan[], log: Logger, clock: () => number = () => performance.now()) {
     this.buckets = new RateBuckets(config.server.rate_limits.max_tracked_clients, clock);
+    this.retries = new RetryBudget(fleetOf(config));
     this.endpoints = new EndpointRegistry((ep, reason) => this.health.markFailed(ep, reason));
     this.health = new HealthMonitor(this.endpoints, log);
     this.catalogue = new Catalogue(() => this.endpoints.all);
@@ -43,6 +47,7 @@ export class Backends {
     this.health.reconcile(r);
     this.discovery.configure(config);
     this.buckets.configure(config.server.rate_limits.max_tracked_clients);
+    this.retries.configure(fleetOf(config));
     // A kept endpoint keeps its bucket (by id); a changed rate applies from its next request.
     for (const ep of this.endpoints.all) ep.rateGate = ep.rate ? new EndpointRateGate(this.buckets.stores.endpoint, ep.id, ep.rate) : null;
     return r;
@@ -61,4 +66,9 @@ export class Backends {
     this.stats.stopObserving();
     await this.endpoints.close();
   }
+}
+
+function fleetOf(config: GatewayConfig): RetryBudgetSettings {
+  const f = config.proxy.retry.fleet;
+  return { ratio: f.ratio, minPerSecond: f.min_per_second, windowMs: parseDuration(f.window) };
 }

@@ -22,6 +22,7 @@ export interface EndpointConfig {
   headers: Record<string, string>; auth?: AuthConfig;
   max_concurrent_requests?: number; max_queued_requests?: number; queue_timeout?: Duration;
   requests_per_minute?: number;
+  retry_on_statuses?: number[]; first_token_timeout?: Duration; cold_first_token_timeout?: Duration;
 }
 export interface GatewayConfig {
   server: {
@@ -37,7 +38,9 @@ export interface GatewayConfig {
   };
   proxy: {
     load_balancer: string; degraded_traffic: { busy_one_in: number; warming_one_in: number }; connection_timeout: Duration; response_timeout: Duration; stream_idle_timeout: Duration;
-    max_retries: number; profiles_dir: string; enable_optional_prefixes: boolean;
+    max_retries: number; profiles_dir: string;
+    retry: { on_statuses: number[]; budget: Duration; backoff: Duration; fleet: { ratio: number; min_per_second: number; window: Duration } };
+    first_token_timeout: Duration; cold_first_token_timeout: Duration; enable_optional_prefixes: boolean;
     circuit_breaker: { health_failures: number; proxy_failures: number; open_timeout: Duration };
   };
   discovery: {
@@ -50,7 +53,9 @@ export interface GatewayConfig {
       options: { fallback_behavior: 'compatible_only' | 'all' | 'none'; discovery_refresh_on_miss: boolean; discovery_timeout: Duration };
     };
   };
-  model_aliases: Record<string, string[]>;
+  /** A list: equivalent names; { models, ordered: true }: a fallback chain (plugins/lib/model-chains.ts). */
+  model_aliases: Record<string, string[] | { models: string[]; ordered: boolean }>;
+  model_fallbacks: Record<string, string[]>;
   translators: { msgapi: { enabled: boolean; max_message_size: number; passthrough: boolean; strip_billing_header: boolean } };
   dashboard: { enabled: boolean; access_policy: { allowed_cidrs: string[]; allowed_hosts: string[] } };
   metrics: { enabled: boolean };

@@ -42,6 +42,14 @@ export interface RouteInfo {
 const CALLER_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
 const NOT_PARSED = Symbol('not parsed');
 
+/** One attempt that failed and was followed by another (or by the last answer held back). */
+export interface FailedAttempt {
+  endpoint: string;
+  model: string | undefined;
+  /** What happened, short: "503", "reset", "first_token_timeout", "stream_error"… */
+  outcome: string;
+}
+
 /** How model-aware routing decided (X-Gw-Routing-* headers). */
 export interface RoutingInfo {
   strategy: string;
@@ -64,6 +72,19 @@ export class Context {
   routing: RoutingInfo | null = null;
   /** The endpoints to try, in order. Owner: select-endpoint. */
   candidates: readonly Endpoint[] = [];
+  /** By candidate index, the model that candidate is asked for when routing chose a name other
+   *  than the body's (an alias's real names, a fallback chain's next models); null: the body's
+   *  model everywhere. Owner: select-endpoint. */
+  candidateModels: readonly (string | undefined)[] | null = null;
+  /** The index of the first candidate that serves a fallback model (candidates.length: none).
+   *  Owner: select-endpoint. */
+  fallbackFrom = Infinity;
+  /** The model the current attempt asks its endpoint for (candidateModels), undefined: the
+   *  body's. Owner: the kernel; rewrite-model and translators put it in the body. */
+  attemptModel: string | undefined = undefined;
+  /** The attempts that failed before the one that answered (access log, metrics); null: none.
+   *  Owner: the kernel. */
+  tried: FailedAttempt[] | null = null;
   /** The model sent upstream when a step changed it (an alias resolved). Owner: rewrite-model. */
   sentModel: string | undefined = undefined;
   /** The endpoint of the current (or last) attempt. Owner: the kernel. */

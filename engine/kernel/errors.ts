@@ -94,6 +94,10 @@ export const ERROR_CODES = {
     status: 504, type: 'gateway_timeout',
     message: (d) => `endpoint ${d.endpoint} sent no reply head within ${d.timeout}${d.detail ? `; ${d.detail}` : ''}`,
   },
+  BUDGET_EXCEEDED: {
+    status: 504, type: 'gateway_timeout',
+    message: (d) => `no reply within the request's budget of ${d.budget} (proxy.retry.budget) after ${d.attempts} attempt${d.attempts === 1 ? '' : 's'}; raise proxy.retry.budget or check the endpoints in /internal/status/endpoints`,
+  },
   UPSTREAM_ERROR: { status: 502, type: 'bad_gateway', message: (d) => `endpoint ${d.endpoint} failed: ${d.reason}` },
   UPSTREAM_STREAM_BROKEN: {
     status: 502, type: 'bad_gateway',

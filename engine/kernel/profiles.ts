@@ -40,9 +40,13 @@ export interface Profile {
     hosted_service: boolean;
     /** Its endpoints take server.rate_limits.per_endpoint.default_requests_per_minute (hosted quotas). */
     endpoint_rate_limit: boolean;
+    /** Failover settings; unset: the proxy's (engine/kernel/upstream.ts). */
+    retry_on_statuses?: number[]; first_token_timeout?: string; cold_first_token_timeout?: string;
   };
   health: { transient_statuses: number[] };
   request: {
+    /** Routes that stream when the body does not say `stream` (Ollama's native ones). */
+    stream_default_paths: string[];
     /** Top-level body fields the model is read from, first present wins. */
     model_field_paths: string[];
     /** Routes that need a generation model, an embedding model; model-management routes. */

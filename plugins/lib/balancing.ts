@@ -4,7 +4,9 @@
 //    gives it while a Healthy endpoint is among the candidates (proxy.degraded_traffic); the other
 //    first places go to the Healthy ones. Counted per endpoint, no randomness: shares are exact;
 // 3. capacity: endpoints with a free slot (or no concurrency limit) before those whose every slot
-//    is held, so a request queues only where no candidate can take it now.
+//    is held, so a request queues only where no candidate can take it now;
+// 4. pauses: an endpoint whose last 429 or 503 asked to wait (Retry-After) comes last until the
+//    wait is over: it is tried only when nothing better is left.
 import type { Endpoint } from '../../engine/backends/endpoints.js';
 
 export type Order = (routable: readonly Endpoint[]) => readonly Endpoint[];
@@ -61,6 +63,8 @@ const isHealthy = (e: Endpoint) => e.state === 'healthy';
 const notHealthy = (e: Endpoint) => e.state !== 'healthy';
 const saturated = (e: Endpoint) => !!e.queue && !e.queue.hasFreeSlot;
 const hasRoom = (e: Endpoint) => !saturated(e);
+/** Asked for a pause at some time (cheap test first; the clock only when one did). */
+const paused = (e: Endpoint) => e.coolingUntil !== 0;
 
 /** The strategy's order with the state weights and capacity applied (see the top of this file). */
 export function balancer(order: Order, shares: DegradedShares): Order {
@@ -76,6 +80,11 @@ export function balancer(order: Order, shares: DegradedShares): Order {
       if (every === 0 || n % every !== 0) ordered = [...ordered.filter(isHealthy), ...ordered.filter(notHealthy)];
     }
     if (ordered.length > 1 && ordered.some(saturated)) ordered = [...ordered.filter(hasRoom), ...ordered.filter(saturated)];
+    if (ordered.length > 1 && ordered.some(paused)) {
+      const now = performance.now();
+      const waiting = (e: Endpoint) => e.cooling(now);
+      if (ordered.some(waiting)) ordered = [...ordered.filter((e) => !waiting(e)), ...ordered.filter(waiting)];
+    }
     return ordered;
   };
 }

@@ -40,7 +40,7 @@ const NO_TARGETS = new Map<Endpoint, string>();
  *  nor endpoint health changed (the map is shared by the requests in between, never mutated). */
 export type AliasCache = Map<string, { catalogue: number; health: number; targets: Map<Endpoint, string> }>;
 
-function aliasTargetsOf(env: PluginEnv, families: readonly Profile[], model: string, targets: readonly string[], cache: AliasCache): Map<Endpoint, string> {
+export function aliasTargetsOf(env: PluginEnv, families: readonly Profile[], model: string, targets: readonly string[], cache: AliasCache): Map<Endpoint, string> {
   const hit = cache.get(model);
   if (hit && hit.catalogue === env.catalogue.version && hit.health === env.endpoints.version) return hit.targets;
   const map = new Map<Endpoint, string>();

@@ -60,7 +60,7 @@ describe('X-Radix-* headers', () => {
   });
 
   it('never hold a stream back: it is relayed piece by piece, with the spec-decode header only', async () => {
-    const { status, headers, pieces } = await lockstep(radix, `${gw.url}/gw/radixengine/v1/chat/completions`, JSON.stringify(chat('Qwen2.5-7B', 'stream me', true)), '\n\n');
+    const { status, headers, pieces } = await lockstep(radix, `${gw.url}/gw/radixengine/v1/chat/completions`, JSON.stringify(chat('Qwen2.5-7B', 'stream me', true)), '\n\n', 1);
     expect(status).toBe(200);
     expect(pieces.at(-1)).toBe('data: [DONE]\n\n');
     expect(headers['x-radix-spec-decode']).toBe('true');

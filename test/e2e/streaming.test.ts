@@ -26,8 +26,10 @@ beforeEach(() => {
 describe('streaming relay', () => {
   // In lock-step (helpers/http.ts): the backend sends each event only after the client has the
   // previous one, so a relay that held back the head or batched events would stall the stream.
-  it('relays chat-completions SSE events one by one, the head first', async () => {
-    const r = await lockstep(local, `${gw.url}/gw/localrunner/v1/chat/completions`, JSON.stringify({ model: 'test-model', messages: [], stream: true }), '\n\n');
+  // The head and the role-only first chunk wait for the first content (so the request can still
+  // fail over until then), then go out with it.
+  it('relays chat-completions SSE events one by one, the head with the first content', async () => {
+    const r = await lockstep(local, `${gw.url}/gw/localrunner/v1/chat/completions`, JSON.stringify({ model: 'test-model', messages: [], stream: true }), '\n\n', 1);
     expect(r.status).toBe(200);
     expect(r.headers['content-type']).toBe('text/event-stream');
     expect(r.pieces.length).toBeGreaterThanOrEqual(7);

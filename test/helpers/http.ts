@@ -55,12 +55,14 @@ export function timedChunks(url: string, opts: { method?: string; headers?: Reco
  * Stream a reply in lock-step: the fake writes piece i only once the client has received the
  * head and i pieces (each ending with `terminator`). A gateway that held the head back or
  * batched pieces would stall the stream, so the test fails on a budget, not on a timing margin.
+ * The gateway holds a stream's head and its `leading` pieces without content (a role-only chunk)
+ * until its first content arrives, so those go out without waiting for the client.
  */
-export function lockstep(fake: { behaviour: { beforeChunk: ((i: number) => Promise<void>) | null } }, url: string, body: string, terminator: string): Promise<{ status: number; headers: IncomingHttpHeaders; pieces: string[] }> {
+export function lockstep(fake: { behaviour: { beforeChunk: ((i: number) => Promise<void>) | null } }, url: string, body: string, terminator: string, leading = 0): Promise<{ status: number; headers: IncomingHttpHeaders; pieces: string[] }> {
   let text = '';
   let head = false;
   const seen = () => text.split(terminator).length - 1;
-  fake.behaviour.beforeChunk = (i) => waitFor(() => head && seen() >= i, `the client to receive the head and ${i} pieces`).then(() => undefined);
+  fake.behaviour.beforeChunk = (i) => (i <= leading ? Promise.resolve() : waitFor(() => head && seen() >= i, `the client to receive the head and ${i} pieces`).then(() => undefined));
   return new Promise((resolve, reject) => {
     const req = httpRequest({ ...target(url), method: 'POST', headers: { 'content-type': 'application/json' }, agent: false }, (res) => {
       head = true;

@@ -56,6 +56,10 @@ export function registerCollected(env: Runtime): void {
   m.collected('gw_queue_timed_out_total', 'Requests whose wait passed the queue timeout (503 QUEUE_TIMEOUT).', 'counter', perQueue((q) => q.timedOut));
   m.collected('gw_queue_abandoned_total', 'Requests whose client went away while they waited.', 'counter', perQueue((q) => q.abandoned));
 
+  // Retries: the fleet's retry budget (proxy.retry.fleet).
+  m.collected('gw_retries_total', 'Attempts made after a backend failed a request (status, stream failure, first-token deadline), taken from the fleet retry budget.', 'counter', () => one(env.retries.taken));
+  m.collected('gw_retry_budget_exhausted_total', 'Retries not made because the fleet retry budget (proxy.retry.fleet) was spent: the backend answer was passed on.', 'counter', () => one(env.retries.exhausted));
+
   // Security.
   m.collected('gw_rate_limited_total', 'Requests refused with 429 by the rate limiter, by scope.', 'counter', () =>
     Object.entries(stats.rateLimited).map(([scope, value]) => ({ labels: { scope }, value })));

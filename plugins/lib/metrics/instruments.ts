@@ -21,6 +21,8 @@ export function instruments(m: Metrics) {
     queueWait: m.histogram('gw_queue_wait_seconds', "Requests that waited for a slot of an endpoint's concurrency limit: the wait, admitted or not.", ['family', 'route'], SECONDS),
     tokens: m.counter('gw_tokens_total', "Tokens the backend reported in its reply's usage, where the gateway reads the reply anyway (messages-API translation).", ['family', 'model', 'type']),
     failovers: m.counter('gw_failovers_total', 'Further endpoints tried after the first one for a request (each next attempt counts one).', ['family', 'route']),
+    failedAttempts: m.counter('gw_failed_attempts_total', 'Attempts that failed and were followed by another (or by the answer held back), by family, endpoint, model (catalogue names; other) and reason (a status, reset, refused, timeout, first_token_timeout, stream_error, stream_incomplete, malformed_event, context_length, budget_spent).', ['family', 'endpoint', 'model', 'reason']),
+    fallbacks: m.counter('gw_fallbacks_total', 'Requests answered by a fallback model (model_fallbacks, ordered aliases).', ['family', 'route']),
     errors: m.counter('gw_errors_total', 'Requests answered with a gateway error (or broken off by one), by route and code (table codes; other).', ['route', 'code']),
     routing: m.counter('gw_routing_decisions_total', 'How model-aware routing decided, by family, strategy and decision (routed, fallback, rejected).', ['family', 'strategy', 'decision']),
   };

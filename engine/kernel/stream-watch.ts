@@ -60,6 +60,8 @@ function deltaHasContent(d: any): boolean {
 function classify(v: any, name: string): Kind {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return 'content';
   if (v.error !== undefined && v.error !== null && v.error !== false) return 'error';
+  // vLLM before its error envelope: {"object": "error", "message", "type", "code"}
+  if (v.object === 'error') return 'error';
   const type = typeof v.type === 'string' ? v.type : name;
   if (ERROR_EVENTS.has(type) || ERROR_EVENTS.has(name)) return 'error';
   if (TERMINATOR_EVENTS.has(type)) return 'terminator';
@@ -265,7 +267,19 @@ export class StreamWatch {
       return 'none';
     }
     v = fieldValue(buf, s, e, 'event');
-    if (v !== -1) this.evName = buf.toString('utf8', v, e);
+    if (v !== -1) {
+      this.evName = buf.toString('utf8', v, e);
+      return 'none';
+    }
+    v = fieldValue(buf, s, e, 'error');
+    if (v !== -1) {
+      // llama.cpp's server reports a failure as an `error: {json}` line (and may still send
+      // [DONE] after it): read it as `event: error` with that data.
+      this.evName = 'error';
+      const value = buf.toString('utf8', v, e);
+      if (this.evData === null) this.evData = value;
+      else (this.evMore ??= [this.evData]).push(value);
+    }
     return 'none'; // id:, retry: and unknown fields do not matter here
   }
 

@@ -264,6 +264,8 @@ describe('errors from the backend', () => {
     ['sse', 'Responses API response.failed', 'event: response.failed\ndata: {"type":"response.failed","response":{"id":"r","status":"failed","error":{"code":"server_error","message":"The model failed"}}}\n\n', 'The model failed'],
     ['sse', 'type error without an event name', 'data: {"type":"error","message":"bad"}\n\n', 'bad'],
     ['sse', 'error as a string', 'data: {"error":"CUDA out of memory"}\n\n', 'CUDA out of memory'],
+    ['sse', 'llama.cpp `error:` line', 'error: {"code":500,"message":"failed to decode the batch","type":"server_error"}\n\n', 'failed to decode the batch'],
+    ['sse', 'vLLM object: error', 'data: {"object":"error","message":"Engine loop has died","type":"InternalServerError","param":null,"code":500}\n\n', 'Engine loop has died'],
     ['ndjson', 'Ollama error line', '{"error":"model runner has unexpectedly stopped"}\n', 'model runner has unexpectedly stopped'],
   ];
   for (const [format, what, bytes, message] of errors) {
@@ -289,6 +291,14 @@ describe('errors from the backend', () => {
     expect(w.feed(Buffer.from(sse(chunk({}, 'stop'))[0] + 'data: [DONE]\n\n'))).toBe('none');
     expect(w.complete).toBe(false);
     expect(w.badEventStart).toBe(-1);
+  });
+
+  it('llama.cpp: an `error:` line followed by [DONE] is an error, never a complete stream', () => {
+    const w = new StreamWatch('sse');
+    const bytes = sse(chunk({ content: 'Hi' }))[0] + 'error: {"code":400,"message":"the request exceeds the available context size"}\n\ndata: [DONE]\n\n';
+    expect(w.feed(Buffer.from(bytes))).toBe('error');
+    expect(w.complete).toBe(false);
+    expect(w.problem).toBe('backend error: the request exceeds the available context size');
   });
 
   it('an error event that began in an earlier chunk begins at 0 of the chunk that revealed it', () => {

@@ -6,9 +6,7 @@ import type { Context } from './context.js';
 import { formatDuration } from './duration.js';
 import { errorBody, gwError } from './errors.js';
 import type { ReplyHeaders } from './json.js';
-
-const SSE = /^text\/event-stream/i;
-const NDJSON = /^application\/(x-)?(ndjson|jsonl|jsonlines)\b/i;
+import { NDJSON_CONTENT_TYPE as NDJSON, SSE_CONTENT_TYPE as SSE } from './stream-watch.js';
 
 /** What happened, in words, for the error the client receives and the log. */
 export function brokenReason(error: Error, idleMs: number): string {

@@ -1,0 +1,308 @@
+// What a streamed backend reply has shown so far, chunk by chunk: whether its first content has
+// arrived (until then the kernel holds the reply back and can still fail over), whether the
+// backend sent an error event or a malformed one, and whether the stream's terminator came (a
+// stream that just stops is never a success). Pure: no I/O, no timers.
+//
+// Cost: each byte is searched once for line ends with Buffer.indexOf; a line inside one chunk is
+// decoded straight from it (no copy); only the unfinished last line is kept between chunks; each
+// event's data is JSON.parse'd once. Lines end with LF or CRLF (a lone CR, which the SSE spec also
+// allows, is sent by no inference server we know and is not a line end here).
+
+/** Content types of the two stream formats (the one definition; broken-stream.ts uses them too). */
+export const SSE_CONTENT_TYPE = /^text\/event-stream/i;
+export const NDJSON_CONTENT_TYPE = /^application\/(x-)?(ndjson|jsonl|jsonlines)\b/i;
+
+export type StreamFormat = 'sse' | 'ndjson';
+
+/** The stream format of a reply's content type, or null (not a stream the watcher understands). */
+export function streamFormatOf(contentType: string | undefined): StreamFormat | null {
+  if (contentType === undefined) return null;
+  if (SSE_CONTENT_TYPE.test(contentType)) return 'sse';
+  if (NDJSON_CONTENT_TYPE.test(contentType)) return 'ndjson';
+  return null;
+}
+
+export type Seen = 'none' | 'content' | 'error' | 'malformed';
+
+/** An event (with the lines of its block) or an unfinished line longer than this is malformed. */
+export const MAX_EVENT_BYTES = 1024 * 1024;
+const PROBLEM_CHARS = 200;
+const EXCERPT_CHARS = 40;
+
+const LF = 0x0a;
+const CR = 0x0d;
+const COLON = 0x3a;
+const SPACE = 0x20;
+
+/** What one event is. */
+type Kind = 'none' | 'content' | 'terminator' | 'error';
+
+/** Event names (SSE `event:` or a JSON `type`) that carry no content, recognised positively:
+ *  anything not known to be empty counts as content, so an unknown format is never held back. */
+const EMPTY_EVENTS = new Set([
+  // messages API
+  'message_start', 'content_block_start', 'ping',
+  // Responses API (response.queued: the background-mode twin of response.in_progress)
+  'response.created', 'response.in_progress', 'response.queued', 'response.output_item.added', 'response.content_part.added',
+]);
+const TERMINATOR_EVENTS = new Set(['message_stop', 'response.completed', 'response.incomplete']);
+const ERROR_EVENTS = new Set(['error', 'response.failed']);
+
+const filled = (v: unknown): boolean => v !== undefined && v !== null && v !== '' && !(Array.isArray(v) && v.length === 0);
+
+/** Whether a chat-completions delta (or a message) carries anything a client would show or use. */
+function deltaHasContent(d: any): boolean {
+  if (typeof d !== 'object' || d === null) return filled(d);
+  return filled(d.content) || filled(d.reasoning_content) || filled(d.reasoning) || filled(d.refusal) || filled(d.tool_calls) || filled(d.function_call);
+}
+
+/** One parsed event's kind. `name`: its SSE event name ('' when none). */
+function classify(v: any, name: string): Kind {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return 'content';
+  if (v.error !== undefined && v.error !== null && v.error !== false) return 'error';
+  // vLLM before its error envelope: {"object": "error", "message", "type", "code"}
+  if (v.object === 'error') return 'error';
+  const type = typeof v.type === 'string' ? v.type : name;
+  if (ERROR_EVENTS.has(type) || ERROR_EVENTS.has(name)) return 'error';
+  if (TERMINATOR_EVENTS.has(type)) return 'terminator';
+  if (v.done === true || v.stop === true) return 'terminator';
+  if (EMPTY_EVENTS.has(type)) return 'none';
+  const choices = v.choices;
+  if (Array.isArray(choices)) {
+    let content = false;
+    for (const c of choices) {
+      if (typeof c !== 'object' || c === null) return 'content';
+      if (typeof c.finish_reason === 'string' && c.finish_reason !== '') return 'terminator';
+      if (c.delta !== undefined || c.message !== undefined) {
+        if (deltaHasContent(c.delta ?? c.message) || filled(c.text)) content = true;
+      } else if ('text' in c) {
+        if (filled(c.text)) content = true;
+      } else content = true; // a choice of a shape we do not know
+    }
+    return content ? 'content' : 'none';
+  }
+  // llama.cpp's native /completion: {content, stop: false}
+  if (v.stop === false && typeof v.content === 'string') return v.content === '' ? 'none' : 'content';
+  // Ollama's /api/chat {message, done: false} and /api/generate {response, done: false}
+  if (v.done === false) {
+    if (filled(v.thinking)) return 'content';
+    if (typeof v.message === 'object' && v.message !== null) return filled(v.message.content) || filled(v.message.thinking) || filled(v.message.tool_calls) ? 'content' : 'none';
+    if (typeof v.response === 'string') return v.response === '' ? 'none' : 'content';
+  }
+  return 'content';
+}
+
+const clip = (s: string, n: number): string => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+
+/** The backend's own words for an error event, else a short excerpt of it. */
+function errorProblem(v: any, data: string): string {
+  const e = v?.error;
+  const msg =
+    typeof e === 'string' ? e
+    : typeof e?.message === 'string' ? e.message
+    : typeof v?.message === 'string' ? v.message
+    : typeof v?.response?.error?.message === 'string' ? v.response.error.message
+    : null;
+  return clip(`backend error: ${msg ?? data}`, PROBLEM_CHARS);
+}
+
+/** Whether buf[s..e) is `field` followed by ':' or the line's end; returns where its value starts, or -1. */
+function fieldValue(buf: Buffer, s: number, e: number, field: string): number {
+  const n = field.length;
+  if (e - s < n) return -1;
+  for (let i = 0; i < n; i++) if (buf[s + i] !== field.charCodeAt(i)) return -1;
+  if (s + n === e) return e;
+  if (buf[s + n] !== COLON) return -1;
+  // One space after the colon is part of the syntax, not the value.
+  return buf[s + n + 1] === SPACE ? s + n + 2 : s + n + 1;
+}
+
+export class StreamWatch {
+  private _hasContent = false;
+  private _complete = false;
+  private _badEventStart = -1;
+  private _problem = '';
+  /** An error or malformed event was seen: the stream is over for the kernel; later chunks are ignored. */
+  private stopped = false;
+  private first = true;
+  /** The unfinished last line, in pieces (copies), and its length. */
+  private tail: Buffer[] = [];
+  private tailBytes = 0;
+  // The SSE event being read: its name, its data lines, its size so far, and where it began in
+  // the chunk being fed (0 when it began in an earlier one; -1: no event open).
+  private evName = '';
+  private evData: string | null = null;
+  private evMore: string[] | null = null;
+  private evBytes = 0;
+  private evStart = -1;
+
+  constructor(private readonly format: StreamFormat) {}
+
+  get hasContent(): boolean {
+    return this._hasContent;
+  }
+  get complete(): boolean {
+    return this._complete;
+  }
+  get badEventStart(): number {
+    return this._badEventStart;
+  }
+  get problem(): string {
+    return this._problem;
+  }
+
+  /** Feed the next chunk as it came from the backend (split anywhere). Returns 'error' or
+   *  'malformed' as soon as one is seen (the rest of the chunk is not examined, and later chunks
+   *  are ignored), else 'content' when this chunk carried the stream's first content, else 'none'. */
+  feed(chunk: Buffer): Seen {
+    this._badEventStart = -1;
+    if (this.stopped || chunk.length === 0) return 'none';
+    let seen: Seen = 'none';
+    if (this.evStart > 0) this.evStart = 0;
+    let pos = 0;
+    if (this.tailBytes > 0) {
+      const nl = chunk.indexOf(LF);
+      if (nl === -1) return this.keep(chunk, 0);
+      // The one copy: the unfinished line from earlier chunks joined with its end.
+      const line = Buffer.concat([...this.tail, chunk.subarray(0, nl)]);
+      this.tail = [];
+      this.tailBytes = 0;
+      const r = this.line(line, 0, line.length, 0);
+      if (r !== 'none') {
+        if (r !== 'content') return r;
+        seen = r;
+      }
+      pos = nl + 1;
+    }
+    while (pos < chunk.length) {
+      const nl = chunk.indexOf(LF, pos);
+      if (nl === -1) {
+        const r = this.keep(chunk, pos);
+        return r === 'none' ? seen : r;
+      }
+      const r = this.line(chunk, pos, nl, pos);
+      if (r !== 'none') {
+        if (r !== 'content') return r;
+        seen = r;
+      }
+      pos = nl + 1;
+    }
+    return seen;
+  }
+
+  /** Keep chunk[from..] as (part of) the unfinished line, within the size bound. */
+  private keep(chunk: Buffer, from: number): Seen {
+    // No event open: this unfinished line begins one (NDJSON: every line is one).
+    if (this.evStart === -1) this.evStart = from;
+    this.tailBytes += chunk.length - from;
+    if (this.evBytes + this.tailBytes > MAX_EVENT_BYTES) return this.tooLong();
+    this.tail.push(Buffer.from(chunk.subarray(from)));
+    return 'none';
+  }
+
+  private tooLong(): Seen {
+    this.tail = [];
+    this.tailBytes = 0;
+    return this.bad('malformed', `malformed stream: an event longer than ${MAX_EVENT_BYTES} bytes`);
+  }
+
+  private bad(seen: 'error' | 'malformed', problem: string): Seen {
+    this._badEventStart = Math.max(0, this.evStart);
+    this._problem = problem;
+    this.stopped = true;
+    this.resetEvent();
+    return seen;
+  }
+
+  private resetEvent(): void {
+    this.evName = '';
+    this.evData = null;
+    this.evMore = null;
+    this.evBytes = 0;
+    this.evStart = -1;
+  }
+
+  /** One complete line: buf[s..e) without its LF. `at`: where it begins in the chunk being fed. */
+  private line(buf: Buffer, s: number, e: number, at: number): Seen {
+    if (e > s && buf[e - 1] === CR) e--;
+    if (this.first) {
+      this.first = false;
+      // A byte-order mark before the first line is not part of it.
+      if (e - s >= 3 && buf[s] === 0xef && buf[s + 1] === 0xbb && buf[s + 2] === 0xbf) s += 3;
+    }
+    return this.format === 'sse' ? this.sseLine(buf, s, e, at) : this.ndjsonLine(buf, s, e, at);
+  }
+
+  private ndjsonLine(buf: Buffer, s: number, e: number, at: number): Seen {
+    if (s === e) return 'none';
+    if (this.evStart === -1) this.evStart = at;
+    if (e - s > MAX_EVENT_BYTES) return this.tooLong();
+    const text = buf.toString('utf8', s, e);
+    const r = this.event(text, '');
+    this.evStart = -1;
+    return r;
+  }
+
+  private sseLine(buf: Buffer, s: number, e: number, at: number): Seen {
+    if (s === e) {
+      // A blank line ends the event: one without data (comments only, a lone event name) is ignored.
+      if (this.evData === null) {
+        this.resetEvent();
+        return 'none';
+      }
+      const data = this.evMore === null ? this.evData : this.evMore.join('\n');
+      const r = this.event(data, this.evName);
+      if (!this.stopped) this.resetEvent();
+      return r;
+    }
+    if (this.evStart === -1) this.evStart = at;
+    this.evBytes += e - s + 1;
+    if (this.evBytes > MAX_EVENT_BYTES) return this.tooLong();
+    if (buf[s] === COLON) return 'none'; // a comment: keep-alive
+    let v = fieldValue(buf, s, e, 'data');
+    if (v !== -1) {
+      const value = buf.toString('utf8', v, e);
+      if (this.evData === null) this.evData = value;
+      else (this.evMore ??= [this.evData]).push(value);
+      return 'none';
+    }
+    v = fieldValue(buf, s, e, 'event');
+    if (v !== -1) {
+      this.evName = buf.toString('utf8', v, e);
+      return 'none';
+    }
+    v = fieldValue(buf, s, e, 'error');
+    if (v !== -1) {
+      // llama.cpp's server reports a failure as an `error: {json}` line (and may still send
+      // [DONE] after it): read it as `event: error` with that data.
+      this.evName = 'error';
+      const value = buf.toString('utf8', v, e);
+      if (this.evData === null) this.evData = value;
+      else (this.evMore ??= [this.evData]).push(value);
+    }
+    return 'none'; // id:, retry: and unknown fields do not matter here
+  }
+
+  /** Classify one event's data; record what it showed. */
+  private event(data: string, name: string): Seen {
+    let kind: Kind;
+    let value: unknown;
+    if (data === '[DONE]') kind = 'terminator';
+    else {
+      try {
+        value = JSON.parse(data);
+      } catch {
+        if (this.format === 'ndjson' && data.trim() === '') return 'none'; // a line of spaces
+        if (name === 'error') return this.bad('error', clip(`backend error: ${data}`, PROBLEM_CHARS));
+        return this.bad('malformed', `malformed stream: an event's data is not JSON (${data.length} chars: ${JSON.stringify(clip(data, EXCERPT_CHARS))})`);
+      }
+      kind = name === 'error' ? 'error' : classify(value, name);
+    }
+    if (kind === 'error') return this.bad('error', errorProblem(value, data));
+    if (kind === 'none') return 'none';
+    if (kind === 'terminator') this._complete = true;
+    if (this._hasContent) return 'none';
+    this._hasContent = true;
+    return 'content';
+  }
+}

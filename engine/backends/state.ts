@@ -37,7 +37,13 @@ export class Backends {
   /** Apply a configuration: endpoints kept, added (checked at once) or retired; settings updated. */
   reconcile(config: GatewayConfig, plans: readonly EndpointPlan[]): Reconciled {
     const b = config.proxy.circuit_breaker;
-    const breaker = { healthFailures: b.health_failures, proxyFailures: b.proxy_failures, openMs: parseDuration(b.open_timeout) };
+    const breaker = {
+      healthFailures: b.health_failures,
+      proxyFailures: b.proxy_failures,
+      initialOpenMs: parseDuration(b.initial_open_timeout),
+      maxOpenMs: parseDuration(b.open_timeout),
+      jitter: b.jitter,
+    };
     const r = this.endpoints.reconcile(plans, (profile) => timeoutsFor(profile, config), breaker);
     this.catalogue.reconcile(r.removed);
     this.health.reconcile(r);

@@ -38,7 +38,7 @@ export interface GatewayConfig {
   proxy: {
     load_balancer: string; degraded_traffic: { busy_one_in: number; warming_one_in: number }; connection_timeout: Duration; response_timeout: Duration; stream_idle_timeout: Duration;
     max_retries: number; profiles_dir: string; enable_optional_prefixes: boolean;
-    circuit_breaker: { health_failures: number; proxy_failures: number; open_timeout: Duration };
+    circuit_breaker: { health_failures: number; proxy_failures: number; open_timeout: Duration; initial_open_timeout: Duration; jitter: number };
   };
   discovery: {
     static: { endpoints: EndpointConfig[] };

@@ -19,6 +19,7 @@ beforeAll(async () => {
   slow = await new FakeBackend({ family: 'localrunner', name: 'slow', models: [{ name: 'llama3:latest', loaded: true }] }).start();
   quick = await new FakeBackend({ family: 'localrunner', name: 'quick', models: [{ name: 'qwen2.5:7b', loaded: true }] }).start();
   gw = await startGateway({
+    proxy: { circuit_breaker: { initial_open_timeout: '30s' } }, // an opened breaker stays open while a test looks
     discovery: {
       static: {
         // A check_timeout longer than any wait of these tests: only the client leaving can end a hung request.

@@ -11,6 +11,7 @@ import { HealthMonitor } from './health.js';
 import { EndpointRateGate, RateBuckets } from './rate-buckets.js';
 import { EndpointRegistry, type Reconciled } from './registry.js';
 import { Metrics } from './metrics.js';
+import { Residency } from './residency.js';
 import { Stats } from './telemetry.js';
 
 export class Backends {
@@ -18,6 +19,8 @@ export class Backends {
   readonly health: HealthMonitor;
   readonly catalogue: Catalogue;
   readonly discovery: DiscoveryService;
+  /** Which models each endpoint has loaded now (residency.isLoaded): the cold first-token deadline. */
+  readonly residency: Residency;
   readonly stats = new Stats();
   /** The Prometheus registry (/internal/metrics): its series outlive reloads like the counters. */
   readonly metrics = new Metrics();
@@ -28,8 +31,9 @@ export class Backends {
   constructor(config: GatewayConfig, plans: readonly EndpointPlan[], log: Logger, clock: () => number = () => performance.now()) {
     this.buckets = new RateBuckets(config.server.rate_limits.max_tracked_clients, clock);
     this.endpoints = new EndpointRegistry((ep, reason) => this.health.markFailed(ep, reason));
-    this.health = new HealthMonitor(this.endpoints, log);
     this.catalogue = new Catalogue(() => this.endpoints.all);
+    this.residency = new Residency(this.endpoints, this.catalogue, log);
+    this.health = new HealthMonitor(this.endpoints, log, (ep) => void this.residency.refresh(ep));
     this.discovery = new DiscoveryService(this.endpoints, this.catalogue, config, log);
     this.reconcile(config, plans);
   }
@@ -46,6 +50,7 @@ export class Backends {
     };
     const r = this.endpoints.reconcile(plans, (profile) => timeoutsFor(profile, config), breaker);
     this.catalogue.reconcile(r.removed);
+    for (const ep of r.removed) this.residency.forget(ep);
     this.health.reconcile(r);
     this.discovery.configure(config);
     this.buckets.configure(config.server.rate_limits.max_tracked_clients);
@@ -63,6 +68,7 @@ export class Backends {
 
   async stop(): Promise<void> {
     await this.health.stop();
+    await this.residency.stop();
     await this.discovery.stop();
     this.stats.stopObserving();
     await this.endpoints.close();

@@ -51,7 +51,7 @@ describe('api/ps merged from every endpoint', () => {
     const req = httpRequest(`${gw.url}/gw/localrunner/api/ps`, { agent: false });
     req.on('error', () => undefined);
     req.end();
-    await waitFor(() => slow.requestsTo('/api/ps').length === 1 && quick.requestsTo('/api/ps').length === 1, 'both endpoints asked');
+    await waitFor(() => slow.proxiedTo('/api/ps').length === 1 && quick.proxiedTo('/api/ps').length === 1, 'both endpoints asked');
     // Counted as in flight on the endpoint, like proxied traffic.
     await waitFor(() => ep('slow').active === 1, 'the hung request counted in flight');
     req.destroy();
@@ -81,7 +81,7 @@ describe('api/ps merged from every endpoint', () => {
       expect(breaker.state).toBe('open');
       const { json } = await ps();
       expect(names(json)).toEqual(['qwen2.5:7b']);
-      expect(slow.requestsTo('/api/ps')).toHaveLength(0);
+      expect(slow.proxiedTo('/api/ps')).toHaveLength(0);
     } finally {
       breaker.success({ probe: true });
     }
@@ -93,7 +93,7 @@ describe('api/ps merged from every endpoint', () => {
     expect(status).toBe(200);
     expect(headers['content-type']).toBe('application/json; charset=utf-8');
     expect(text).toBe('');
-    expect(slow.requestsTo('/api/ps')).toHaveLength(0);
-    expect(quick.requestsTo('/api/ps')).toHaveLength(0);
+    expect(slow.proxiedTo('/api/ps')).toHaveLength(0);
+    expect(quick.proxiedTo('/api/ps')).toHaveLength(0);
   });
 });

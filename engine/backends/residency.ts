@@ -55,7 +55,10 @@ export class Residency {
   /** Ask the endpoint what is loaded (after a passing health check); one request at a time. */
   refresh(ep: Endpoint): Promise<void> {
     const path = ep.profile.api.residency_path;
-    if (!path) return Promise.resolve();
+    if (!path) {
+      this.reports.delete(ep); // a reloaded profile may have dropped it
+      return Promise.resolve();
+    }
     return this.inFlight.run(ep, () => this.fetch(ep, path));
   }
 

@@ -4,6 +4,7 @@
 // unknown otherwise.
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeBackend, type FakeModel } from '../../engine/demo/index.js';
+import { RESIDENCY_REPLY_LIMIT } from '../../engine/backends/residency.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -57,6 +58,19 @@ describe('residency: which models are loaded now', () => {
     await gw!.gw.runtime.health.check(ep);
     expect(ep.routable).toBe(false);
     expect(isLoaded('llama3')).toBeUndefined();
+  });
+
+  it('a report that fails (larger than 1 MiB) makes it unknown and leaves health and the breaker alone', async () => {
+    const { fake, ep, isLoaded } = await setup('localrunner', [{ name: 'llama3:latest', loaded: true }]);
+    await waitFor(() => isLoaded('llama3') === true, 'the first report');
+    fake.models.push({ name: 'x'.repeat(RESIDENCY_REPLY_LIMIT + 1), loaded: true });
+    const asked = fake.requestsTo('/api/ps').length;
+    await gw!.gw.runtime.health.check(ep);
+    await waitFor(() => fake.requestsTo('/api/ps').length > asked && isLoaded('llama3') === undefined, 'the failed report forgotten');
+    expect(ep.state).toBe('healthy');
+    expect(ep.breaker).toMatchObject({ state: 'closed', proxyFailures: 0 });
+    const failed = gw!.logs.find((l) => l.msg === 'residency report failed; loaded models unknown');
+    expect(failed?.err).toBe(`the /api/ps reply larger than ${RESIDENCY_REPLY_LIMIT} bytes`);
   });
 
   it('is unknown for a family that does not report, unless discovery\'s list says loaded', async () => {

@@ -19,11 +19,12 @@ beforeAll(async () => {
   slow = await new FakeBackend({ family: 'localrunner', name: 'slow', models: [{ name: 'llama3:latest', loaded: true }] }).start();
   quick = await new FakeBackend({ family: 'localrunner', name: 'quick', models: [{ name: 'qwen2.5:7b', loaded: true }] }).start();
   gw = await startGateway({
-    proxy: { circuit_breaker: { initial_open_timeout: '30s' } }, // an opened breaker stays open while a test looks
+    proxy: { circuit_breaker: { initial_open_timeout: '30s' } }, // an opened breaker stays open while a test looks (no health check closes it either: check_interval below)
     discovery: {
       static: {
         // A check_timeout longer than any wait of these tests: only the client leaving can end a hung request.
-        endpoints: [endpoint('slow', 'localrunner', slow.url, { check_timeout: '120s' }), endpoint('quick', 'localrunner', quick.url)],
+        // No periodic checks: a passing one would close a breaker a test opened.
+        endpoints: [endpoint('slow', 'localrunner', slow.url, { check_timeout: '120s', check_interval: '60s' }), endpoint('quick', 'localrunner', quick.url, { check_interval: '60s' })],
       },
     },
   });

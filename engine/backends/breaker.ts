@@ -1,15 +1,25 @@
 // One circuit breaker per endpoint. Closed → Open after 3 consecutive failed health checks or
-// 5 consecutive proxy failures; Open for 30 s; then Half-Open admits exactly one test request:
-// its success closes the breaker, its failure reopens it.
+// 5 consecutive proxy failures; then Half-Open admits exactly one test request: its success
+// closes the breaker, its failure reopens it. The open period grows with each opening that no
+// close came between (initial × 2^(n-1), jittered, never above the longest), so a backend that is
+// down for long is not probed every second while one that blinked is back within about a second.
+// A passing health check closes it at once: the gateway never holds a recovered backend out
+// longer than a direct client would.
 export type BreakerState = 'closed' | 'open' | 'half-open';
 
 export interface BreakerSettings {
   healthFailures: number;
   proxyFailures: number;
-  openMs: number;
+  /** The first open period after a close. */
+  initialOpenMs: number;
+  /** The longest open period (the growth stops there; jitter never goes above it). */
+  maxOpenMs: number;
+  /** Each period is scaled by a random factor in [1 - jitter, 1 + jitter], so breakers that opened
+   *  together (one outage) do not all probe at the same instant. */
+  jitter: number;
 }
 
-/** What admit() hands out: whether this request is the half-open test request. */
+/** What admit() hands out: whether this request is the test request. */
 export type Ticket = { probe: boolean };
 const NORMAL: Ticket = { probe: false };
 
@@ -19,27 +29,46 @@ export class CircuitBreaker {
   healthFailures = 0;
   openedAt = 0;
   openedBy: 'health' | 'proxy' | null = null;
+  /** Openings since the last close: the n of the open period's growth. */
+  openings = 0;
+  /** How long this opening lasts (chosen when it opened). */
+  openMs = 0;
   private probing = false;
 
-  constructor(private settings: BreakerSettings, private readonly now: () => number = Date.now) {}
+  /** `now`: milliseconds; `random`: [0, 1) — both injected so tests are deterministic. */
+  constructor(
+    private settings: BreakerSettings,
+    private readonly now: () => number = Date.now,
+    private readonly random: () => number = Math.random,
+  ) {}
 
-  /** New thresholds from a reloaded configuration; the current state is kept. */
+  /** New thresholds from a reloaded configuration; the current state (and period) is kept. */
   configure(settings: BreakerSettings): void {
     this.settings = settings;
   }
 
   /** The state as a request would see it now (an Open breaker past its time reads Half-Open). */
   get state(): BreakerState {
-    if (this.current === 'open' && this.now() - this.openedAt >= this.settings.openMs) return 'half-open';
+    if (this.current === 'open' && this.now() >= this.openUntil) return 'half-open';
     return this.current;
   }
 
-  /** A ticket when the request may go to the endpoint now, null when it must skip it. */
-  admit(): Ticket | null {
+  /** When an Open breaker lets its test request through (epoch milliseconds). */
+  get openUntil(): number {
+    return this.openedAt + this.openMs;
+  }
+
+  /**
+   * A ticket when the request may go to the endpoint now, null when it must skip it.
+   * `lastResort`: the endpoint is the request's only hope (every candidate's breaker is open), so
+   * an Open breaker hands out its test request early instead of refusing until its time is up.
+   */
+  admit(lastResort = false): Ticket | null {
     const state = this.state;
     if (state === 'closed') return NORMAL;
-    if (state === 'open' || this.probing) return null;
-    this.current = 'half-open';
+    if (this.probing || (state === 'open' && !lastResort)) return null;
+    // An early (last-resort) probe leaves the breaker Open: its outcome decides, as a test's does.
+    if (state === 'half-open') this.current = 'half-open';
     this.probing = true;
     return { probe: true };
   }
@@ -66,11 +95,11 @@ export class CircuitBreaker {
     if (this.current === 'closed' && this.healthFailures >= this.settings.healthFailures) this.open('health');
   }
 
-  /** A passing health check closes a breaker that health checks opened; one opened by proxy
-   *  failures waits for its test request (the backend may answer health and still fail work). */
+  /** A passing health check closes the breaker, whoever opened it: the backend is answering, and
+   *  a direct client would be using it now. If it still fails work, proxy failures reopen it. */
   healthSuccess(): void {
     this.healthFailures = 0;
-    if (this.current !== 'closed' && this.openedBy === 'health') this.close();
+    if (this.current !== 'closed') this.close();
   }
 
   private open(by: 'health' | 'proxy'): void {
@@ -78,6 +107,16 @@ export class CircuitBreaker {
     this.openedAt = this.now();
     this.openedBy = by;
     this.probing = false;
+    this.openings++;
+    this.openMs = this.period(this.openings);
+  }
+
+  /** initial × 2^(n-1), capped, jittered, capped again (the longest period is a promise). */
+  private period(n: number): number {
+    const { initialOpenMs, maxOpenMs, jitter } = this.settings;
+    const base = Math.min(maxOpenMs, initialOpenMs * 2 ** Math.min(n - 1, 52));
+    const factor = 1 - jitter + 2 * jitter * this.random();
+    return Math.min(maxOpenMs, base * factor);
   }
 
   private close(): void {
@@ -86,5 +125,6 @@ export class CircuitBreaker {
     this.healthFailures = 0;
     this.openedBy = null;
     this.probing = false;
+    this.openings = 0;
   }
 }

@@ -53,7 +53,9 @@ export class HealthMonitor {
   /** Aborts the checks under way at shutdown: stopping never waits on a backend that hangs. */
   private readonly halt = new AbortController();
 
-  constructor(private readonly registry: EndpointRegistry, private readonly log: Logger) {}
+  /** `afterPass`: run (not awaited) after each passing check — the residency report, which must
+   *  neither delay nor join the health check (a connection failure's re-check must not wait on it). */
+  constructor(private readonly registry: EndpointRegistry, private readonly log: Logger, private readonly afterPass?: (ep: Endpoint) => void) {}
 
   private started = false;
 
@@ -145,6 +147,7 @@ export class HealthMonitor {
     }
     this.registry.setState(ep, v.state, v.reason);
     if (v.state === 'healthy' && from !== 'healthy') this.registry.emit('recovered', ep);
+    if (v.state === 'healthy') this.afterPass?.(ep);
     this.schedule(ep, v.retryAfterMs ?? backoffDelay(ep.checkIntervalMs, ep.consecutiveFailures));
   }
 }

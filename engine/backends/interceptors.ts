@@ -24,6 +24,9 @@ export interface SendOptions extends Dispatcher.DispatchOptions {
   replaySafe: boolean;
   /** Set by staleRetry on its replay: a connection of its own. */
   fresh?: boolean;
+  /** Set by the kernel when every candidate's breaker is open: an Open breaker lets this one
+   *  through as its test request rather than refusing the request's only hope. */
+  lastResort?: boolean;
 }
 
 /** Passes every callback on; a subclass overrides the ones it watches. */
@@ -72,7 +75,7 @@ class BreakerWatch extends Forwarding {
 }
 
 export const breaker = (ep: Endpoint): Interceptor => (next) => (opts, handler) => {
-  const ticket = ep.breaker.admit();
+  const ticket = ep.breaker.admit(opts.lastResort === true);
   if (!ticket) {
     handler.onResponseError?.(null as unknown as Controller, new BreakerOpen(ep.name));
     return true;

@@ -11,6 +11,7 @@ import { HealthMonitor } from './health.js';
 import { EndpointRateGate, RateBuckets } from './rate-buckets.js';
 import { EndpointRegistry, type Reconciled } from './registry.js';
 import { Metrics } from './metrics.js';
+import { Residency } from './residency.js';
 import { RetryBudget, type RetryBudgetSettings } from './retry-budget.js';
 import { Stats } from './telemetry.js';
 
@@ -19,6 +20,8 @@ export class Backends {
   readonly health: HealthMonitor;
   readonly catalogue: Catalogue;
   readonly discovery: DiscoveryService;
+  /** Which models each endpoint has loaded now (residency.isLoaded): the cold first-token deadline. */
+  readonly residency: Residency;
   readonly stats = new Stats();
   /** The Prometheus registry (/internal/metrics): its series outlive reloads like the counters. */
   readonly metrics = new Metrics();
@@ -32,8 +35,9 @@ export class Backends {
     this.buckets = new RateBuckets(config.server.rate_limits.max_tracked_clients, clock);
     this.retries = new RetryBudget(fleetOf(config));
     this.endpoints = new EndpointRegistry((ep, reason) => this.health.markFailed(ep, reason));
-    this.health = new HealthMonitor(this.endpoints, log);
     this.catalogue = new Catalogue(() => this.endpoints.all);
+    this.residency = new Residency(this.endpoints, this.catalogue, log);
+    this.health = new HealthMonitor(this.endpoints, log, (ep) => void this.residency.refresh(ep));
     this.discovery = new DiscoveryService(this.endpoints, this.catalogue, config, log);
     this.reconcile(config, plans);
   }
@@ -41,9 +45,16 @@ export class Backends {
   /** Apply a configuration: endpoints kept, added (checked at once) or retired; settings updated. */
   reconcile(config: GatewayConfig, plans: readonly EndpointPlan[]): Reconciled {
     const b = config.proxy.circuit_breaker;
-    const breaker = { healthFailures: b.health_failures, proxyFailures: b.proxy_failures, openMs: parseDuration(b.open_timeout) };
+    const breaker = {
+      healthFailures: b.health_failures,
+      proxyFailures: b.proxy_failures,
+      initialOpenMs: parseDuration(b.initial_open_timeout),
+      maxOpenMs: parseDuration(b.open_timeout),
+      jitter: b.jitter,
+    };
     const r = this.endpoints.reconcile(plans, (profile) => timeoutsFor(profile, config), breaker);
     this.catalogue.reconcile(r.removed);
+    for (const ep of r.removed) this.residency.forget(ep);
     this.health.reconcile(r);
     this.discovery.configure(config);
     this.buckets.configure(config.server.rate_limits.max_tracked_clients);
@@ -62,6 +73,7 @@ export class Backends {
 
   async stop(): Promise<void> {
     await this.health.stop();
+    await this.residency.stop();
     await this.discovery.stop();
     this.stats.stopObserving();
     await this.endpoints.close();

@@ -13,7 +13,7 @@ export interface FakeModel {
   context?: number;
   /** llama.cpp only: the per-slot serving context (meta.n_ctx); default min(context, 4096). */
   servingContext?: number;
-  /** Loaded now (the runner's api/ps); when no model says so, the first one is. */
+  /** Loaded now (localrunner's api/ps, mlxmulti's v1/models/status); when no model says so, the first one is. */
   loaded?: boolean;
 }
 
@@ -207,6 +207,11 @@ export class FakeBackend {
 
   requestsTo(path: string): Recorded[] {
     return this.received.filter((r) => r.url.split('?')[0] === path);
+  }
+
+  /** Those the gateway proxied (`traffic`) to `path`: not its own health, discovery or residency requests. */
+  proxiedTo(path: string): Recorded[] {
+    return this.traffic.filter((r) => r.url.split('?')[0] === path);
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

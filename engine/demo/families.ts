@@ -2,7 +2,7 @@
 // under the prefix). Paths not listed here get an echo of what arrived.
 import type { ServerResponse } from 'node:http';
 import type { FakeBackend, Recorded } from './backend.js';
-import { chatCompletion, completion, embeddings, modelList, modelObject, nativeCountTokens, nativeMessages, pieces, sendJson, vector, type ListFormat } from './openai.js';
+import { chatCompletion, completion, embeddings, loadedModels, modelList, modelObject, nativeCountTokens, nativeMessages, pieces, sendJson, vector, type ListFormat } from './openai.js';
 import { responses } from './responses.js';
 
 export interface Handler {
@@ -75,8 +75,7 @@ const ollamaEmbed: Handler['fn'] = (f, r, res) => {
 /** GET /api/ps: the loaded models (those marked loaded, else the first), each held for five more minutes. */
 const ollamaPs: Handler['fn'] = (f, _r, res) => {
   const details = { parent_model: '', format: 'gguf', family: 'llama', families: ['llama'], parameter_size: '8B', quantization_level: 'Q4_K_M' };
-  const loaded = f.models.filter((m) => m.loaded);
-  const models = (loaded.length ? loaded : f.models.slice(0, 1)).map((m) => ({
+  const models = loadedModels(f).map((m) => ({
     name: m.name, model: m.name, size: m.size ?? 4_000_000_000, digest: (m.digest ?? `sha256:${m.name}`).replace(/^sha256:/, ''), details,
     expires_at: new Date(Date.now() + 300_000).toISOString(), size_vram: m.size ?? 4_000_000_000, context_length: m.context ?? 4096,
   }));

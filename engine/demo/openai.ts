@@ -1,7 +1,7 @@
 // Chat-completions style replies (the "common formats" of the spec) and the model-list shapes
 // of each family, produced from a fake's models and reply text.
 import type { ServerResponse } from 'node:http';
-import type { FakeBackend, Recorded } from './backend.js';
+import type { FakeBackend, FakeModel, Recorded } from './backend.js';
 
 const CREATED = 1_732_000_000;
 
@@ -151,6 +151,12 @@ export function modelObject(fake: FakeBackend, rec: Recorded, res: ServerRespons
 
 export type ListFormat = 'common' | 'hosted' | 'multigateway' | 'pagedengine' | 'radixengine' | 'mlxmulti' | 'cppengine' | 'deskrunner' | 'deskrunner-legacy' | 'localrunner' | 'npuengine' | 'mlxmulti-status';
 
+/** The models loaded now: those marked loaded, else the first (api/ps, v1/models/status). */
+export function loadedModels(fake: FakeBackend): FakeModel[] {
+  const marked = fake.models.filter((x) => x.loaded);
+  return marked.length ? marked : fake.models.slice(0, 1);
+}
+
 /** Each family's model list, with the context window where and how that engine reports it. */
 export function modelList(fake: FakeBackend, format: ListFormat): unknown {
   const m = fake.models;
@@ -187,11 +193,13 @@ export function modelList(fake: FakeBackend, format: ListFormat): unknown {
           engines: { chat_completions: { context_length: x.context ?? 8192, max_tokens: 4096, tokenizer: 'bpe' } },
         })),
       };
-    case 'mlxmulti-status':
+    case 'mlxmulti-status': {
+      const loaded = loadedModels(fake);
       return {
-        model_count: m.length, loaded_count: 1,
-        models: m.map((x, i) => ({ id: x.name, loaded: i === 0, is_loading: false, pinned: false, estimated_size: x.size ?? 2_000_000_000, last_access: i === 0 ? CREATED : null })),
+        model_count: m.length, loaded_count: loaded.length,
+        models: m.map((x) => ({ id: x.name, loaded: loaded.includes(x), is_loading: false, pinned: false, estimated_size: x.size ?? 2_000_000_000, last_access: loaded.includes(x) ? CREATED : null })),
       };
+    }
     default:
       return {
         object: 'list',

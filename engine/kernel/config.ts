@@ -41,7 +41,7 @@ export interface GatewayConfig {
     max_retries: number; profiles_dir: string;
     retry: { on_statuses: number[]; budget: Duration; backoff: Duration; fleet: { ratio: number; min_per_second: number; window: Duration } };
     first_token_timeout: Duration; cold_first_token_timeout: Duration; enable_optional_prefixes: boolean;
-    circuit_breaker: { health_failures: number; proxy_failures: number; open_timeout: Duration };
+    circuit_breaker: { health_failures: number; proxy_failures: number; open_timeout: Duration; initial_open_timeout: Duration; jitter: number };
   };
   discovery: {
     static: { endpoints: EndpointConfig[] };

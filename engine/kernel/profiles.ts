@@ -26,6 +26,9 @@ export interface Profile {
     model_discovery_path?: string;
     /** Per-model details (Ollama's /api/show): context windows the list lacks. */
     model_info_path?: string;
+    /** What the backend has loaded now (localrunner api/ps, mlxmulti v1/models/status): read
+     *  after each passing health check (backends/residency.ts). */
+    residency_path?: string;
     health_check_path?: string;
     metrics_path?: string;
     /** What backend error replies gain (engine-agnostic; plugins/lib/error-context.ts). */

@@ -9,6 +9,7 @@ import type { HealthMonitor } from '../backends/health.js';
 import type { EndpointRegistry } from '../backends/registry.js';
 import type { Metrics } from '../backends/metrics.js';
 import type { RateBuckets } from '../backends/rate-buckets.js';
+import type { Residency } from '../backends/residency.js';
 import type { RetryBudget } from '../backends/retry-budget.js';
 import type { Stats } from '../backends/telemetry.js';
 import type { GatewayConfig } from './config.js';
@@ -32,6 +33,8 @@ export interface Runtime {
   health: HealthMonitor;
   catalogue: Catalogue;
   discovery: DiscoveryService;
+  /** Which models each endpoint has loaded now: `residency.isLoaded(ep, model)`, undefined when unknown. */
+  residency: Residency;
   stats: Stats;
   metrics: Metrics;
   /** The rate limits' token buckets (server.rate_limits), shared by every route. */
@@ -48,6 +51,6 @@ export function runtimeOf(o: { config: GatewayConfig; source: string; profiles: 
   const { backends } = o;
   return {
     config: o.config, source: o.source, profiles: o.profiles, log: o.log, version: o.version, startedAt: o.startedAt, reload: o.reload,
-    endpoints: backends.endpoints, health: backends.health, catalogue: backends.catalogue, discovery: backends.discovery, stats: backends.stats, metrics: backends.metrics, buckets: backends.buckets, retries: backends.retries,
+    endpoints: backends.endpoints, health: backends.health, catalogue: backends.catalogue, discovery: backends.discovery, residency: backends.residency, stats: backends.stats, metrics: backends.metrics, buckets: backends.buckets, retries: backends.retries,
   };
 }

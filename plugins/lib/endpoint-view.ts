@@ -50,6 +50,10 @@ export function endpointDetail(ep: Endpoint, stats: Stats) {
       health_failures: breaker.healthFailures,
       opened_by: breaker.openedBy,
       opened_at: breaker.openedBy ? new Date(breaker.openedAt).toISOString() : null,
+      /** When it lets a test request through (past, once half-open); null when closed. */
+      open_until: breaker.openedBy ? new Date(breaker.openUntil).toISOString() : null,
+      /** Openings since the last close: each one's period is twice the one before. */
+      consecutive_openings: breaker.openings,
     },
     uptime_percentage: ep.uptimePercentage,
     last_check: ep.lastCheck?.toISOString() ?? null,

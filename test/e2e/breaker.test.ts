@@ -3,6 +3,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { FakeBackend } from '../../engine/demo/index.js';
+import type { Endpoint } from '../../engine/backends/endpoints.js';
+import { BreakerOpen } from '../../engine/backends/failures.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -13,10 +15,11 @@ afterEach(async () => {
   [gw, fakes] = [null, []];
 });
 
+/** `openTimeout`: every open period (no growth, no jitter), so a test knows when it ends. */
 async function setup(n: number, openTimeout = '30s') {
   fakes = await Promise.all(Array.from({ length: n }, (_, i) => new FakeBackend({ family: 'pagedengine', name: `f${i}` }).start()));
   gw = await startGateway({
-    proxy: { circuit_breaker: { open_timeout: openTimeout } },
+    proxy: { circuit_breaker: { open_timeout: openTimeout, initial_open_timeout: openTimeout, jitter: 0 } },
     discovery: { static: { endpoints: fakes.map((f, i) => endpoint(f.name, 'pagedengine', f.url, { priority: 100 - i, check_interval: '60s' })) } },
   });
   return gw.gw.runtime.endpoints.all;
@@ -27,6 +30,22 @@ async function send(g: Started) {
   const res = await chat(g);
   const body = (await res.body.json()) as any;
   return { status: res.statusCode, endpoint: res.headers['x-gw-endpoint'], body };
+}
+
+/** One request straight through the endpoint's send path (what the kernel does per attempt). */
+function dispatch(ep: Endpoint, lastResort: boolean): Promise<number | string> {
+  return new Promise((resolve) => {
+    let status = 0;
+    ep.dispatch(
+      { path: '/v1/chat/completions', method: 'POST', body: '{"model":"test-model","messages":[]}', headers: { 'content-type': 'application/json' }, replaySafe: true, lastResort },
+      {
+        onResponseStart: (_c, s) => void (status = s),
+        onResponseData: () => undefined,
+        onResponseEnd: () => resolve(status),
+        onResponseError: (_c, e) => resolve(e instanceof BreakerOpen ? 'BreakerOpen' : e.message),
+      },
+    );
+  });
 }
 
 describe('circuit breaker', () => {
@@ -92,6 +111,40 @@ describe('circuit breaker', () => {
     await waitFor(() => a.breaker.state === 'half-open', 'the breaker to turn half-open');
     expect((await send(gw!)).status).toBe(500);
     expect(a.breaker.state).toBe('open');
+  });
+
+  it('closes a breaker opened by proxy failures at the next passing health check, without a test request', async () => {
+    const [a] = await setup(1);
+    fakes[0].behaviour.status = 500;
+    for (let i = 0; i < 5; i++) await send(gw!);
+    expect(a.breaker).toMatchObject({ state: 'open', openedBy: 'proxy' });
+    fakes[0].reset();
+    await gw!.gw.runtime.health.check(a); // the check its schedule would run next
+    expect(a.breaker.state).toBe('closed');
+    expect(fakes[0].traffic).toHaveLength(0);
+    expect(await send(gw!)).toMatchObject({ status: 200, endpoint: 'f0' });
+  });
+
+  it('lets a last-resort request through an open breaker as its test request; its success closes it', async () => {
+    const [a] = await setup(1);
+    fakes[0].behaviour.status = 500;
+    for (let i = 0; i < 5; i++) await send(gw!);
+    fakes[0].reset();
+    expect(await dispatch(a, false)).toBe('BreakerOpen');
+    expect(fakes[0].traffic).toHaveLength(0);
+    expect(await dispatch(a, true)).toBe(200);
+    expect(a.breaker.state).toBe('closed');
+  });
+
+  it('shows on the status route when an open breaker lets its test request through, and how many openings in a row', async () => {
+    const [a] = await setup(1);
+    fakes[0].behaviour.status = 500;
+    for (let i = 0; i < 5; i++) await send(gw!);
+    const res = await request(`${gw!.url}/internal/status/endpoints`);
+    const view = ((await res.body.json()) as any).endpoints[0].circuit_breaker;
+    expect(view).toMatchObject({ state: 'open', opened_by: 'proxy', consecutive_openings: 1 });
+    expect(Date.parse(view.open_until) - Date.parse(view.opened_at)).toBe(30_000);
+    expect(view.open_until).toBe(new Date(a.breaker.openUntil).toISOString());
   });
 
   it('never counts client-caused statuses', async () => {

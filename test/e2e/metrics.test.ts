@@ -88,7 +88,7 @@ describe('/internal/metrics', () => {
   });
 
   it('shows a breaker opening: five 5xx replies move the state from closed to open', async () => {
-    const g = await setup('pagedengine', 2);
+    const g = await setup('pagedengine', 2, { proxy: { circuit_breaker: { initial_open_timeout: '30s' } } });
     const start = (await scrape(g)).text;
     expect(sample(start, 'gw_endpoint_breaker_state', { endpoint: 'f0', state: 'closed' })).toBe(1);
     expect(sample(start, 'gw_endpoint_breaker_state', { endpoint: 'f0', state: 'open' })).toBe(0);

@@ -87,8 +87,8 @@ describe('the same list from every call, whichever endpoint would have answered'
     expect(status).toBe(200);
     expect(json.models.map((m: any) => m.name)).toEqual(['llama3.1:8b', 'qwen2.5:7b']);
     expect(json.models[1]).toMatchObject({ model: 'qwen2.5:7b', digest: 'qw', size_vram: 4_000_000_000, expires_at: expect.any(String) });
-    expect(local1.requestsTo('/api/ps')).toHaveLength(1);
-    expect(local2.requestsTo('/api/ps')).toHaveLength(1);
+    expect(local1.proxiedTo('/api/ps')).toHaveLength(1);
+    expect(local2.proxiedTo('/api/ps')).toHaveLength(1);
   });
 });
 

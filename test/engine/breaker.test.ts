@@ -1,10 +1,20 @@
 import { describe, expect, it } from 'vitest';
-import { CircuitBreaker } from '../../engine/backends/breaker.js';
+import { CircuitBreaker, type BreakerSettings } from '../../engine/backends/breaker.js';
 
-function breaker() {
+/** A breaker on a hand-moved clock and a scripted random source (0.5 = no jitter effect). */
+function breaker(settings: Partial<BreakerSettings> = {}, random: () => number = () => 0.5) {
   let now = 1_000_000;
-  const b = new CircuitBreaker({ healthFailures: 3, proxyFailures: 5, openMs: 30_000 }, () => now);
-  return { b, advance: (ms: number) => (now += ms) };
+  const b = new CircuitBreaker({ healthFailures: 3, proxyFailures: 5, initialOpenMs: 1_000, maxOpenMs: 30_000, jitter: 0, ...settings }, () => now, random);
+  return { b, advance: (ms: number) => (now += ms), now: () => now };
+}
+
+const trip = (b: CircuitBreaker) => {
+  for (let i = 0; i < 5; i++) b.failure(b.admit()!);
+};
+
+/** How much longer the breaker stays Open. */
+function openFor(b: CircuitBreaker, now: () => number): number {
+  return b.openUntil - now();
 }
 
 describe('circuit breaker', () => {
@@ -30,10 +40,20 @@ describe('circuit breaker', () => {
     expect(b.state).toBe('closed');
   });
 
-  it('admits exactly one test request once open for 30 s; its success closes the breaker', () => {
+  it('closes a breaker opened by proxy failures at the next passing health check', () => {
+    const { b } = breaker();
+    trip(b);
+    expect(b.openedBy).toBe('proxy');
+    b.healthSuccess();
+    expect(b.state).toBe('closed');
+    expect(b.admit()).toEqual({ probe: false });
+    expect(b.openings).toBe(0);
+  });
+
+  it('admits exactly one test request once its period is over; its success closes the breaker', () => {
     const { b, advance } = breaker();
-    for (let i = 0; i < 5; i++) b.failure(b.admit()!);
-    advance(29_999);
+    trip(b);
+    advance(999);
     expect(b.admit()).toBeNull();
     advance(1);
     expect(b.state).toBe('half-open');
@@ -45,38 +65,110 @@ describe('circuit breaker', () => {
     expect(b.admit()).toEqual({ probe: false });
   });
 
-  it('reopens for another 30 s when the test request fails', () => {
-    const { b, advance } = breaker();
-    for (let i = 0; i < 5; i++) b.failure(b.admit()!);
-    advance(30_000);
-    b.failure(b.admit()!);
-    expect(b.state).toBe('open');
-    advance(29_000);
-    expect(b.admit()).toBeNull();
+  it('doubles the open period with each failed test request, up to open_timeout', () => {
+    const { b, advance, now } = breaker();
+    trip(b);
+    const periods: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      periods.push(openFor(b, now));
+      expect(b.openings).toBe(i + 1);
+      advance(periods[i] - 1);
+      expect(b.admit()).toBeNull();
+      advance(1);
+      b.failure(b.admit()!);
+    }
+    expect(periods).toEqual([1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000]);
+  });
+
+  it('starts again from the initial period after a close', () => {
+    const { b, advance, now } = breaker();
+    trip(b);
     advance(1_000);
-    expect(b.admit()!.probe).toBe(true);
+    b.failure(b.admit()!);
+    expect(openFor(b, now)).toBe(2_000);
+    advance(2_000);
+    b.success(b.admit()!);
+    expect(b.openings).toBe(0);
+    trip(b);
+    expect(openFor(b, now)).toBe(1_000);
+    b.healthSuccess();
+    trip(b);
+    expect(openFor(b, now)).toBe(1_000);
+  });
+
+  it('jitters each period within [1 - jitter, 1 + jitter], never above open_timeout', () => {
+    for (const [random, first, capped] of [
+      [0, 800, 24_000],
+      [0.999999, 1_200, 30_000],
+      [0.25, 900, 27_000],
+    ] as const) {
+      const { b, advance, now } = breaker({ jitter: 0.2 }, () => random);
+      trip(b);
+      expect(openFor(b, now)).toBeCloseTo(first, 0);
+      for (let i = 0; i < 7; i++) {
+        advance(openFor(b, now));
+        b.failure(b.admit()!);
+      }
+      expect(b.openings).toBe(8);
+      expect(openFor(b, now)).toBeCloseTo(capped, 0);
+    }
+  });
+
+  it('lets the last-resort request test an Open breaker early, one at a time; its success closes it', () => {
+    const { b } = breaker();
+    trip(b);
+    expect(b.admit()).toBeNull();
+    const probe = b.admit(true)!;
+    expect(probe).toEqual({ probe: true });
+    expect(b.admit(true)).toBeNull();
+    expect(b.admit()).toBeNull();
+    b.success(probe);
+    expect(b.state).toBe('closed');
+  });
+
+  it('reopens for the next, longer period when the last-resort test fails', () => {
+    const { b, now } = breaker();
+    trip(b);
+    b.failure(b.admit(true)!);
+    expect(b.state).toBe('open');
+    expect(b.openings).toBe(2);
+    expect(openFor(b, now)).toBe(2_000);
+    // The next last-resort request may test again: the failed one is over.
+    expect(b.admit(true)).toEqual({ probe: true });
+  });
+
+  it('gives the last-resort test back when its client left', () => {
+    const { b } = breaker();
+    trip(b);
+    b.release(b.admit(true)!);
+    expect(b.state).toBe('open');
+    expect(b.admit()).toBeNull();
+    expect(b.admit(true)).toEqual({ probe: true });
   });
 
   it('lets another request test when the test request was abandoned by its client', () => {
     const { b, advance } = breaker();
-    for (let i = 0; i < 5; i++) b.failure(b.admit()!);
-    advance(30_000);
+    trip(b);
+    advance(1_000);
     b.release(b.admit()!);
     expect(b.admit()!.probe).toBe(true);
-  });
-
-  it('keeps a proxy-opened breaker open through passing health checks', () => {
-    const { b } = breaker();
-    for (let i = 0; i < 5; i++) b.failure(b.admit()!);
-    b.healthSuccess();
-    expect(b.state).toBe('open');
   });
 
   it('ignores late results of requests admitted before it opened', () => {
     const { b } = breaker();
     const early = b.admit()!;
-    for (let i = 0; i < 5; i++) b.failure(b.admit()!);
+    trip(b);
     b.success(early);
     expect(b.state).toBe('open');
+  });
+
+  it('keeps the current period across a reload and uses the new settings from the next opening', () => {
+    const { b, advance, now } = breaker();
+    trip(b);
+    b.configure({ healthFailures: 3, proxyFailures: 5, initialOpenMs: 5_000, maxOpenMs: 60_000, jitter: 0 });
+    expect(openFor(b, now)).toBe(1_000);
+    advance(1_000);
+    b.failure(b.admit()!);
+    expect(openFor(b, now)).toBe(10_000);
   });
 });

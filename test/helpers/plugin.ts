@@ -17,7 +17,7 @@ export const profiles = loadProfiles('/nonexistent');
 export function testEnv(extra: Partial<PluginEnv> = {}): PluginEnv & { logs: Record<string, any>[] } {
   const { logs, destination } = memoryLogs();
   return {
-    config: loadConfig(null, {}).config, source: 'test', profiles, endpoints: undefined as never, health: undefined as never, catalogue: undefined as never, discovery: undefined as never,
+    config: loadConfig(null, {}).config, source: 'test', profiles, endpoints: undefined as never, health: undefined as never, catalogue: undefined as never, discovery: undefined as never, residency: undefined as never,
     stats: new Stats(), metrics: new Metrics(), buckets: new RateBuckets(1000, () => performance.now()), log: createLogger('debug', destination), version: '0.0.0-test', startedAt: new Date(),
     reload: { generation: 1, last_attempt: null, ok: true, error: null }, pipeline: 'test', logs, ...extra,
   };

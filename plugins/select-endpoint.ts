@@ -8,6 +8,10 @@
 // - when it names none, on a generation or embedding route, the endpoints that list a model of
 //   that kind (lib/route-kinds.ts); on any other route, every routable endpoint.
 // Then the order (lib/balancing.ts): the balancing strategy, the Busy/Warming weights, capacity.
+// When no endpoint is routable, one that failed (Unhealthy, Offline) gets the request as a last
+// resort — one such request at a time — rather than the client a 503 until the next health check:
+// a backend that is back answers at once, as it would to a direct client, and its health is
+// checked again at once.
 import type { Context } from '../engine/kernel/context.js';
 import { parseDuration } from '../engine/kernel/duration.js';
 import type { Endpoint } from '../engine/backends/endpoints.js';
@@ -41,7 +45,7 @@ export default definePlugin<Options>({
     const provider = env.profile?.name ?? env.pipeline;
     const shares = env.config.proxy.degraded_traffic;
     const order = balancer(STRATEGIES[o.strategy ?? env.config.proxy.load_balancer](), { busy: shares.busy_one_in, warming: shares.warming_one_in });
-    const { endpoints, discovery } = env;
+    const { endpoints, discovery, catalogue } = env;
     const strategy = env.config.model_registry.routing_strategy;
     const refreshTimeoutMs = parseDuration(strategy.options.discovery_timeout);
     const kinds = routeKindsOf(env.profile);
@@ -53,10 +57,33 @@ export default definePlugin<Options>({
     const names = modelNames(env.config);
     const chains: ChainRouting = { env, families, aliases: names.aliases, cache: new Map() as AliasCache, order };
 
+    /** A failed endpoint of the route's families, serving the model if one does, with no last-
+     *  resort request in flight. */
+    const lastResort = (ctx: Context): Endpoint | undefined => {
+      const down = families.flatMap((f) => endpoints.endpoints(f.name)).filter((e) => !e.retired && !e.trial && (e.state === 'unhealthy' || e.state === 'offline'));
+      const model = o.model_routing ? ctx.model : undefined;
+      return (model && down.find((e) => catalogue.servedBy(e.family, model).includes(e))) || down[0];
+    };
+    // The last-resort request ended: the next may go; an answer means the backend is back.
+    const trials = new WeakMap<Context, Endpoint>();
+    hooks.done.tap('select-endpoint', (ctx) => {
+      const ep = trials.get(ctx);
+      if (!ep) return;
+      ep.trial = false;
+      if (ctx.status > 0 && ctx.status < 500 && !ep.routable) void env.health.check(ep);
+    });
+
     hooks.request.tapPromise('select-endpoint', async (ctx) => {
       const routable = routableIn(env, families);
       if (routable.length === 0) {
         if (o.unavailable === 'continue') return finish(ctx, routable);
+        const hope = lastResort(ctx);
+        if (hope) {
+          hope.trial = true;
+          trials.set(ctx, hope);
+          ctx.routing = { strategy: strategy.type, decision: 'routed', reason: 'last_resort' };
+          return finish(ctx, [hope]);
+        }
         const configured = families.reduce((n, f) => n + endpoints.endpoints(f.name).length, 0);
         throw gwError('ENDPOINT_UNAVAILABLE', { provider, reason: configured ? `${configured} configured, none routable` : 'no endpoint of this family is configured' });
       }

@@ -122,6 +122,9 @@ export class Endpoint {
   rate: Rate | null = null;
   rateGate: EndpointRateGate | null = null;
   failover: FailoverSettings = NO_FAILOVER;
+  /** A request is on its way to it as the last resort of its family (nothing routable): one at
+   *  a time (select-endpoint). */
+  trial = false;
   /** performance.now() until which the backend asked us to wait (its Retry-After on a 429 or
    *  503): tried only when no other candidate is left. */
   coolingUntil = 0;

@@ -78,11 +78,13 @@ export function retrySettings(env: Runtime): RetrySettings {
 
 const FIRST_TOKEN_HEADER = 'x-gw-first-token-timeout';
 
-function attempt(ctx: Context, ep: Endpoint, policy: SendPolicy, replaySafe: boolean, ctl: AttemptControl): Promise<Outcome> {
+/** `lastResort`: the request has no other hope, so an open breaker lets it through as its test
+ *  request (one at a time) instead of refusing for the whole open period. */
+function attempt(ctx: Context, ep: Endpoint, policy: SendPolicy, replaySafe: boolean, ctl: AttemptControl, lastResort: boolean): Promise<Outcome> {
   const up = policy.request(ctx, ep);
   ctx.hooks.upstream.call(ctx, up);
   return new Promise((resolve) => {
-    ep.dispatch({ path: up.path, method: up.method as Dispatcher.HttpMethod, headers: up.headers, body: up.body, replaySafe }, new Relay(ctx, ep, policy, ctl, resolve));
+    ep.dispatch({ path: up.path, method: up.method as Dispatcher.HttpMethod, headers: up.headers, body: up.body, replaySafe, lastResort }, new Relay(ctx, ep, policy, ctl, resolve));
   });
 }
 
@@ -133,6 +135,9 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
   let order: readonly number[] | null = null;
   let pos = 0;
   let waitedRetryAfter = false;
+  /** The first candidate skipped for an open breaker, and whether it is now the last resort. */
+  let firstOpen = -1;
+  let lastResort = false;
   let budgetSpent = false;
   /** After a context-length error: only candidates with a larger window. */
   let minContext = 0;
@@ -154,6 +159,12 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
       if (order === null) {
         if (pos < candidates.length) return pos++;
       } else if (pos < order.length) return order[pos++];
+      if (firstOpen >= 0 && ctx.attempts === 0 && !lastResort) {
+        // Every candidate was skipped for an open breaker: the first one gets the request as its
+        // test request rather than the client a refusal for the whole open period.
+        lastResort = true;
+        return firstOpen;
+      }
       if (!again || !retry || ctx.attempts > policy.maxRetries) return -1;
       order = again;
       again = null;
@@ -226,7 +237,7 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
     }
     let outcome: Outcome;
     try {
-      outcome = await attempt(ctx, ep, policy, safe, ctl);
+      outcome = await attempt(ctx, ep, policy, safe, ctl, lastResort || !ep.routable);
     } finally {
       queue?.release(admittedAt);
     }
@@ -259,7 +270,8 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
       ep.rateGate?.refund();
       ctx.attempts--;
       ctx.endpoint = null;
-      skipped++;
+      if (!lastResort) skipped++;
+      if (firstOpen < 0) firstOpen = k;
       continue;
     }
     if (error instanceof StepFailed) throw error.failure;

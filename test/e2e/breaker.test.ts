@@ -15,11 +15,12 @@ afterEach(async () => {
   [gw, fakes] = [null, []];
 });
 
-/** `openTimeout`: every open period (no growth, no jitter), so a test knows when it ends. */
+/** `openTimeout`: every open period (no growth, no jitter), so a test knows when it ends. Status
+ *  retries are off: each request here is one attempt (test/e2e/resilience-*.test.ts has them). */
 async function setup(n: number, openTimeout = '30s') {
   fakes = await Promise.all(Array.from({ length: n }, (_, i) => new FakeBackend({ family: 'pagedengine', name: `f${i}` }).start()));
   gw = await startGateway({
-    proxy: { circuit_breaker: { open_timeout: openTimeout, initial_open_timeout: openTimeout, jitter: 0 } },
+    proxy: { circuit_breaker: { open_timeout: openTimeout, initial_open_timeout: openTimeout, jitter: 0 }, retry: { on_statuses: [] } },
     discovery: { static: { endpoints: fakes.map((f, i) => endpoint(f.name, 'pagedengine', f.url, { priority: 100 - i, check_interval: '60s' })) } },
   });
   return gw.gw.runtime.endpoints.all;
@@ -59,14 +60,24 @@ describe('circuit breaker', () => {
     expect(fakes[0].traffic).toHaveLength(5);
   });
 
-  it('answers 503 circuit_breaker when the breaker is the only reason', async () => {
-    await setup(1);
+  it('with no alternative, sends the next request as the test request, and answers 503 circuit_breaker while it runs', async () => {
+    const [a] = await setup(1);
     fakes[0].behaviour.status = 502;
     for (let i = 0; i < 5; i++) await send(gw!);
+    expect(a.breaker.state).toBe('open');
+    // Back, but slow: the test request is held at the backend while a second request comes.
+    fakes[0].reset();
+    let release!: () => void;
+    fakes[0].behaviour.holdUntil = new Promise<void>((r) => (release = r));
+    const probe = send(gw!);
+    await waitFor(() => fakes[0].traffic.length === 1, 'the test request to reach the backend');
     const r = await send(gw!);
     expect(r.status).toBe(503);
     expect(r.body.error).toMatchObject({ type: 'circuit_breaker', code: 503 });
     expect(r.body.error.message).toContain('1 skipped');
+    release();
+    expect(await probe).toMatchObject({ status: 200, endpoint: 'f0' });
+    expect(a.breaker.state).toBe('closed');
   });
 
   it('says how many were skipped and how many failed when both happen', async () => {

@@ -41,6 +41,8 @@ export interface RetrySettings {
   fleet: RetryBudget;
   /** The context window an endpoint serves a model with; undefined: unknown. */
   contextWindow(ep: Endpoint, model: string): number | undefined;
+  /** The endpoint reports the model not loaded now: its first token may wait for a load. */
+  cold(ep: Endpoint, model: string): boolean;
 }
 
 /** A terminal step's policy, made once when the step is applied (no allocation per request). */
@@ -73,6 +75,7 @@ export function retrySettings(env: Runtime): RetrySettings {
       const m = catalogue.find(model)?.value;
       return m ? m.servedAs.get(ep)?.context ?? m.contextWindow : undefined;
     },
+    cold: (ep, model) => env.residency.isLoaded(ep, model) === false,
   };
 }
 
@@ -232,8 +235,13 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
       const fromFallback = k >= fallbackFrom;
       ctl.contextFallback = fallbackFrom < candidates.length && !fromFallback && largerContextAhead(ctx, candidates, models, k, retry);
       ctl.clientErrorsFail = fromFallback && held !== null;
-      const deadline = firstTokenOverrideMs ?? ep.failover.firstTokenMs;
-      ctl.firstTokenMs = deadline > 0 && safe && (streaming ??= policy.streaming?.(ctx) === true) ? deadline : 0;
+      ctl.firstTokenMs = 0;
+      const f = ep.failover;
+      if (safe && (firstTokenOverrideMs ?? f.coldFirstTokenMs) > 0 && (streaming ??= policy.streaming?.(ctx) === true)) {
+        // Cold loads are not stalls: a model the endpoint reports not loaded gets the longer deadline.
+        const name = model ?? ctx.model;
+        ctl.firstTokenMs = firstTokenOverrideMs ?? (name !== undefined && retry.cold(ep, name) ? f.coldFirstTokenMs : f.firstTokenMs);
+      }
     }
     let outcome: Outcome;
     try {

@@ -45,7 +45,8 @@ export const RATE_LIMITS_OFF = 'rate_limits: { global_requests_per_minute: 0, pe
 
 /** `gw serve` on a free port with the given config lines (and optional pipeline files; `server`:
  *  more server keys, rate limits off by default); logs to a file. Resolves with { port, pid, dir, pipelineDir }. */
-export async function startGateway(configLines, pipelines = {}, server = RATE_LIMITS_OFF) {
+/** `root`: the checkout whose bin/gw.js runs (another build, for a before/after comparison). */
+export async function startGateway(configLines, pipelines = {}, server = RATE_LIMITS_OFF, root = join(here, '..')) {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'gw-bench-'));
   const pipelineDir = join(dir, 'pipelines');
@@ -53,7 +54,7 @@ export async function startGateway(configLines, pipelines = {}, server = RATE_LI
   for (const [name, text] of Object.entries(pipelines)) writeFileSync(join(pipelineDir, name), text);
   const config = join(dir, 'config.yaml');
   writeFileSync(config, [`server: { host: 127.0.0.1, port: ${port}, ${server} }`, `pipelines: { dir: ${pipelineDir} }`, ...configLines].join('\n'));
-  const child = spawn(process.execPath, [join(here, '../bin/gw.js'), 'serve', '--config', config], { stdio: ['ignore', openSync(join(dir, 'gw.log'), 'w'), 'inherit'] });
+  const child = spawn(process.execPath, [join(root, 'bin/gw.js'), 'serve', '--config', config], { stdio: ['ignore', openSync(join(dir, 'gw.log'), 'w'), 'inherit'] });
   children.push(child);
   for (let i = 0; i < 100; i++) {
     try {

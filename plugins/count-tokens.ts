@@ -75,6 +75,8 @@ export default definePlugin<Options>({
     const policy: SendPolicy = {
       maxRetries: env.config.proxy.max_retries,
       retry: retrySettings(env),
+      // An open breaker is no reason to send: the estimate answers instead.
+      lastResort: false,
       // No model runs: sending it twice costs nothing.
       replaySafe: () => true,
       // Counting runs no model: it never waits behind a generation for a slot.

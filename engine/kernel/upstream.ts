@@ -53,6 +53,9 @@ export interface SendPolicy {
   retry?: RetrySettings;
   /** May the request go to the next endpoint after the backend may have read it? */
   replaySafe(ctx: Context, ep: Endpoint): boolean;
+  /** When every candidate's breaker is open, send the request to the first as its test request
+   *  (it has no other hope)? Absent: yes; false for a step that has an answer of its own. */
+  lastResort?: boolean;
   /** Does this request take one of the endpoint's concurrency slots (its queue)? Absent: yes. */
   queued?(ctx: Context, ep: Endpoint): boolean;
   /** Does the request ask for a streamed reply (first_token_timeout applies)? Absent: no. Asked
@@ -162,7 +165,7 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
       if (order === null) {
         if (pos < candidates.length) return pos++;
       } else if (pos < order.length) return order[pos++];
-      if (firstOpen >= 0 && ctx.attempts === 0 && !lastResort) {
+      if (firstOpen >= 0 && ctx.attempts === 0 && !lastResort && policy.lastResort !== false) {
         // Every candidate was skipped for an open breaker: the first one gets the request as its
         // test request rather than the client a refusal for the whole open period.
         lastResort = true;

@@ -64,7 +64,7 @@ const notHealthy = (e: Endpoint) => e.state !== 'healthy';
 const saturated = (e: Endpoint) => !!e.queue && !e.queue.hasFreeSlot;
 const hasRoom = (e: Endpoint) => !saturated(e);
 /** Asked for a pause at some time (cheap test first; the clock only when one did). */
-const paused = (e: Endpoint) => e.coolingUntil !== 0;
+const paused = (e: Endpoint) => e.coolingUntil > 0;
 
 /** The strategy's order with the state weights and capacity applied (see the top of this file). */
 export function balancer(order: Order, shares: DegradedShares): Order {

@@ -87,7 +87,7 @@ describe('one request at a time (deskrunner: characteristics.max_concurrent_requ
     await desk(1);
     const [fake] = fakes;
     const rest = gate();
-    fake.behaviour.beforeChunk = (i) => (i >= 1 ? rest.promise : Promise.resolve());
+    fake.behaviour.beforeChunk = (i) => (i >= 2 ? rest.promise : Promise.resolve());
     const stream = await request(`${gw!.url}/gw/deskrunner/v1/chat/completions`, { method: 'POST', body: CHAT.replace('{', '{"stream":true,'), headers: { 'content-type': 'application/json' } });
     expect(stream.statusCode).toBe(200); // the head arrived; the stream is open
     const second = chat();
@@ -100,12 +100,12 @@ describe('one request at a time (deskrunner: characteristics.max_concurrent_requ
   });
 
   it('gives the slot back exactly once however the attempt ends', async () => {
-    await desk(1);
+    await desk(1, () => ({ retry_on_statuses: [] })); // one attempt per request: each ends one way
     const [fake] = fakes;
     fake.behaviour.status = 500; // a backend error passes through
     expect((await chat()).status).toBe(500);
     fake.behaviour.status = 0;
-    fake.behaviour.resetAfterChunks = 1; // a stream that breaks after it started
+    fake.behaviour.resetAfterChunks = 2; // a stream that breaks after its first content went out
     const broken = await request(`${gw!.url}/gw/deskrunner/v1/chat/completions`, { method: 'POST', body: CHAT.replace('{', '{"stream":true,'), headers: { 'content-type': 'application/json' } });
     await broken.body.text().catch(() => undefined);
     fake.behaviour.resetAfterChunks = -1;

@@ -88,7 +88,7 @@ describe('/internal/metrics', () => {
   });
 
   it('shows a breaker opening: five 5xx replies move the state from closed to open', async () => {
-    const g = await setup('pagedengine', 2, { proxy: { circuit_breaker: { initial_open_timeout: '30s' } } });
+    const g = await setup('pagedengine', 2, { proxy: { circuit_breaker: { initial_open_timeout: '30s' }, retry: { on_statuses: [] } } });
     const start = (await scrape(g)).text;
     expect(sample(start, 'gw_endpoint_breaker_state', { endpoint: 'f0', state: 'closed' })).toBe(1);
     expect(sample(start, 'gw_endpoint_breaker_state', { endpoint: 'f0', state: 'open' })).toBe(0);
@@ -147,10 +147,10 @@ describe('/internal/metrics', () => {
   it('times the first token of a stream, and counts it as an active stream while it lasts', async () => {
     const g = await setup('pagedengine', 1);
     let release!: () => void;
-    fakes[0].behaviour.beforeChunk = (i) => (i === 1 ? new Promise<void>((r) => (release = r)) : Promise.resolve());
+    fakes[0].behaviour.beforeChunk = (i) => (i === 2 ? new Promise<void>((r) => (release = r)) : Promise.resolve());
     const res = await chat(g, 'pagedengine', true);
     expect(res.statusCode).toBe(200);
-    // The head and the first chunk are out; the second chunk waits: the stream is active.
+    // The head, the role chunk and the first content are out; the next chunk waits: the stream is active.
     const during = (await scrape(g)).text;
     expect(sample(during, 'gw_active_streams', { endpoint: 'f0' })).toBe(1);
     release();

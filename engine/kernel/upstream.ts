@@ -134,7 +134,7 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
   let full: Endpoint[] | null = null;
   let limited: Endpoint[] | null = null;
   /** The answer the client gets if nothing better comes: the last failure held back. */
-  let held: HeldReply | null = null;
+  let held: (HeldReply & { fallback: boolean }) | null = null;
   /** Candidates whose failure another try may fix, for the next round. */
   let again: number[] | null = null;
   let round = 0;
@@ -149,6 +149,8 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
   let minContext = 0;
   let safe = false;
   const budgetEnds = ctx.start + (retry?.budgetMs ?? Infinity);
+  /** How routing decided before any fallback: restored when the answer is the primary's after all. */
+  const routed = ctx.routing;
   const ctl: AttemptControl = {
     canRetry: () => safe && retry !== undefined && ctx.attempts <= policy.maxRetries && performance.now() < budgetEnds && retry.fleet.canRetry(),
     contextFallback: false,
@@ -246,6 +248,8 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
         ctl.firstTokenMs = firstTokenOverrideMs ?? (name !== undefined && retry.cold(ep, name) ? f.coldFirstTokenMs : f.firstTokenMs);
       }
     }
+    // Said before the attempt: its reply head carries the routing headers.
+    if (k >= fallbackFrom) fellBack(ctx, models);
     let outcome: Outcome;
     try {
       outcome = await attempt(ctx, ep, policy, safe, ctl, lastResort || !ep.routable);
@@ -254,7 +258,6 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
     }
     if (outcome.relayed) {
       if (ctx.responseStarted && ctx.error && !(ctx.error instanceof ClientGone)) log.warn({ req: ctx.id, endpoint: ep.name, err: ctx.error }, 'the reply broke off after it had started');
-      if (k >= fallbackFrom) fellBack(ctx, models);
       return true;
     }
     const { error, sent, answered } = outcome;
@@ -262,7 +265,7 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
       tried(ctx, ep, model, error.outcome);
       log.warn({ req: ctx.id, endpoint: ep.name, model, failure: error.outcome }, 'attempt failed; trying the next candidate');
       // A fallback's client error never replaces the primary's failure as the answer.
-      if (error.held && !(error.clientError && held)) held = error.held;
+      if (error.held && !(error.clientError && held)) held = { ...error.held, fallback: k >= fallbackFrom };
       if (error.outcome.startsWith('context_length')) minContext = (model && retry!.contextWindow(ep, model)) || 1;
       else if (!error.clientError) (again ??= []).push(k);
       if (!retry!.fleet.tryRetry()) {
@@ -309,6 +312,7 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
   }
   if (held) {
     // Every attempt failed: the last backend answer held back is the most honest reply.
+    if (held.fallback === false) ctx.routing = routed;
     ctx.endpoint = held.endpoint;
     ctx.attemptModel = held.model;
     if (held.model !== undefined) ctx.sentModel = held.model;

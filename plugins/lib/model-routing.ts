@@ -3,7 +3,8 @@
 //
 // X-Gw-Routing-Reason vocabulary: model_found, alias, discovered, catalogue_empty,
 // fallback_compatible, fallback_all, model_not_found, model_unavailable, alias_not_found,
-// alias_unavailable, no_compatible_endpoint.
+// alias_unavailable, no_compatible_endpoint; model_fallback (lib/fallback-chain.ts and the kernel),
+// last_resort (select-endpoint).
 import type { Context, RoutingInfo } from '../../engine/kernel/context.js';
 import type { Endpoint } from '../../engine/backends/endpoints.js';
 import { gwError } from '../../engine/kernel/errors.js';

@@ -157,6 +157,8 @@ export class Relay implements Dispatcher.DispatchHandler {
   /** The backend sent an error event in the stream, which went to the client as it was. */
   private relayedError = false;
   private timer: NodeJS.Timeout | null = null;
+  /** A deadline passed before the request started: it is aborted when it does. */
+  private abortWith: Error | null = null;
   private readonly onClientClose = () => {
     if (!this.ctx.res.writableFinished) this.controller?.abort(new ClientGone());
   };
@@ -188,12 +190,18 @@ export class Relay implements Dispatcher.DispatchHandler {
     this.timer = null;
     if (this.settled || !this.open) return;
     const now = performance.now();
-    if (now >= this.ctl.budgetEnds) this.controller?.abort(new BudgetSpent());
+    if (now >= this.ctl.budgetEnds) this.abort(new BudgetSpent());
     // The first content is late: give up on it only when another attempt can follow; on the
     // last one, waiting on is better than nothing.
-    else if (this.ctl.canRetry()) this.controller?.abort(new AttemptFailed(`first_token_timeout (${formatDuration(this.ctl.firstTokenMs)})`));
+    else if (this.ctl.canRetry()) this.abort(new AttemptFailed(`first_token_timeout (${formatDuration(this.ctl.firstTokenMs)})`));
     else this.arm(this.ctl.budgetEnds);
   };
+
+  /** Give the attempt up: now, or as soon as undici hands over its controller (still connecting). */
+  private abort(reason: Error): void {
+    if (this.controller) this.controller.abort(reason);
+    else this.abortWith = reason;
+  }
 
   private settle(o: Outcome): void {
     if (this.settled) return;
@@ -209,7 +217,8 @@ export class Relay implements Dispatcher.DispatchHandler {
   onRequestStart(controller: Controller): void {
     this.controller = controller;
     this.sent = true;
-    if (this.ctx.res.destroyed) controller.abort(new ClientGone());
+    if (this.abortWith) controller.abort(this.abortWith);
+    else if (this.ctx.res.destroyed) controller.abort(new ClientGone());
   }
 
   onResponseStart(_c: Controller, status: number, headers: ReplyHeaders): void {

@@ -37,6 +37,8 @@ export default definePlugin<Options>({
       streaming: (ctx) => streamRequested(ctx, streamDefault),
       replaySafe: (ctx, ep) => ep.replaySafe(ctx.method, ctx.pathname),
       queued: (ctx, ep) => ep.takesSlot(ctx.pathname),
+      // Inference streams are watched; a model pull's progress is piped as it comes.
+      watched: (ctx, ep) => ep.takesSlot(ctx.pathname),
       request: (ctx, ep) => ({ method: ctx.method, path: ep.upstreamPath(ctx.path), headers: [], body: ctx.body }),
       reply: (ctx, status, headers) => errorContextPlan(ctx, status, headers, catalogue) ?? radix.plan(ctx, status, headers),
     };

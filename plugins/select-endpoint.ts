@@ -59,10 +59,17 @@ export default definePlugin<Options>({
 
     /** A failed endpoint of the route's families, serving the model if one does, with no last-
      *  resort request in flight. */
-    const lastResort = (ctx: Context): Endpoint | undefined => {
+    const lastResort = (ctx: Context): { ep: Endpoint; model: string | undefined } | undefined => {
       const down = families.flatMap((f) => endpoints.endpoints(f.name)).filter((e) => !e.retired && !e.trial && (e.state === 'unhealthy' || e.state === 'offline'));
+      if (down.length === 0) return undefined;
       const model = o.model_routing ? ctx.model : undefined;
-      return (model && down.find((e) => catalogue.servedBy(e.family, model).includes(e))) || down[0];
+      // An alias or a chain: the first of its names an endpoint serves, sent in the body.
+      const real = model === undefined ? undefined : names.all.get(model) ?? names.chains.get(model);
+      for (const name of real ?? (model === undefined ? [] : [model])) {
+        const ep = down.find((e) => catalogue.servedBy(e.family, name).includes(e));
+        if (ep) return { ep, model: real ? name : undefined };
+      }
+      return { ep: down[0], model: real?.[0] };
     };
     // The last-resort request ended: the next may go; an answer means the backend is back.
     const trials = new WeakMap<Context, Endpoint>();
@@ -79,10 +86,12 @@ export default definePlugin<Options>({
         if (o.unavailable === 'continue') return finish(ctx, routable);
         const hope = lastResort(ctx);
         if (hope) {
-          hope.trial = true;
-          trials.set(ctx, hope);
+          hope.ep.trial = true;
+          trials.set(ctx, hope.ep);
           ctx.routing = { strategy: strategy.type, decision: 'routed', reason: 'last_resort' };
-          return finish(ctx, [hope]);
+          finish(ctx, [hope.ep]);
+          if (hope.model !== undefined) ctx.candidateModels = [hope.model];
+          return;
         }
         const configured = families.reduce((n, f) => n + endpoints.endpoints(f.name).length, 0);
         throw gwError('ENDPOINT_UNAVAILABLE', { provider, reason: configured ? `${configured} configured, none routable` : 'no endpoint of this family is configured' });

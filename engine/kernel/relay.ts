@@ -80,6 +80,9 @@ export interface AttemptControl {
   clientErrorsFail: boolean;
   /** Milliseconds to the first content of a stream before the attempt is abandoned; 0: none. */
   firstTokenMs: number;
+  /** The request runs a model: a streamed reply is watched (first content, terminator). Other
+   *  streams (a model pull's progress) are piped as they are. */
+  watch: boolean;
   /** performance.now() at which the request's budget ends. */
   budgetEnds: number;
 }
@@ -129,9 +132,11 @@ export function relayWhole(ctx: Context, policy: ReplyPolicy, held: { status: nu
     res.writeHead(plan.status, [...plan.headers, 'cache-control', 'no-cache']);
     res.end((plan.first ?? '') + plan.chunk(held.body) + plan.end());
   } else {
-    const out = backendHeaders(held.headers, false);
+    // A HEAD reply keeps the backend's Content-Length: its body was never there to measure.
+    const out = backendHeaders(held.headers, head);
     if (plan.headers) for (const h of plan.headers) out.push(h);
-    res.writeHead(held.status, [...out, 'content-length', String(held.body.length)]);
+    if (!head) out.push('content-length', String(held.body.length));
+    res.writeHead(held.status, out);
     res.end(head ? undefined : held.body);
   }
 }
@@ -157,6 +162,8 @@ export class Relay implements Dispatcher.DispatchHandler {
   /** The backend sent an error event in the stream, which went to the client as it was. */
   private relayedError = false;
   private timer: NodeJS.Timeout | null = null;
+  /** Bytes held back in `held`. */
+  private heldSize = 0;
   /** A deadline passed before the request started: it is aborted when it does. */
   private abortWith: Error | null = null;
   private readonly onClientClose = () => {
@@ -180,22 +187,26 @@ export class Relay implements Dispatcher.DispatchHandler {
 
   /** A timer for the next deadline of this attempt (first content, the budget), when it falls
    *  before the endpoint's own reply timeout would (that one is undici's; within 1 % of it too). */
-  private arm(at: number): void {
+  private arm(at: number, always = false): void {
     const ms = at - performance.now();
-    if (!(ms < this.ep.timeouts.responseMs * 0.99)) return;
-    this.timer = setTimeout(this.onDeadline, Math.max(0, ms));
+    if (!always && !(ms < this.ep.timeouts.responseMs * 0.99)) return;
+    if (!(ms < Infinity)) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.onDeadline(), Math.max(0, ms));
   }
 
-  private readonly onDeadline = () => {
+  private onDeadline(): void {
     this.timer = null;
     if (this.settled || !this.open) return;
-    const now = performance.now();
-    if (now >= this.ctl.budgetEnds) this.abort(new BudgetSpent());
-    // The first content is late: give up on it only when another attempt can follow; on the
-    // last one, waiting on is better than nothing.
+    if (performance.now() >= this.ctl.budgetEnds) this.abort(new BudgetSpent());
+    // The first content is late: give up on it only when another attempt can follow.
     else if (this.ctl.canRetry()) this.abort(new AttemptFailed(`first_token_timeout (${formatDuration(this.ctl.firstTokenMs)})`));
-    else this.arm(this.ctl.budgetEnds);
-  };
+    else {
+      // The last attempt: waiting on beats no answer, and what is held goes out now.
+      if (this.held && this.controller) this.release(this.controller);
+      this.arm(this.ctl.budgetEnds);
+    }
+  }
 
   /** Give the attempt up: now, or as soon as undici hands over its controller (still connecting). */
   private abort(reason: Error): void {
@@ -254,10 +265,15 @@ export class Relay implements Dispatcher.DispatchHandler {
   private start(status: number, headers: ReplyHeaders): void {
     const plan = (this.plan = this.policy.reply?.(this.ctx, status, headers) ?? PIPE);
     if (plan.kind === 'buffer') return;
-    const format = headers['content-length'] === undefined ? streamFormatOf(headers['content-type'] as string | undefined) : null;
-    if (format) {
-      this.watch = new StreamWatch(format);
+    const watched = this.ctl.watch && headers['content-length'] === undefined && status !== 204 && status !== 304 && this.ctx.method !== 'HEAD';
+    const format = watched ? streamFormatOf(headers['content-type'] as string | undefined) : null;
+    if (format) this.watch = new StreamWatch(format);
+    if (format && this.ctl.canRetry()) {
+      // Held until its first content, so it can still go to another candidate; the deadlines
+      // (first content, the budget) now need a timer of their own: undici's covered the head only.
       this.held = [];
+      const ft = this.ctl.firstTokenMs;
+      this.arm(ft > 0 ? Math.min(this.sentAt + ft, this.ctl.budgetEnds) : this.ctl.budgetEnds, true);
       return;
     }
     this.writeHead();
@@ -340,7 +356,8 @@ export class Relay implements Dispatcher.DispatchHandler {
       if (this.held) {
         if (seen === 'none') {
           this.held.push(chunk);
-          if (!this.holdable()) this.release(controller);
+          this.heldSize += chunk.length;
+          if (this.heldSize > HOLD_STREAM_LIMIT) this.release(controller);
           return;
         }
         if (seen !== 'content' && this.ctl.canRetry()) {
@@ -377,19 +394,12 @@ export class Relay implements Dispatcher.DispatchHandler {
     for (const c of chunks) this.onResponseData(controller, c);
   }
 
-  /** Still worth holding: below the bound, and the budget not spent. */
-  private holdable(): boolean {
-    let n = 0;
-    for (const c of this.held!) n += c.length;
-    return n <= HOLD_STREAM_LIMIT;
-  }
-
   /** The first content arrived (or holding ends for another reason): head, then what was held. */
   private release(controller: Controller): void {
     const held = this.held!;
     this.held = null;
     this.writeHead();
-    for (const c of held) this.relay(controller, c);
+    if (held.length > 0) this.relay(controller, held.length === 1 ? held[0] : Buffer.concat(held, this.heldSize));
   }
 
   private relay(controller: Controller, chunk: Buffer): void {

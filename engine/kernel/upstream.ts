@@ -61,6 +61,10 @@ export interface SendPolicy {
   /** Does the request ask for a streamed reply (first_token_timeout applies)? Absent: no. Asked
    *  only when some deadline is set. */
   streaming?(ctx: Context): boolean;
+  /** Does the request run a model on this endpoint, so that a streamed reply is watched (held
+   *  until its first content, its terminator checked)? Absent: yes. A model pull's progress
+   *  stream is not a generation. */
+  watched?(ctx: Context, ep: Endpoint): boolean;
   /** The request for this endpoint (the kernel then runs the upstream hook on it). */
   request(ctx: Context, ep: Endpoint): UpstreamRequest;
   /** How the reply is shaped; absent, or undefined for this reply: piped as is. */
@@ -114,6 +118,22 @@ function firstTokenOverride(ctx: Context): number | undefined {
   }
 }
 
+/** Wait `ms`; false when the client went away meanwhile (the wait ends at once). */
+async function pause(ctx: Context, ms: number): Promise<boolean> {
+  if (ctx.res.destroyed) return false;
+  const gone = new AbortController();
+  const onClose = () => gone.abort();
+  ctx.res.once('close', onClose);
+  try {
+    await sleep(ms, undefined, { signal: gone.signal });
+  } catch {
+    // aborted: the client left
+  } finally {
+    ctx.res.off('close', onClose);
+  }
+  return !ctx.res.destroyed;
+}
+
 /** Doubling backoff with full jitter in [½, 1½) of the step: retries of many requests spread out. */
 const backoff = (baseMs: number, round: number) => baseMs * 2 ** (round - 1) * (0.5 + Math.random());
 
@@ -157,6 +177,7 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
     clientErrorsFail: false,
     firstTokenMs: 0,
     budgetEnds,
+    watch: true,
   };
   retry?.fleet.deposit();
 
@@ -193,14 +214,17 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
       const now = performance.now();
       const cooling = ep.coolingUntil - now;
       const delay = Math.max(backoff(retry!.backoffMs, round), cooling);
-      if (cooling > 0 && waitedRetryAfter) break;
-      if (now + delay >= budgetEnds) break;
+      if ((cooling > 0 && waitedRetryAfter) || now + delay >= budgetEnds) continue;
       if (cooling > 0) waitedRetryAfter = true;
-      await sleep(delay);
-      if (ctx.res.destroyed) {
+      if (!(await pause(ctx, delay))) {
         ctx.error = new ClientGone();
         return true;
       }
+    }
+    // Every attempt after the first is a retry: the fleet's budget has the last word.
+    if (ctx.attempts > 0 && retry && !retry.fleet.tryRetry()) {
+      log.warn({ req: ctx.id }, 'the fleet retry budget (proxy.retry.fleet) is spent: no further attempt');
+      break;
     }
     // A requests-per-minute limit: a token, or the next candidate (given back if not sent).
     const gate = ep.rateGate;
@@ -240,6 +264,7 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
       const fromFallback = k >= fallbackFrom;
       ctl.contextFallback = fallbackFrom < candidates.length && !fromFallback && largerContextAhead(ctx, candidates, models, k, retry);
       ctl.clientErrorsFail = fromFallback && held !== null;
+      ctl.watch = policy.watched === undefined || policy.watched(ctx, ep);
       ctl.firstTokenMs = 0;
       const f = ep.failover;
       if (safe && (firstTokenOverrideMs ?? f.coldFirstTokenMs) > 0 && (streaming ??= policy.streaming?.(ctx) === true)) {
@@ -268,10 +293,6 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
       if (error.held && !(error.clientError && held)) held = { ...error.held, fallback: k >= fallbackFrom };
       if (error.outcome.startsWith('context_length')) minContext = (model && retry!.contextWindow(ep, model)) || 1;
       else if (!error.clientError) (again ??= []).push(k);
-      if (!retry!.fleet.tryRetry()) {
-        log.warn({ req: ctx.id }, 'the fleet retry budget (proxy.retry.fleet) is spent: no further attempt');
-        break;
-      }
       continue;
     }
     if (error instanceof BudgetSpent) {

@@ -82,7 +82,11 @@ export function balancer(order: Order, shares: DegradedShares): Order {
     if (ordered.length > 1 && ordered.some(saturated)) ordered = [...ordered.filter(hasRoom), ...ordered.filter(saturated)];
     if (ordered.length > 1 && ordered.some(paused)) {
       const now = performance.now();
-      const waiting = (e: Endpoint) => e.cooling(now);
+      const waiting = (e: Endpoint) => {
+        if (e.cooling(now)) return true;
+        e.coolingUntil = 0; // over: the next request need not read the clock for it
+        return false;
+      };
       if (ordered.some(waiting)) ordered = [...ordered.filter((e) => !waiting(e)), ...ordered.filter(waiting)];
     }
     return ordered;

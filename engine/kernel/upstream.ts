@@ -143,9 +143,7 @@ const backoff = (baseMs: number, round: number) => baseMs * 2 ** (round - 1) * (
 export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates: readonly Endpoint[] = ctx.candidates): Promise<true> {
   const log = ctx.route.log;
   const retry = policy.retry;
-  const own = candidates === ctx.candidates;
-  const models = own ? ctx.candidateModels : null;
-  const fallbackFrom = own ? ctx.fallbackFrom : Infinity;
+  const { models, fallbackFrom } = candidates === ctx.candidates ? { models: ctx.candidateModels, fallbackFrom: ctx.fallbackFrom } : subsetPlan(ctx, candidates);
   const firstTokenOverrideMs = retry ? firstTokenOverride(ctx) : undefined;
   let streaming: boolean | undefined;
   let skipped = 0;
@@ -207,7 +205,7 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
     const ep = candidates[k];
     // Removed by a reload since the candidates were chosen: it takes no new requests.
     if (ep.retired) continue;
-    const model = own ? models?.[k] : ctx.candidateModels?.[ctx.candidates.indexOf(ep)];
+    const model = models?.[k];
     if (minContext > 0 && ((model && retry?.contextWindow(ep, model)) || 0) <= minContext) continue;
     if (round > 0) {
       // A second try of an endpoint: after its Retry-After (once per request) or a backoff.
@@ -350,6 +348,24 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
     provider,
     reason: `${failed} endpoint${failed === 1 ? '' : 's'} failed${last ? ` (last: ${last})` : ''}, ${skipped} skipped for an open circuit breaker${full ? `, ${full.length} with a full queue` : ''}`,
   });
+}
+
+/** The models and the first fallback of a subset of ctx.candidates in their order (a terminal
+ *  step narrowed them): each keeps the model it had in the full list. */
+function subsetPlan(ctx: Context, subset: readonly Endpoint[]): { models: readonly (string | undefined)[] | null; fallbackFrom: number } {
+  const all = ctx.candidates;
+  const full = ctx.candidateModels;
+  if (!full) return { models: null, fallbackFrom: Infinity };
+  const models: (string | undefined)[] = [];
+  let fallbackFrom = Infinity;
+  let j = 0;
+  for (const ep of subset) {
+    while (j < all.length && all[j] !== ep) j++;
+    if (j >= all.length) return { models: null, fallbackFrom: Infinity }; // not in order: no models
+    if (j >= ctx.fallbackFrom && fallbackFrom === Infinity) fallbackFrom = models.length;
+    models.push(full[j++]);
+  }
+  return { models, fallbackFrom };
 }
 
 /** Record a failed attempt (access log, metrics). */

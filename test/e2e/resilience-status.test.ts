@@ -351,6 +351,20 @@ describe('a primary that flaps', () => {
   });
 });
 
+describe('an alias marked ordered is a fallback chain too', () => {
+  it('the request names the alias; the first model fails, the next answers, with the fallback headers', async () => {
+    r = await rig('fallback chain', { config: { model_fallbacks: {}, model_aliases: { smart: { models: ['primary-model', 'fallback-model'], ordered: true } } } });
+    r.primary.always({ status: 503 });
+    const reply = await send(r, chatBody(false, 'smart'));
+    expect(reply.status).toBe(200);
+    expect(reply.json.choices[0].message.content).toBe('Hello from fallback');
+    expect(reply.headers['x-gw-model']).toBe('fallback-model');
+    expect(reply.headers['x-gw-routing-decision']).toBe('fallback');
+    expect(r.primary.generations.map((g) => g.model)).toEqual(['primary-model']);
+    expect(r.other!.generations.map((g) => g.model)).toEqual(['fallback-model']);
+  });
+});
+
 describe('accounting', () => {
   it('one endpoint: the attempts in X-Gw-Attempts, the failed one in the access log’s tried list and the metrics', async () => {
     r = await rig('one endpoint');

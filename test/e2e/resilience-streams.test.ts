@@ -105,6 +105,26 @@ describe('a slow first token', () => {
   });
 });
 
+describe('a slow first token on a model that is not loaded (a cold load is not a stall)', () => {
+  const COLD = { first_token_timeout: '1s', cold_first_token_timeout: '60s' };
+
+  it('one endpoint, NDJSON: a model api/ps does not list gets cold_first_token_timeout and is waited for', async () => {
+    r = await streamRig('one endpoint', { mode: 'ndjson', proxy: COLD, primaryModels: [{ name: 'primary-model', context: 8192, loaded: false }] });
+    r.primary.script({ stream: { roleOnlyThenStallMs: 3_000 } });
+    const reply = await send(r, chatBody(true));
+    expect(ndjsonLines(reply.text).map((l) => l.message?.content ?? '').join('')).toBe(TEXT);
+    expect(r.primary.generations).toHaveLength(1);
+  });
+
+  it('one endpoint, NDJSON: the same stall on a loaded model is abandoned at first_token_timeout and sent again', async () => {
+    r = await streamRig('one endpoint', { mode: 'ndjson', proxy: COLD });
+    r.primary.script({ stream: { roleOnlyThenStallMs: SLOW_MS } });
+    const reply = await send(r, chatBody(true));
+    expect(ndjsonLines(reply.text).map((l) => l.message?.content ?? '').join('')).toBe(TEXT);
+    expect(r.primary.generations).toHaveLength(2);
+  });
+});
+
 describe('a stream cut mid-way', () => {
   it('one endpoint: ends with an in-stream error the openai client raises; not sent again; counted and logged failed', async () => {
     r = await streamRig('one endpoint');

@@ -17,6 +17,8 @@ export interface RigOptions {
   config?: Record<string, unknown>;
   /** ndjson: localrunner (Ollama api/chat); default: hosted-compatible chat completions. */
   mode?: 'openai' | 'ndjson';
+  /** The primary provider's models (default primary-model with an 8192-token context). */
+  primaryModels?: ScriptedModel[];
   /** The fallback provider's models (default fallback-model with a 128000-token context). */
   fallbackModels?: ScriptedModel[];
   /** Extra settings on every endpoint (check_interval, first_token_timeout…). */
@@ -41,7 +43,7 @@ export async function rig(topology: Topology, opts: RigOptions = {}): Promise<Ri
   const mode = opts.mode ?? 'openai';
   const type = mode === 'openai' ? 'hosted-compatible' : 'localrunner';
   const path = mode === 'openai' ? '/gw/hosted/v1/chat/completions' : '/gw/localrunner/api/chat';
-  const primary = await new ScriptedProvider({ name: 'primary', mode, models: PRIMARY_MODELS }).start();
+  const primary = await new ScriptedProvider({ name: 'primary', mode, models: opts.primaryModels ?? PRIMARY_MODELS }).start();
   let other: ScriptedProvider | null = null;
   // Health checks far apart unless a test says otherwise: only the proxy path notices failures.
   const extra = { check_interval: '60s', ...opts.endpointExtra };

@@ -200,8 +200,12 @@ describe('reset before the headers', () => {
 });
 
 describe('no response at all', () => {
+  // The family's reply timeout well past the budget: the budget is what ends the wait (and a
+  // gateway without one fails on its answer, not on the test's timeout).
+  const REPLY_TIMEOUT_20S = () => customProfiles({ 'hosted-compatible': (p) => (p.characteristics.timeout = '20s') });
+
   it('one endpoint: 504 UPSTREAM_TIMEOUT naming the budget, and the attempt cancelled upstream', async () => {
-    r = await rig('one endpoint', { proxy: { retry: { budget: '3s' } } });
+    r = await rig('one endpoint', { proxy: { retry: { budget: '3s' }, profiles_dir: REPLY_TIMEOUT_20S() } });
     r.primary.always('hang');
     const reply = await send(r);
     expect(reply.status).toBe(504);
@@ -212,7 +216,7 @@ describe('no response at all', () => {
   });
 
   it('one endpoint, a stream: the same 504 (no head was ever sent)', async () => {
-    r = await rig('one endpoint', { proxy: { retry: { budget: '3s' } } });
+    r = await rig('one endpoint', { proxy: { retry: { budget: '3s' }, profiles_dir: REPLY_TIMEOUT_20S() } });
     r.primary.always('hang');
     const reply = await send(r, chatBody(true));
     expect(reply.status).toBe(504);
@@ -232,7 +236,7 @@ describe('no response at all', () => {
   });
 
   it('fallback chain, both silent: 504 naming the budget', async () => {
-    r = await rig('fallback chain', { proxy: { retry: { budget: '3s' } } });
+    r = await rig('fallback chain', { proxy: { retry: { budget: '3s' }, profiles_dir: REPLY_TIMEOUT_20S() } });
     r.primary.always('hang');
     r.other!.always('hang');
     const reply = await send(r);

@@ -170,8 +170,10 @@ describe('a stream cut mid-way', () => {
 });
 
 describe('a stream that stalls', () => {
+  // Before content the stall outlasts first_token_timeout (1s) but not stream_idle_timeout (10s),
+  // so a gateway without the first-token deadline fails on its answer, not on the test's timeout.
   it('one endpoint, before content: first_token_timeout abandons it, the endpoint is asked again and answers', async () => {
-    r = await streamRig('one endpoint', { proxy: { first_token_timeout: '1s' } });
+    r = await streamRig('one endpoint', { proxy: { first_token_timeout: '1s', stream_idle_timeout: '10s' } });
     r.primary.script({ stream: { stallAfter: 0 } });
     const s = await openaiStream(r);
     expect(s.error).toBeUndefined();
@@ -180,7 +182,7 @@ describe('a stream that stalls', () => {
   });
 
   it('fallback chain, before content: the fallback model answers', async () => {
-    r = await streamRig('fallback chain', { proxy: { first_token_timeout: '1s' } });
+    r = await streamRig('fallback chain', { proxy: { first_token_timeout: '1s', stream_idle_timeout: '10s' } });
     r.primary.always({ stream: { stallAfter: 0 } });
     const s = await openaiStream(r);
     expect(s.error).toBeUndefined();

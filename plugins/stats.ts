@@ -1,4 +1,5 @@
-// Count the finished request against its endpoint and model for the status routes; and the 429s
+// Count the finished request against its endpoint and model for the status routes (and each failed
+// attempt before it against its endpoint); and the 429s
 // of the per-endpoint rate limits, which the kernel answers as it tries the candidates (the
 // rate-limit step counts its own).
 import { GatewayError } from '../engine/kernel/errors.js';
@@ -18,6 +19,18 @@ export default definePlugin<Options>({
       // A stream that broke after its 200 head is an upstream failure too.
       const failed = ctx.status >= 500 || ctx.brokeOff;
       stats.record(ctx.endpoint, ctx.totalMs, failed, o.per_model ? ctx.model : undefined);
+      // Attempts that failed before the answer count against their endpoints too; the last one
+      // is the answer itself when the request ended with that endpoint's failure (held back).
+      const tried = ctx.tried;
+      if (tried) {
+        const last = tried[tried.length - 1];
+        const n = tried.length - (ctx.endpoint && last.endpoint === ctx.endpoint.name && (ctx.status === 0 || ctx.status >= 400) ? 1 : 0);
+        for (let i = 0; i < n; i++) {
+          const c = stats.endpoint(tried[i].endpoint);
+          c.requests++;
+          c.errors++;
+        }
+      }
       if (ctx.status === 429 && ctx.error instanceof GatewayError && ctx.error.key === 'ENDPOINT_RATE_LIMITED') stats.rateLimited.endpoint++;
     });
   },

@@ -162,6 +162,8 @@ export class Relay implements Dispatcher.DispatchHandler {
   /** The backend sent an error event in the stream, which went to the client as it was. */
   private relayedError = false;
   private timer: NodeJS.Timeout | null = null;
+  /** What the timer was set for (performance.now() time). */
+  private timerAt = 0;
   /** Bytes held back in `held`. */
   private heldSize = 0;
   /** A deadline passed before the request started: it is aborted when it does. */
@@ -192,13 +194,15 @@ export class Relay implements Dispatcher.DispatchHandler {
     if (!always && !(ms < this.ep.timeouts.responseMs * 0.99)) return;
     if (!(ms < Infinity)) return;
     if (this.timer) clearTimeout(this.timer);
+    this.timerAt = at;
     this.timer = setTimeout(() => this.onDeadline(), Math.max(0, ms));
   }
 
   private onDeadline(): void {
     this.timer = null;
     if (this.settled || !this.open) return;
-    if (performance.now() >= this.ctl.budgetEnds) this.abort(new BudgetSpent());
+    // By what the timer was set for: a timer may fire a fraction of a millisecond early.
+    if (this.timerAt >= this.ctl.budgetEnds) this.abort(new BudgetSpent());
     // The first content is late: give up on it only when another attempt can follow.
     else if (this.ctl.canRetry()) this.abort(new AttemptFailed(`first_token_timeout (${formatDuration(this.ctl.firstTokenMs)})`));
     else {

@@ -208,11 +208,13 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
     const model = models?.[k];
     if (minContext > 0 && ((model && retry?.contextWindow(ep, model)) || 0) <= minContext) continue;
     if (round > 0) {
-      // A second try of an endpoint: after its Retry-After (once per request) or a backoff.
+      // A second try of an endpoint: after a backoff, or after its Retry-After — once per request,
+      // and only when it is the request's one endpoint (with others, the request moved on).
       const now = performance.now();
       const cooling = ep.coolingUntil - now;
       const delay = Math.max(backoff(retry!.backoffMs, round), cooling);
-      if ((cooling > 0 && waitedRetryAfter) || now + delay >= budgetEnds) continue;
+      if (cooling > 0 && (waitedRetryAfter || candidates.some((e) => e !== ep))) continue;
+      if (now + delay >= budgetEnds) continue;
       if (cooling > 0) waitedRetryAfter = true;
       if (!(await pause(ctx, delay))) {
         ctx.error = new ClientGone();
@@ -291,6 +293,8 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
       if (error.held && !(error.clientError && held)) held = { ...error.held, fallback: k >= fallbackFrom };
       if (error.outcome.startsWith('context_length')) minContext = (model && retry!.contextWindow(ep, model)) || 1;
       else if (!error.clientError) (again ??= []).push(k);
+      failed++;
+      last = error.outcome;
       continue;
     }
     if (error instanceof BudgetSpent) {
@@ -370,7 +374,7 @@ function subsetPlan(ctx: Context, subset: readonly Endpoint[]): { models: readon
 
 /** Record a failed attempt (access log, metrics). */
 function tried(ctx: Context, ep: Endpoint, model: string | undefined, outcome: string): void {
-  (ctx.tried ??= []).push({ endpoint: ep.name, model, outcome });
+  (ctx.tried ??= []).push({ endpoint: ep.name, model: model ?? ctx.model, outcome });
 }
 
 /** Does a candidate after k serve its model with a larger context window than k does? */

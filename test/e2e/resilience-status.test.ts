@@ -204,12 +204,12 @@ describe('no response at all', () => {
   // gateway without one fails on its answer, not on the test's timeout).
   const REPLY_TIMEOUT_20S = () => customProfiles({ 'hosted-compatible': (p) => (p.characteristics.timeout = '20s') });
 
-  it('one endpoint: 504 UPSTREAM_TIMEOUT naming the budget, and the attempt cancelled upstream', async () => {
+  it('one endpoint: 504 BUDGET_EXCEEDED naming the budget, and the attempt cancelled upstream', async () => {
     r = await rig('one endpoint', { proxy: { retry: { budget: '3s' }, profiles_dir: REPLY_TIMEOUT_20S() } });
     r.primary.always('hang');
     const reply = await send(r);
     expect(reply.status).toBe(504);
-    expect(reply.json.error.code).toBe('UPSTREAM_TIMEOUT');
+    expect(reply.json.error.code).toBe('BUDGET_EXCEEDED');
     expect(reply.json.error.message).toContain('3s');
     expect(reply.json.error.message).toContain('proxy.retry.budget');
     await waitFor(() => r!.primary.aborted >= 1, 'the hung attempt to be cancelled upstream');
@@ -220,7 +220,7 @@ describe('no response at all', () => {
     r.primary.always('hang');
     const reply = await send(r, chatBody(true));
     expect(reply.status).toBe(504);
-    expect(reply.json.error.code).toBe('UPSTREAM_TIMEOUT');
+    expect(reply.json.error.code).toBe('BUDGET_EXCEEDED');
     expect(reply.json.error.message).toContain('proxy.retry.budget');
   });
 
@@ -241,7 +241,7 @@ describe('no response at all', () => {
     r.other!.always('hang');
     const reply = await send(r);
     expect(reply.status).toBe(504);
-    expect(reply.json.error.code).toBe('UPSTREAM_TIMEOUT');
+    expect(reply.json.error.code).toBe('BUDGET_EXCEEDED');
     expect(reply.json.error.message).toContain('proxy.retry.budget');
   });
 });

@@ -8,6 +8,7 @@ import { PluginRegistry } from '../../engine/kernel/plugin.js';
 import { loadProfiles } from '../../engine/kernel/profiles.js';
 import { Metrics } from '../../engine/backends/metrics.js';
 import { RateBuckets } from '../../engine/backends/rate-buckets.js';
+import { RetryBudget } from '../../engine/backends/retry-budget.js';
 import { Stats } from '../../engine/backends/telemetry.js';
 import { memoryLogs } from './gateway.js';
 import { createLogger } from '../../engine/kernel/logger.js';
@@ -18,7 +19,7 @@ export function testEnv(extra: Partial<PluginEnv> = {}): PluginEnv & { logs: Rec
   const { logs, destination } = memoryLogs();
   return {
     config: loadConfig(null, {}).config, source: 'test', profiles, endpoints: undefined as never, health: undefined as never, catalogue: undefined as never, discovery: undefined as never, residency: undefined as never,
-    stats: new Stats(), metrics: new Metrics(), buckets: new RateBuckets(1000, () => performance.now()), log: createLogger('debug', destination), version: '0.0.0-test', startedAt: new Date(),
+    stats: new Stats(), metrics: new Metrics(), buckets: new RateBuckets(1000, () => performance.now()), retries: new RetryBudget({ ratio: 0.2, minPerSecond: 5, windowMs: 10_000 }), log: createLogger('debug', destination), version: '0.0.0-test', startedAt: new Date(),
     reload: { generation: 1, last_attempt: null, ok: true, error: null }, pipeline: 'test', logs, ...extra,
   };
 }

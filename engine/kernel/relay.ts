@@ -200,9 +200,19 @@ export class Relay implements Dispatcher.DispatchHandler {
 
   private onDeadline(): void {
     this.timer = null;
-    if (this.settled || !this.open) return;
+    if (this.settled) return;
     // By what the timer was set for: a timer may fire a fraction of a millisecond early.
-    if (this.timerAt >= this.ctl.budgetEnds) this.abort(new BudgetSpent());
+    const budget = this.timerAt >= this.ctl.budgetEnds;
+    if (!this.open) {
+      // Under way on the last attempt and still without content: the budget ends the stream.
+      if (!this.watch || this.watch.hasContent || !this.controller) return;
+      if (!budget) return this.arm(this.ctl.budgetEnds);
+      this.endIncomplete("sent no content within the request's budget (proxy.retry.budget)");
+      this.settle(RELAYED);
+      this.controller.abort(new AttemptFailed('budget_spent'));
+      return;
+    }
+    if (budget) this.abort(new BudgetSpent());
     // The first content is late: give up on it only when another attempt can follow.
     else if (this.ctl.canRetry()) this.abort(new AttemptFailed(`first_token_timeout (${formatDuration(this.ctl.firstTokenMs)})`));
     else {
@@ -499,6 +509,10 @@ export class Relay implements Dispatcher.DispatchHandler {
     if (error instanceof ClientGone || ctx.res.destroyed) {
       ctx.error = error;
       this.settle(RELAYED);
+    } else if (this.held && !(error instanceof StepFailed) && this.ctl.canRetry()) {
+      // A stream that broke before its first content: nothing reached the client, another
+      // candidate may answer.
+      this.settle({ relayed: false, error: new AttemptFailed(`stream_broken (${brokenReason(error, this.ep.timeouts.idleMs)})`), sent: true, answered: true });
     } else if (error instanceof StepFailed || this.open) {
       // Nothing reached the client: the kernel fails over or answers with an error.
       this.settle({ relayed: false, error, sent: this.sent, answered: this.answered });

@@ -7,7 +7,9 @@
 //     ways, against plain proxying, streaming and not, at concurrency 16;
 //  4. hot reload — pipeline edits under load: how long each takes to show, and no failed request;
 //  5. per-endpoint concurrency — the cost of a limit that is not reached, and of queueing;
-//  metrics (bench/metrics.js) — the cost of /internal/metrics per request, on against off.
+//  metrics (bench/metrics.js) — the cost of /internal/metrics per request, on against off;
+//  limits (bench/limits.js) — rate limits that are never reached, on against off;
+//  failover (bench/failover.js) — a request that needs no retry, against the build before issue 12.
 // "Time per request" in the A/B comparisons is the CPU time the gateway process spends per request
 // (from /proc, over alternating load rounds): unlike req/s on a two-core machine shared by four busy
 // processes, it does not depend on how the scheduler mixes them.
@@ -17,6 +19,7 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { metricsSection } from './metrics.js';
 import { limitsSection } from './limits.js';
+import { failoverSection } from './failover.js';
 import { cpuAdded, timeAdded, forkReady, here, load, loadAlternating, pairedAdded, round, sequential, startGateway, stopAll, streaming, quick, ROUNDS, ROUND_S, pct, chatBody, streamBody, endpointLines } from './lib.js';
 
 const DURATION = quick ? 3 : 10;
@@ -260,7 +263,7 @@ fails the run on any non-2xx reply or error.
 
 async function main() {
   const { port: backendPort } = await forkReady('backend.js', ['0']);
-  const sections = [await proxySection(backendPort), await routingSection(backendPort), await translationSection(backendPort), await reloadSection(backendPort), await queueSection(backendPort), await metricsSection(backendPort), await limitsSection(backendPort)];
+  const sections = [await proxySection(backendPort), await routingSection(backendPort), await translationSection(backendPort), await reloadSection(backendPort), await queueSection(backendPort), await metricsSection(backendPort), await limitsSection(backendPort), await failoverSection(backendPort)];
   const md = `# Benchmark results
 
 Machine: ${cpus().length} × ${cpus()[0].model}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}.

@@ -213,7 +213,7 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
       const now = performance.now();
       const cooling = ep.coolingUntil - now;
       const delay = Math.max(backoff(retry!.backoffMs, round), cooling);
-      if (cooling > 0 && (waitedRetryAfter || candidates.some((e) => e !== ep))) continue;
+      if (cooling > 0 && (waitedRetryAfter || !alone(candidates, ep))) continue;
       if (now + delay >= budgetEnds) continue;
       if (cooling > 0) waitedRetryAfter = true;
       if (!(await pause(ctx, delay))) {
@@ -277,7 +277,9 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
     if (k >= fallbackFrom) fellBack(ctx, models);
     let outcome: Outcome;
     try {
-      outcome = await attempt(ctx, ep, policy, safe, ctl, lastResort || !ep.routable);
+      // A retry on the request's one endpoint is its only hope too: its breaker, opened by this
+      // very failure perhaps, lets it through as the test request (one at a time).
+      outcome = await attempt(ctx, ep, policy, safe, ctl, lastResort || !ep.routable || (round > 0 && alone(candidates, ep)));
     } finally {
       queue?.release(admittedAt);
     }
@@ -328,6 +330,9 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
     }
     // Never reached the backend: its requests-per-minute token is given back.
     if (!sent) ep.rateGate?.refund();
+    // A backend that took the request and dropped it may well take the next one (a crash and a
+    // restart, a proxy in between): worth another try after a backoff, as a client would.
+    else if (retry && (failure === 'reset' || failure === 'closed')) (again ??= []).push(k);
     failed++;
     last = failure;
     tried(ctx, ep, model, failure);
@@ -371,6 +376,9 @@ function subsetPlan(ctx: Context, subset: readonly Endpoint[]): { models: readon
   }
   return { models, fallbackFrom };
 }
+
+/** Is `ep` the request's only endpoint (a chain may list it under several models)? */
+const alone = (candidates: readonly Endpoint[], ep: Endpoint) => candidates.every((e) => e === ep);
 
 /** Record a failed attempt (access log, metrics). */
 function tried(ctx: Context, ep: Endpoint, model: string | undefined, outcome: string): void {

@@ -283,11 +283,13 @@ export class Relay implements Dispatcher.DispatchHandler {
     const format = watched ? streamFormatOf(headers['content-type'] as string | undefined) : null;
     if (format) this.watch = new StreamWatch(format);
     if (format && this.ctl.canRetry()) {
-      // Held until its first content, so it can still go to another candidate; the deadlines
-      // (first content, the budget) now need a timer of their own: undici's covered the head only.
+      // Held until its first content, so it can still go to another candidate. undici's timeouts
+      // covered the head only: a first-token deadline, or a budget that ends before a silence
+      // of stream_idle_timeout would, needs a timer; otherwise each held chunk checks the budget.
       this.held = [];
       const ft = this.ctl.firstTokenMs;
-      this.arm(ft > 0 ? Math.min(this.sentAt + ft, this.ctl.budgetEnds) : this.ctl.budgetEnds, true);
+      const at = ft > 0 ? Math.min(this.sentAt + ft, this.ctl.budgetEnds) : this.ctl.budgetEnds;
+      if (ft > 0 || at - performance.now() < this.ep.timeouts.idleMs) this.arm(at, true);
       return;
     }
     this.writeHead();
@@ -372,6 +374,10 @@ export class Relay implements Dispatcher.DispatchHandler {
           this.held.push(chunk);
           this.heldSize += chunk.length;
           if (this.heldSize > HOLD_STREAM_LIMIT) this.release(controller);
+          else if (!this.timer && performance.now() >= this.ctl.budgetEnds) {
+            this.timerAt = this.ctl.budgetEnds;
+            this.onDeadline();
+          }
           return;
         }
         if (seen !== 'content' && this.ctl.canRetry()) {

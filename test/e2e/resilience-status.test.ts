@@ -179,7 +179,9 @@ describe('reset before the headers', () => {
     const reply = await send(r);
     expect([502, 503]).toContain(reply.status);
     expect(reply.json.error.message).toEqual(expect.any(String));
-    expect(r.primary.generations.length).toBeLessThanOrEqual(3);
+    // 1 + max_retries attempts, each of which a reset may send once more on a fresh connection
+    // (the stale-socket retry: a pooled socket the backend closed while idle fails the same way).
+    expect(r.primary.generations.length).toBeLessThanOrEqual(2 * 3);
   });
 
   it('two endpoints: the other endpoint answers', async () => {

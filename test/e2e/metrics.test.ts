@@ -9,6 +9,7 @@ import { FakeBackend } from '../../engine/demo/index.js';
 import { closeAll, endpoint, NO_RATE_LIMITS, startGateway, type Started } from '../helpers/gateway.js';
 import { rawRequest } from '../helpers/http.js';
 import { waitFor } from '../helpers/wait.js';
+import { sample } from '../helpers/prom.js';
 
 const PROMTOOL = '/usr/bin/promtool';
 const havePromtool = existsSync(PROMTOOL);
@@ -36,17 +37,6 @@ async function scrape(g: Started): Promise<{ text: string; contentType: string }
   return { text: await res.body.text(), contentType: String(res.headers['content-type']) };
 }
 
-/** The value of the sample `name` whose labels include `labels`; undefined when there is none. */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#')) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const have = Object.fromEntries([...(m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1], x[2]]));
-    if (Object.entries(labels).every(([k, v]) => have[k] === v)) return Number(m[3]);
-  }
-  return undefined;
-}
 
 const chat = (g: Started, family: string, stream = false) =>
   request(`${g.url}/gw/${family}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'test-model', messages: [{ role: 'user', content: 'hi' }], stream }) });

@@ -7,7 +7,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { CONTEXT_ERROR_LLAMACPP, CONTEXT_ERROR_OPENAI } from '../fakes/scripted-provider.js';
 import { customProfiles } from '../helpers/profiles.js';
-import { accessLines, chatBody, metricsText, rig, sampleSum, send, type Rig } from '../helpers/resilience.js';
+import { accessLines, chatBody, metricsText, rig, send, type Rig } from '../helpers/resilience.js';
+import { sampleSum } from '../helpers/prom.js';
 import { waitFor } from '../helpers/wait.js';
 
 let r: Rig | null = null;

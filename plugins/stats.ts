@@ -19,14 +19,13 @@ export default definePlugin<Options>({
       // A stream that broke after its 200 head is an upstream failure too.
       const failed = ctx.status >= 500 || ctx.brokeOff;
       stats.record(ctx.endpoint, ctx.totalMs, failed, o.per_model ? ctx.model : undefined);
-      // Attempts that failed before the answer count against their endpoints too; the last one
-      // is the answer itself when the request ended with that endpoint's failure (held back).
+      // Attempts that failed before the answer count against their endpoints too (the one whose
+      // failure is the answer is the request itself, counted above).
       const tried = ctx.tried;
       if (tried) {
-        const last = tried[tried.length - 1];
-        const n = tried.length - (ctx.endpoint && last.endpoint === ctx.endpoint.name && (ctx.status === 0 || ctx.status >= 400) ? 1 : 0);
-        for (let i = 0; i < n; i++) {
-          const c = stats.endpoint(tried[i].endpoint);
+        for (const t of tried) {
+          if (t.answered) continue;
+          const c = stats.endpoint(t.endpoint);
           c.requests++;
           c.errors++;
         }

@@ -48,6 +48,9 @@ export interface FailedAttempt {
   model: string | undefined;
   /** What happened, short: "503", "reset", "first_token_timeout", "stream_error"… */
   outcome: string;
+  /** This attempt's failure is the request's answer (held back, or the last one): it is not a
+   *  retry, and counts once against its endpoint. */
+  answered?: boolean;
 }
 
 /** How model-aware routing decided (X-Gw-Routing-* headers). */

@@ -195,7 +195,17 @@ export class Relay implements Dispatcher.DispatchHandler {
     if (!(ms < Infinity)) return;
     if (this.timer) clearTimeout(this.timer);
     this.timerAt = at;
-    this.timer = setTimeout(() => this.onDeadline(), Math.max(0, ms));
+    this.timer = setTimeout(() => this.deadline(), Math.max(0, ms));
+  }
+
+  /** A timer callback: nothing may escape it (a respond tap that throws while the held head is
+   *  written would end the process). */
+  private deadline(): void {
+    try {
+      this.onDeadline();
+    } catch (err) {
+      this.abort(err instanceof StepFailed ? err : new StepFailed(err));
+    }
   }
 
   private onDeadline(): void {
@@ -374,10 +384,7 @@ export class Relay implements Dispatcher.DispatchHandler {
           this.held.push(chunk);
           this.heldSize += chunk.length;
           if (this.heldSize > HOLD_STREAM_LIMIT) this.release(controller);
-          else if (!this.timer && performance.now() >= this.ctl.budgetEnds) {
-            this.timerAt = this.ctl.budgetEnds;
-            this.onDeadline();
-          }
+          else this.checkBudget();
           return;
         }
         if (seen !== 'content' && this.ctl.canRetry()) {
@@ -393,12 +400,26 @@ export class Relay implements Dispatcher.DispatchHandler {
         controller.abort(new AttemptFailed('malformed_event'));
         return;
       }
+      if (seen === 'none' && !watch.hasContent) {
+        // Under way (the last attempt) but still without content: keep-alives do not stop the budget.
+        this.relay(controller, chunk);
+        this.checkBudget();
+        return;
+      }
       if (seen === 'error') {
         this.relayedError = true;
         this.ctx.error = gwError('UPSTREAM_STREAM_BROKEN', { endpoint: this.ep.name, reason: `sent an error event (${watch.problem})` });
       }
     }
     this.relay(controller, chunk);
+  }
+
+  /** Still no content and the budget is spent: what its timer would have done (a timer is set
+   *  only when the budget ends before a silence of stream_idle_timeout would). */
+  private checkBudget(): void {
+    if (this.timer || this.settled || performance.now() < this.ctl.budgetEnds) return;
+    this.timerAt = this.ctl.budgetEnds;
+    this.onDeadline();
   }
 
   /** A held failure too large to keep: it is the answer after all, shaped as any reply. */
@@ -458,7 +479,7 @@ export class Relay implements Dispatcher.DispatchHandler {
         const reply = plan.finish(this.status, Buffer.concat(this.chunks, this.size));
         res.writeHead(reply.status, [...reply.headers, 'content-length', String(typeof reply.body === 'string' ? Buffer.byteLength(reply.body) : reply.body.length)]);
         res.end(this.ctx.method === 'HEAD' ? undefined : reply.body);
-      } else if (this.watch && !this.watch.complete) {
+      } else if (this.watch && !this.watch.end()) {
         // It stopped without its terminator: before any content another candidate may answer.
         if (this.held && this.ctl.canRetry()) {
           this.settle({ relayed: false, error: new AttemptFailed('stream_incomplete'), sent: true, answered: true });
@@ -515,6 +536,9 @@ export class Relay implements Dispatcher.DispatchHandler {
     if (error instanceof ClientGone || ctx.res.destroyed) {
       ctx.error = error;
       this.settle(RELAYED);
+    } else if (this.open && (error instanceof AttemptFailed || error instanceof BudgetSpent)) {
+      // Our own abort (a deadline, a bad event before content): the kernel reads it as it is.
+      this.settle({ relayed: false, error, sent: this.sent, answered: this.answered });
     } else if (this.held && !(error instanceof StepFailed) && this.ctl.canRetry()) {
       // A stream that broke before its first content: nothing reached the client, another
       // candidate may answer.

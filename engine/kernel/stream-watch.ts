@@ -98,6 +98,9 @@ function classify(v: any, name: string): Kind {
 // One regular expression over the event's bytes read as latin1 (each byte one char: no decoding).
 const MARKERS = /error|stop|"done"\s*:\s*true|response\.(?:completed|incomplete|failed)|finish_reason"\s*:\s*"/;
 const OPEN_BRACE = 0x7b;
+const QUOTE = 0x22;
+/** Bytes a JSON value can end with: a string, object or array, a number, true/false/null. */
+const VALUE_END = new Set([0x22, 0x7d, 0x5d, 0x65, 0x6c, ...'0123456789'.split('').map((c) => c.charCodeAt(0))]);
 const CLOSE_BRACE = 0x7d;
 /** The data of a skipped event (its text never made). */
 const SKIPPED = '\u0000skipped';
@@ -110,6 +113,12 @@ function routine(buf: Buffer, s: number, e: number): boolean {
   while (s < e && isBlank(buf[s])) s++;
   while (e > s && isBlank(buf[e - 1])) e--;
   if (e - s < 2 || buf[s] !== OPEN_BRACE || buf[e - 1] !== CLOSE_BRACE) return false;
+  // Inside: a key first (or nothing), and a JSON value's last byte before the brace.
+  let i = s + 1;
+  while (i < e - 1 && isBlank(buf[i])) i++;
+  let j = e - 2;
+  while (j > i && isBlank(buf[j])) j--;
+  if (buf[i] === CLOSE_BRACE ? i !== e - 1 : buf[i] !== QUOTE || !VALUE_END.has(buf[j])) return false;
   return !MARKERS.test(buf.toString('latin1', s, e));
 }
 
@@ -209,6 +218,21 @@ export class StreamWatch {
       pos = nl + 1;
     }
     return seen;
+  }
+
+  /** The stream ended: its last line (NDJSON without a final newline) and its last event (SSE
+   *  without the blank line after it) are read as if they had been closed, as clients read them.
+   *  Returns whether the stream was complete. */
+  end(): boolean {
+    if (this.stopped) return this._complete;
+    if (this.tailBytes > 0) {
+      const line = Buffer.concat(this.tail, this.tailBytes);
+      this.tail = [];
+      this.tailBytes = 0;
+      if (this.line(line, 0, line.length, 0) !== 'none' && this.stopped) return this._complete;
+    }
+    if (this.format === 'sse' && this.evData !== null) this.sseLine(Buffer.alloc(0), 0, 0, 0);
+    return this._complete;
   }
 
   /** Keep chunk[from..] as (part of) the unfinished line, within the size bound. */

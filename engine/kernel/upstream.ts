@@ -152,7 +152,8 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
   let full: Endpoint[] | null = null;
   let limited: Endpoint[] | null = null;
   /** The answer the client gets if nothing better comes: the last failure held back. */
-  let held: (HeldReply & { fallback: boolean }) | null = null;
+  /** With whether it came from a fallback, and its entry in ctx.tried. */
+  let held: (HeldReply & { fallback: boolean; entry: number }) | null = null;
   /** Candidates whose failure another try may fix, for the next round. */
   let again: number[] | null = null;
   let round = 0;
@@ -220,6 +221,11 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
         ctx.error = new ClientGone();
         return true;
       }
+    }
+    // The request's budget spent (a deadline may fire a hair early): no further attempt.
+    if (ctx.attempts > 0 && retry && performance.now() >= budgetEnds) {
+      budgetSpent = true;
+      break;
     }
     // Every attempt after the first is a retry: the fleet's budget has the last word.
     if (ctx.attempts > 0 && retry && !retry.fleet.tryRetry()) {
@@ -292,7 +298,7 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
       tried(ctx, ep, model, error.outcome);
       log.warn({ req: ctx.id, endpoint: ep.name, model, failure: error.outcome }, 'attempt failed; trying the next candidate');
       // A fallback's client error never replaces the primary's failure as the answer.
-      if (error.held && !(error.clientError && held)) held = { ...error.held, fallback: k >= fallbackFrom };
+      if (error.held && !(error.clientError && held)) held = { ...error.held, fallback: k >= fallbackFrom, entry: ctx.tried!.length - 1 };
       if (error.outcome.startsWith('context_length')) minContext = (model && retry!.contextWindow(ep, model)) || 1;
       else if (!error.clientError) (again ??= []).push(k);
       failed++;
@@ -341,12 +347,16 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
   if (held) {
     // Every attempt failed: the last backend answer held back is the most honest reply.
     if (held.fallback === false) ctx.routing = routed;
+    ctx.tried![held.entry].answered = true;
     ctx.endpoint = held.endpoint;
     ctx.attemptModel = held.model;
     if (held.model !== undefined) ctx.sentModel = held.model;
     relayWhole(ctx, policy, held);
     return true;
   }
+  // The request ends with the last attempt's failure: that entry is the answer, not a retry.
+  const lastTried = ctx.tried?.[ctx.tried.length - 1];
+  if (lastTried && ctx.endpoint?.name === lastTried.endpoint) lastTried.answered = true;
   const provider = ctx.family ?? ctx.route.pipeline;
   if (budgetSpent) throw gwError('BUDGET_EXCEEDED', { budget: formatDuration(retry!.budgetMs), attempts: ctx.attempts });
   // Busy, not broken: the client should come back shortly.
@@ -400,6 +410,8 @@ function largerContextAhead(ctx: Context, candidates: readonly Endpoint[], model
 /** A fallback model answered: the routing headers say so, and why. */
 function fellBack(ctx: Context, models: readonly (string | undefined)[] | null): void {
   const first = ctx.tried?.[0];
+  // The primary was not served at all: routing said so already.
+  if (!first && ctx.routing?.decision === 'fallback') return;
   const primary = models?.[0] ?? first?.model ?? 'the requested model';
   const why = first ? `${first.outcome} from ${first.endpoint}` : 'not served';
   ctx.routing = { strategy: ctx.routing?.strategy ?? 'fallback', decision: 'fallback', reason: `model_fallback (${primary}: ${why})` };

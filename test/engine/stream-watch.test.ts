@@ -444,3 +444,37 @@ describe('any chunking', () => {
     expect(w.feed(Buffer.from([0xbf, ...Buffer.from(sse(chunk({ content: 'Hi' }))[0])]))).toBe('content');
   });
 });
+
+describe('after the first content (most events are checked for shape, not parsed)', () => {
+  it('an event that looks like an object but is not JSON inside is still malformed', () => {
+    for (const bad of ['{not valid json}', '{"a": }', '{ , "a": 1}']) {
+      const { seen } = perEvent('sse', [...sse(chunk({ content: 'hi' })), `data: ${bad}\n\n`]);
+      expect(seen, bad).toEqual(['content', 'malformed']);
+    }
+  });
+
+  it('terminators and errors are still seen among routine events', () => {
+    const tokens = Array.from({ length: 5 }, (_, i) => chunk({ content: `t${i}` }));
+    expect(perEvent('sse', [...sse(...tokens, chunk({}, 'length')), 'data: [DONE]\n\n']).w.complete).toBe(true);
+    expect(perEvent('sse', [...sse(...tokens), 'data: {"error":{"message":"overloaded"}}\n\n']).seen.at(-1)).toBe('error');
+    expect(perEvent('ndjson', nd({ message: { content: 'a' }, done: false }, { message: { content: 'b' }, done: false }, { done: true })).w.complete).toBe(true);
+  });
+});
+
+describe('the end of the stream', () => {
+  it('an NDJSON last line without its newline is read (done: true completes)', () => {
+    const { w } = perEvent('ndjson', [`${JSON.stringify({ response: 'a', done: false })}\n`, JSON.stringify({ response: '', done: true })]);
+    expect(w.complete).toBe(false);
+    expect(w.end()).toBe(true);
+  });
+
+  it('an SSE last event without the blank line after it is read, as clients read it', () => {
+    const { w } = perEvent('sse', [...sse(chunk({ content: 'a' })), 'data: [DONE]\n']);
+    expect(w.complete).toBe(false);
+    expect(w.end()).toBe(true);
+  });
+
+  it('a stream that just stops is still incomplete at its end', () => {
+    expect(perEvent('sse', sse(chunk({ content: 'a' }))).w.end()).toBe(false);
+  });
+});

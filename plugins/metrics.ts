@@ -27,7 +27,6 @@ export default definePlugin<Record<string, never>>({
     const failovers = m.failovers.with(family, route);
     let overhead: HistogramSeries | null = null;
     let fallbacks: CounterCell | null = null;
-    const endpointFamily = (name: string) => env.endpoints.all.find((e) => e.name === name)?.family ?? family;
     let queueWait: HistogramSeries | null = null;
     const routingCells = new Map<string, Partial<Record<RoutingInfo['decision'], CounterCell>>>();
     // Per endpoint (null: none tried), the duration series of each status class met so far.
@@ -48,7 +47,7 @@ export default definePlugin<Record<string, never>>({
       if (ctx.attempts > 1) failovers.value += ctx.attempts - 1;
       const tried = ctx.tried;
       if (tried) {
-        for (const t of tried) m.failedAttempts.with(endpointFamily(t.endpoint), t.endpoint, modelLabel(catalogue, t.model ?? ctx.model), reasonOf(t.outcome)).value++;
+        for (const t of tried) m.failedAttempts.with(t.family, t.endpoint, modelLabel(catalogue, t.model), reasonOf(t.outcome)).value++;
       }
       if (ctx.routing?.decision === 'fallback' && ctx.status > 0 && ctx.status < 400) (fallbacks ??= m.fallbacks.with(family, route)).value++;
       const err = ctx.error;

@@ -7,6 +7,7 @@ import { CircuitBreaker, type BreakerSettings } from './breaker.js';
 import type { Dispatch } from './interceptors.js';
 import { EndpointQueue, type QueueSettings } from './queue.js';
 import type { EndpointRateGate, Rate } from './rate-buckets.js';
+import { retryAfterMs } from './health.js';
 import { recentEnough } from './version.js';
 import type { EndpointConfig, GatewayConfig } from '../kernel/config.js';
 import { parseDuration } from '../kernel/duration.js';
@@ -242,6 +243,12 @@ export class Endpoint {
 
   get family(): string {
     return this.profile.name;
+  }
+
+  /** The backend asked for a pause (Retry-After: seconds or an HTTP date; at most an hour). */
+  pauseFor(retryAfter: string | string[]): void {
+    const ms = retryAfterMs(retryAfter);
+    if (ms !== undefined) this.coolingUntil = performance.now() + Math.min(ms, 3_600_000);
   }
 
   /** It answered a Retry-After that has not passed yet. */

@@ -1,7 +1,8 @@
 // Per-endpoint concerns as undici dispatch interceptors, composed once per endpoint: every
 // attempt the kernel sends goes through them, and no plugin has to remember any of it.
 //   breaker     — admission (an open breaker skips the endpoint: BreakerOpen, nothing sent)
-//                 and the outcome recorded on the breaker;
+//                 and the outcome recorded on the breaker, with a pause the endpoint asked for
+//                 (Retry-After on a 429 or 503: it goes last in the balancing order until then);
 //   inflight    — active-request counts (least-connections) and the time to the reply head;
 //   health      — a connection-level failure marks the endpoint unhealthy (and re-checks it);
 //   staleRetry  — a replay-safe request that a pooled socket failed (reset or closed after it
@@ -58,6 +59,7 @@ class BreakerWatch extends Forwarding {
   }
   override onResponseStart(c: Controller, status: number, headers: ReplyHeaders, message?: string): void {
     if (status >= 200) this.status = status;
+    if ((status === 429 || status === 503) && headers['retry-after'] !== undefined) this.ep.pauseFor(headers['retry-after']);
     super.onResponseStart(c, status, headers, message);
   }
   override onResponseEnd(c: Controller, trailers: Trailers): void {

@@ -19,7 +19,8 @@ export class RetryBudget {
   private settings!: RetryBudgetSettings;
   private current = 0;
   private currentSlot = 0;
-  /** Retries refused since start (for the metrics). */
+  /** Retries not made because the budget was spent, since start (for the metrics; the kernel
+   *  counts the failures it passed on for that reason too). */
   exhausted = 0;
   /** Retries taken since start. */
   taken = 0;

@@ -45,6 +45,8 @@ const NOT_PARSED = Symbol('not parsed');
 /** One attempt that failed and was followed by another (or by the last answer held back). */
 export interface FailedAttempt {
   endpoint: string;
+  /** The endpoint's family (metrics label). */
+  family: string;
   model: string | undefined;
   /** What happened, short: "503", "reset", "first_token_timeout", "stream_error"… */
   outcome: string;

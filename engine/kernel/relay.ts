@@ -13,7 +13,6 @@
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../backends/endpoints.js';
 import { ClientGone, StepFailed } from '../backends/failures.js';
-import { retryAfterMs } from '../backends/health.js';
 import { brokenReason, endAndClose, endBroken } from './broken-stream.js';
 import type { Context } from './context.js';
 import { formatDuration } from './duration.js';
@@ -74,6 +73,9 @@ export class BudgetSpent extends Error {
 export interface AttemptControl {
   /** Could another attempt follow now (attempts, budget, fleet retry budget)? */
   canRetry(): boolean;
+  /** A failure another attempt might have fixed is passed on as it is (counted when the fleet
+   *  retry budget is what stopped the retry). */
+  passedOn(): void;
   /** A later candidate has a larger context window: a context-length error is worth holding. */
   contextFallback: boolean;
   /** A client error is a failure too (a fallback model rejected what the primary accepted). */
@@ -226,6 +228,7 @@ export class Relay implements Dispatcher.DispatchHandler {
     // The first content is late: give up on it only when another attempt can follow.
     else if (this.ctl.canRetry()) this.abort(new AttemptFailed(`first_token_timeout (${formatDuration(this.ctl.firstTokenMs)})`));
     else {
+      this.ctl.passedOn();
       // The last attempt: waiting on beats no answer, and what is held goes out now.
       if (this.held && this.controller) this.release(this.controller);
       this.arm(this.ctl.budgetEnds);
@@ -260,10 +263,12 @@ export class Relay implements Dispatcher.DispatchHandler {
     if (status < 200) return; // 1xx informational: the final head follows
     this.status = status;
     this.headers = headers;
-    if ((status === 429 || status === 503) && headers['retry-after'] !== undefined) this.cool(headers['retry-after']);
-    if (this.holds(status) && this.ctl.canRetry()) {
-      this.plan = HOLD;
-      return;
+    if (this.holds(status)) {
+      if (this.ctl.canRetry()) {
+        this.plan = HOLD;
+        return;
+      }
+      if (this.ep.failover.retryStatuses.has(status)) this.ctl.passedOn();
     }
     try {
       this.start(status, headers);
@@ -278,12 +283,6 @@ export class Relay implements Dispatcher.DispatchHandler {
   private holds(status: number): boolean {
     if (this.ep.failover.retryStatuses.has(status)) return true;
     return status >= 400 && status < 500 && (this.ctl.contextFallback || this.ctl.clientErrorsFail);
-  }
-
-  /** The backend asked for a pause: other candidates go first until it has passed. */
-  private cool(value: string | string[]): void {
-    const ms = retryAfterMs(value);
-    if (ms !== undefined) this.ep.coolingUntil = performance.now() + Math.min(ms, 3_600_000);
   }
 
   private start(status: number, headers: ReplyHeaders): void {
@@ -387,9 +386,12 @@ export class Relay implements Dispatcher.DispatchHandler {
           else this.checkBudget();
           return;
         }
-        if (seen !== 'content' && this.ctl.canRetry()) {
-          controller.abort(new AttemptFailed(seen === 'error' ? `stream_error (${watch.problem})` : `malformed_event (${watch.problem})`));
-          return;
+        if (seen !== 'content') {
+          if (this.ctl.canRetry()) {
+            controller.abort(new AttemptFailed(seen === 'error' ? `stream_error (${watch.problem})` : `malformed_event (${watch.problem})`));
+            return;
+          }
+          this.ctl.passedOn();
         }
         this.release(controller);
       }

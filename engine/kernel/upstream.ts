@@ -143,7 +143,9 @@ const backoff = (baseMs: number, round: number) => baseMs * 2 ** (round - 1) * (
 export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates: readonly Endpoint[] = ctx.candidates): Promise<true> {
   const log = ctx.route.log;
   const retry = policy.retry;
-  const { models, fallbackFrom } = candidates === ctx.candidates ? { models: ctx.candidateModels, fallbackFrom: ctx.fallbackFrom } : subsetPlan(ctx, candidates);
+  let models = ctx.candidateModels;
+  let fallbackFrom = ctx.fallbackFrom;
+  if (candidates !== ctx.candidates) ({ models, fallbackFrom } = subsetPlan(ctx, candidates));
   const firstTokenOverrideMs = retry ? firstTokenOverride(ctx) : undefined;
   let streaming: boolean | undefined;
   let skipped = 0;
@@ -172,6 +174,9 @@ export async function sendUpstream(ctx: Context, policy: SendPolicy, candidates:
   const routed = ctx.routing;
   const ctl: AttemptControl = {
     canRetry: () => safe && retry !== undefined && ctx.attempts <= policy.maxRetries && performance.now() < budgetEnds && retry.fleet.canRetry(),
+    passedOn: () => {
+      if (safe && retry && ctx.attempts <= policy.maxRetries && performance.now() < budgetEnds && !retry.fleet.canRetry()) retry.fleet.exhausted++;
+    },
     contextFallback: false,
     clientErrorsFail: false,
     firstTokenMs: 0,
@@ -392,7 +397,7 @@ const alone = (candidates: readonly Endpoint[], ep: Endpoint) => candidates.ever
 
 /** Record a failed attempt (access log, metrics). */
 function tried(ctx: Context, ep: Endpoint, model: string | undefined, outcome: string): void {
-  (ctx.tried ??= []).push({ endpoint: ep.name, model: model ?? ctx.model, outcome });
+  (ctx.tried ??= []).push({ endpoint: ep.name, family: ep.family, model: model ?? ctx.model, outcome });
 }
 
 /** Does a candidate after k serve its model with a larger context window than k does? */

@@ -372,6 +372,32 @@ describe('an alias marked ordered is a fallback chain too', () => {
   });
 });
 
+describe('retry settings', () => {
+  it('an endpoint\'s retry_on_statuses wins over the proxy\'s: its own status is retried, a default one passed on', async () => {
+    r = await rig('one endpoint', { proxy: { retry: { backoff: '10ms' } }, endpointExtra: { retry_on_statuses: [520] } });
+    r.primary.script({ status: 520 });
+    const rescued = await send(r);
+    expect(rescued.status).toBe(200);
+    expect(rescued.headers['x-gw-attempts']).toBe('2');
+    r.primary.script({ status: 503 });
+    const passed = await send(r);
+    expect(passed.status).toBe(503);
+    expect(passed.headers['x-gw-attempts']).toBe('1');
+  });
+
+  it('a spent fleet retry budget passes the failure on after one attempt, and the metrics say why', async () => {
+    r = await rig('one endpoint', { proxy: { retry: { fleet: { ratio: 0, min_per_second: 0 } } } });
+    r.primary.script({ status: 500 });
+    const reply = await send(r);
+    expect(reply.status).toBe(500);
+    expect(reply.headers['x-gw-attempts']).toBe('1');
+    expect(r.primary.generations).toHaveLength(1);
+    const text = await metricsText(r);
+    expect(sampleSum(text, 'gw_retry_budget_exhausted_total')).toBe(1);
+    expect(sampleSum(text, 'gw_retries_total')).toBe(0);
+  });
+});
+
 describe('accounting', () => {
   it('one endpoint: the attempts in X-Gw-Attempts, the failed one in the access log’s tried list and the metrics', async () => {
     r = await rig('one endpoint');

@@ -9,7 +9,7 @@ if (!existsSync(dist)) {
   console.error('gw: dist/ is missing; run `npm install` (or `npm run build`) in the gateway directory first');
   process.exit(1);
 }
-const { resolveConfigPath } = await import(new URL('config.js', dist).href);
+const { resolveConfigPath } = await import(new URL('../core/config.js', dist).href);
 const { VERSION } = await import(new URL('gateway.js', dist).href);
 // The built-in plugins, handed to the engine (which does not import them itself).
 const { BUILTIN_PLUGINS } = await import(new URL('../../plugins/index.js', dist).href);
@@ -23,7 +23,7 @@ function keepServing(log) {
 
 async function serve(opts) {
   const { Gateway } = await import(new URL('gateway.js', dist).href);
-  const { ConfigError } = await import(new URL('errors.js', dist).href);
+  const { ConfigError } = await import(new URL('../core/errors.js', dist).href);
   let gateway;
   try {
     gateway = await Gateway.create({ configFile: resolveConfigPath(opts.config), env: process.env, plugins: BUILTIN_PLUGINS });

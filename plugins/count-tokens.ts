@@ -9,7 +9,7 @@
 // build without it). X-Gw-Token-Count says which: `backend` or `estimate`.
 import type { Endpoint } from '../engine/backends/endpoints.js';
 import type { Context } from '../engine/kernel/context.js';
-import { GatewayError, gwError } from '../engine/kernel/errors.js';
+import { GatewayError, gwError } from '../engine/core/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { retrySettings, sendUpstream, type ReplyPlan, type SendPolicy } from '../engine/kernel/upstream.js';
 import { rewritePlan, type Rewritten } from './lib/rewrite-body.js';

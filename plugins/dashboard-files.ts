@@ -4,9 +4,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { extname, join } from 'node:path';
-import { gwError } from '../engine/kernel/errors.js';
-import { fnv1a36 } from '../engine/kernel/hash.js';
-import { PACKAGE_ROOT } from '../engine/kernel/paths.js';
+import { gwError } from '../engine/core/errors.js';
+import { fnv1a36 } from '../engine/core/hash.js';
+import { PACKAGE_ROOT } from '../engine/core/paths.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { etagMatches } from './lib/status-json.js';
 

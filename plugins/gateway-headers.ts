@@ -1,7 +1,7 @@
 // X-Gw-* headers on every response of the route: request id, endpoint, model, family, timing,
 // and the routing decision when model routing ran.
-import { formatDuration } from '../engine/kernel/duration.js';
-import { echo } from '../engine/kernel/head.js';
+import { formatDuration } from '../engine/core/duration.js';
+import { echo } from '../engine/core/head.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 
 interface Options { model_header: boolean }

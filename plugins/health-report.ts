@@ -1,5 +1,5 @@
 // GET /internal/health: overall status and one record per endpoint (the readiness probe).
-import { formatDuration } from '../engine/kernel/duration.js';
+import { formatDuration } from '../engine/core/duration.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { healthRecord, overall } from './lib/endpoint-view.js';
 import { replyStatus } from './lib/status-json.js';

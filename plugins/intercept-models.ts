@@ -11,9 +11,9 @@
 // the profile lists exactly (mlxmulti's /v1/models/status) wins over an intercept pattern.
 import { indexModels, type CatalogueModel } from '../engine/backends/catalogue.js';
 import type { Context } from '../engine/kernel/context.js';
-import { gwError } from '../engine/kernel/errors.js';
+import { gwError } from '../engine/core/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
-import type { Intercept } from '../engine/kernel/profiles.js';
+import type { Intercept } from '../engine/core/profiles.js';
 import { LiveCache, liveModels } from './lib/live-models.js';
 import { answerMerged } from './lib/merged-list.js';
 import { decodeModelId } from './lib/model-id.js';

@@ -1,5 +1,5 @@
 // GET /internal/metrics: the gateway's Prometheus registry in the text format (version 0.0.4).
-import { gwError } from '../engine/kernel/errors.js';
+import { gwError } from '../engine/core/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { registerCollected } from './lib/metrics/collected.js';
 import { instruments } from './lib/metrics/instruments.js';

@@ -6,7 +6,7 @@
 import type { Endpoint } from '../engine/backends/endpoints.js';
 import type { CounterCell, HistogramSeries } from '../engine/backends/metrics.js';
 import type { RoutingInfo } from '../engine/kernel/context.js';
-import { ERROR_CODES, GatewayError } from '../engine/kernel/errors.js';
+import { ERROR_CODES, GatewayError } from '../engine/core/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { instruments, modelLabel } from './lib/metrics/instruments.js';
 

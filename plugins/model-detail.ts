@@ -1,7 +1,7 @@
 // GET /gw/models/{id}: one unified record, by any name a model is listed under (the catalogue's
 // lookup rule: engine/backends/model-names.ts) or by alias (the record of its first target that
 // is listed).
-import { gwError } from '../engine/kernel/errors.js';
+import { gwError } from '../engine/core/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { decodeModelId } from './lib/model-id.js';
 import { unifiedRecord } from './lib/model-formats.js';

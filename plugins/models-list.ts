@@ -1,6 +1,6 @@
 // GET /gw/models: the unified catalogue, filtered by provider and capability, in one of the list
 // formats (unified, common, localrunner, deskrunner, pagedengine).
-import { gwError } from '../engine/kernel/errors.js';
+import { gwError } from '../engine/core/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { LIST_FORMATS, capabilities, renderList, type ListFormat } from './lib/model-formats.js';
 import { queryOf } from './lib/query.js';

@@ -7,8 +7,8 @@
 // by the kernel as each candidate is tried (Endpoint.rateGate); the stats step counts their 429s.
 import type { LimitScope, Rate, Take } from '../engine/backends/rate-buckets.js';
 import { rateLimitHeaders } from '../engine/kernel/admission.js';
-import { GatewayError, gwError } from '../engine/kernel/errors.js';
-import { nameMatches } from '../engine/kernel/pipelines.js';
+import { GatewayError, gwError } from '../engine/core/errors.js';
+import { nameMatches } from '../engine/core/pipelines.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { clientAddressOf } from './lib/client-address.js';
 

@@ -13,9 +13,9 @@
 // a backend that is back answers at once, as it would to a direct client, and its health is
 // checked again at once.
 import type { Context } from '../engine/kernel/context.js';
-import { parseDuration } from '../engine/kernel/duration.js';
+import { parseDuration } from '../engine/core/duration.js';
 import type { Endpoint } from '../engine/backends/endpoints.js';
-import { gwError } from '../engine/kernel/errors.js';
+import { gwError } from '../engine/core/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { balancer, STRATEGIES } from './lib/balancing.js';
 import { routeChain, type ChainRouting } from './lib/fallback-chain.js';

@@ -2,7 +2,7 @@
 // attempt before it against its endpoint); and the 429s
 // of the per-endpoint rate limits, which the kernel answers as it tries the candidates (the
 // rate-limit step counts its own).
-import { GatewayError } from '../engine/kernel/errors.js';
+import { GatewayError } from '../engine/core/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 
 interface Options { per_model: boolean }

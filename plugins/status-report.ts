@@ -1,7 +1,7 @@
 // GET /internal/status: version, configuration summary, traffic statistics, endpoints, models and
 // the system's state, and hot reload's last outcome. Before any traffic the state comes from
 // endpoint health alone.
-import { formatDuration } from '../engine/kernel/duration.js';
+import { formatDuration } from '../engine/core/duration.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { averageLatency, percent, systemStatus } from './lib/endpoint-view.js';
 import { replyStatus } from './lib/status-json.js';

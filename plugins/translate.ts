@@ -8,7 +8,7 @@
 // proxy routes.
 import type { Endpoint } from '../engine/backends/endpoints.js';
 import type { Context, UpstreamRequest } from '../engine/kernel/context.js';
-import { GatewayError, gwError } from '../engine/kernel/errors.js';
+import { GatewayError, gwError } from '../engine/core/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { retrySettings, sendUpstream, type SendPolicy } from '../engine/kernel/upstream.js';
 import { ClientGone } from '../engine/backends/failures.js';

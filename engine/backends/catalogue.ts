@@ -2,7 +2,7 @@
 // (by digest where the backend gives one, else by name; never merged across families). Views
 // are rebuilt lazily after a change, so routing lookups are map reads.
 import type { Endpoint } from './endpoints.js';
-import type { Profile } from '../kernel/profiles.js';
+import type { Profile } from '../core/profiles.js';
 import type { DiscoveredModel } from './model-lists.js';
 import { NameIndex, type Named, type NameRules } from './model-names.js';
 import { compileTraits, type ModelTraits, type TraitMatcher } from './model-traits.js';

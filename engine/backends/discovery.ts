@@ -5,8 +5,8 @@
 // lists not refreshed for 24 hours are dropped.
 import { Agent, request } from 'undici';
 import type { Logger } from 'pino';
-import type { GatewayConfig } from '../kernel/config.js';
-import { parseDuration } from '../kernel/duration.js';
+import type { GatewayConfig } from '../core/config.js';
+import { parseDuration } from '../core/duration.js';
 import type { Endpoint } from './endpoints.js';
 import type { EndpointRegistry } from './registry.js';
 import { describeError } from './health.js';

@@ -9,12 +9,12 @@ import { EndpointQueue, type QueueSettings } from './queue.js';
 import type { EndpointRateGate, Rate } from './rate-buckets.js';
 import { retryAfterMs } from './health.js';
 import { recentEnough } from './version.js';
-import type { EndpointConfig, GatewayConfig } from '../kernel/config.js';
-import { parseDuration } from '../kernel/duration.js';
-import { ConfigError } from '../kernel/errors.js';
-import { fnv1a36 } from '../kernel/hash.js';
-import type { Profile, ProfileSet } from '../kernel/profiles.js';
-import { closest, type Problem } from '../kernel/schema.js';
+import type { EndpointConfig, GatewayConfig } from '../core/config.js';
+import { parseDuration } from '../core/duration.js';
+import { ConfigError } from '../core/errors.js';
+import { fnv1a36 } from '../core/hash.js';
+import type { Profile, ProfileSet } from '../core/profiles.js';
+import { closest, type Problem } from '../core/schema.js';
 
 export type HealthState = 'unknown' | 'healthy' | 'busy' | 'warming' | 'offline' | 'unhealthy';
 export const ROUTABLE: Readonly<Record<HealthState, boolean>> = {

@@ -11,7 +11,7 @@
 //   connection  — the pool, or a one-off connection for requests that must never run twice.
 import { Client, type Dispatcher } from 'undici';
 import type { Endpoint } from './endpoints.js';
-import type { ReplyHeaders } from '../kernel/json.js';
+import type { ReplyHeaders } from '../core/json.js';
 import { BreakerOpen, connectionFailure, errorCode, notTheEndpoints } from './failures.js';
 
 type Handler = Dispatcher.DispatchHandler;

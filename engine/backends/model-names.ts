@@ -8,7 +8,7 @@
 //     "gpt-4o" (the part after the first slash), then "gpt-4o" finds a listed "openai/gpt-4o".
 // The first step that finds something ends the search, so a full name wins over a shortened
 // one. The other names of a listed name are worked out when it is indexed: a lookup is map reads.
-import type { Profile } from '../kernel/profiles.js';
+import type { Profile } from '../core/profiles.js';
 
 /** What a family's engine makes of names (the profile's `models` block). */
 export type NameRules = Pick<Profile['models'], 'default_tag' | 'provider_prefixed'>;

@@ -1,6 +1,6 @@
 // A profile's model patterns, compiled once: capabilities (vision, embeddings, code) and context
 // windows from case-sensitive globs, first match wins, else the platform default.
-import type { Profile } from '../kernel/profiles.js';
+import type { Profile } from '../core/profiles.js';
 
 export const DEFAULT_CONTEXT = 4096;
 

@@ -6,7 +6,7 @@ import { EventEmitter } from 'node:events';
 import type { BreakerSettings } from './breaker.js';
 import { Endpoint, idsOf, type EndpointPlan, type EndpointTimeouts, type HealthState } from './endpoints.js';
 import { endpointDispatch } from './interceptors.js';
-import type { Profile } from '../kernel/profiles.js';
+import type { Profile } from '../core/profiles.js';
 
 export interface Reconciled {
   added: Endpoint[];

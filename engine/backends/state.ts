@@ -2,8 +2,8 @@
 // catalogue, discovery and the counters. It outlives every compiled graph: a reload reconciles it
 // with the new configuration instead of rebuilding it, so nothing healthy goes back to Unknown.
 import type { Logger } from 'pino';
-import type { GatewayConfig } from '../kernel/config.js';
-import { parseDuration } from '../kernel/duration.js';
+import type { GatewayConfig } from '../core/config.js';
+import { parseDuration } from '../core/duration.js';
 import { Catalogue } from './catalogue.js';
 import { DiscoveryService } from './discovery.js';
 import { timeoutsFor, type EndpointPlan } from './endpoints.js';

@@ -2,7 +2,7 @@
 // recent samples for p95/p99), per-endpoint counts, connections and garbage collection.
 import { PerformanceObserver } from 'node:perf_hooks';
 import type { Endpoint } from './endpoints.js';
-import { clip, ECHO_MAX } from '../kernel/head.js';
+import { clip, ECHO_MAX } from '../core/head.js';
 
 export interface EndpointCounters {
   requests: number;

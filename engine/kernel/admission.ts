@@ -8,8 +8,8 @@ import type { Endpoint } from '../backends/endpoints.js';
 import type { EndpointQueue, Turn } from '../backends/queue.js';
 import type { Take } from '../backends/rate-buckets.js';
 import type { Context } from './context.js';
-import { formatDuration } from './duration.js';
-import { gwError } from './errors.js';
+import { formatDuration } from '../core/duration.js';
+import { gwError } from '../core/errors.js';
 
 /** How admission ended when no slot was free at once; a wait past queue_timeout throws QUEUE_TIMEOUT. */
 export async function waitForSlot(ctx: Context, ep: Endpoint, queue: EndpointQueue): Promise<'full' | Exclude<Turn, 'timeout'>> {

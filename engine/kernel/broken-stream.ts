@@ -3,9 +3,9 @@
 // on a bare reset: SSE gets a chat-completions error chunk (the messages API: `event: error`),
 // NDJSON an {"error": …} line; then the connection closes. Any other reply is aborted.
 import type { Context } from './context.js';
-import { formatDuration } from './duration.js';
-import { errorBody, gwError } from './errors.js';
-import type { ReplyHeaders } from './json.js';
+import { formatDuration } from '../core/duration.js';
+import { errorBody, gwError } from '../core/errors.js';
+import type { ReplyHeaders } from '../core/json.js';
 import { NDJSON_CONTENT_TYPE as NDJSON, SSE_CONTENT_TYPE as SSE } from './stream-watch.js';
 
 /** What happened, in words, for the error the client receives and the log. */

@@ -4,14 +4,14 @@
 import type { EndpointPlan } from '../backends/endpoints.js';
 import { planEndpoints } from '../backends/endpoints.js';
 import { compileGraph, type Graph } from './compile.js';
-import { loadConfig, type GatewayConfig } from './config.js';
-import { ConfigError } from './errors.js';
-import { checkPipelines, type PipelineLoad } from './pipelines.js';
+import { loadConfig, type GatewayConfig } from '../core/config.js';
+import { ConfigError } from '../core/errors.js';
+import { checkPipelines, type PipelineLoad } from '../core/pipelines.js';
 import { PluginRegistry, type Plugin } from './plugin.js';
-import { loadProfilesReporting, type FileProblem, type ProfileSet } from './profiles.js';
+import { loadProfilesReporting, type FileProblem, type ProfileSet } from '../core/profiles.js';
 import type { RouteRunner } from './run.js';
 import type { Runtime } from './runtime.js';
-import type { Problem } from './schema.js';
+import type { Problem } from '../core/schema.js';
 
 export interface BuildOptions {
   /** Resolved config file, or null for the built-in default. */

@@ -4,17 +4,17 @@
 // built whole and swapped in by one reference, so in-flight requests finish on the graph they began on.
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import type { IncomingMessage } from 'node:http';
-import { modelKeys as modelKeysOf } from './body-model.js';
-import { configValue } from './config.js';
+import { modelKeys as modelKeysOf } from '../core/body-model.js';
+import { configValue } from '../core/config.js';
 import type { RouteInfo } from './context.js';
 import { createHooks, HOOK_PHASES, type Hooks } from './hooks.js';
-import { nameMatches, type PipelineDef, type PipelineLoad, type SharedStepDef, type StepDef } from './pipelines.js';
+import { nameMatches, type PipelineDef, type PipelineLoad, type SharedStepDef, type StepDef } from '../core/pipelines.js';
 import { factsOf, type PluginEnv, type PluginRegistry } from './plugin.js';
-import type { Profile } from './profiles.js';
+import type { Profile } from '../core/profiles.js';
 import type { GatewayResponse } from './response.js';
 import type { RouteRunner } from './run.js';
 import type { Runtime } from './runtime.js';
-import { closest, explain, type Problem } from './schema.js';
+import { closest, explain, type Problem } from '../core/schema.js';
 
 export interface Graph {
   router: FindMyWay.Instance<FindMyWay.HTTPVersion.V1>;

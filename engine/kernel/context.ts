@@ -6,9 +6,9 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import type { Endpoint } from '../backends/endpoints.js';
 import { ClientGone } from '../backends/failures.js';
-import { findModelField, type ModelField } from './body-model.js';
+import { findModelField, type ModelField } from '../core/body-model.js';
 import type { Hooks } from './hooks.js';
-import type { Profile } from './profiles.js';
+import type { Profile } from '../core/profiles.js';
 import type { GatewayResponse } from './response.js';
 import type { EndpointQueue, Waiter } from '../backends/queue.js';
 

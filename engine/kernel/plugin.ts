@@ -6,9 +6,9 @@ import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Hooks } from './hooks.js';
-import type { Profile } from './profiles.js';
+import type { Profile } from '../core/profiles.js';
 import type { Runtime } from './runtime.js';
-import { createAjv } from './schema.js';
+import { createAjv } from '../core/schema.js';
 
 /** What a plugin sees when it is applied: the runtime, plus the family for per-profile routes. */
 export interface PluginEnv extends Runtime {

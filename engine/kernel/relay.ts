@@ -15,9 +15,9 @@ import type { Endpoint } from '../backends/endpoints.js';
 import { ClientGone, StepFailed } from '../backends/failures.js';
 import { brokenReason, endAndClose, endBroken } from './broken-stream.js';
 import type { Context } from './context.js';
-import { formatDuration } from './duration.js';
-import { gwError } from './errors.js';
-import type { ReplyHeaders } from './json.js';
+import { formatDuration } from '../core/duration.js';
+import { gwError } from '../core/errors.js';
+import type { ReplyHeaders } from '../core/json.js';
 import { streamFormatOf, StreamWatch } from './stream-watch.js';
 
 type Controller = Dispatcher.DispatchController;

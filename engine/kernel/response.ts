@@ -6,7 +6,7 @@
 import { ServerResponse, type IncomingMessage, type OutgoingHttpHeader, type OutgoingHttpHeaders } from 'node:http';
 import { StepFailed } from '../backends/failures.js';
 import type { Context } from './context.js';
-import { sanitizedHeaders } from './head.js';
+import { sanitizedHeaders } from '../core/head.js';
 
 type HeadersArg = OutgoingHttpHeaders | OutgoingHttpHeader[] | undefined;
 

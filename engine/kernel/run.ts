@@ -5,7 +5,7 @@ import type { IncomingMessage } from 'node:http';
 import { StepFailed } from '../backends/failures.js';
 import type { Stats } from '../backends/telemetry.js';
 import { Context, type RouteInfo } from './context.js';
-import { GatewayError, gwError, renderError } from './errors.js';
+import { GatewayError, gwError, renderError } from '../core/errors.js';
 import type { GatewayResponse } from './response.js';
 
 export type RouteRunner = (route: RouteInfo, req: IncomingMessage, res: GatewayResponse) => void;

@@ -12,8 +12,8 @@ import type { RateBuckets } from '../backends/rate-buckets.js';
 import type { Residency } from '../backends/residency.js';
 import type { RetryBudget } from '../backends/retry-budget.js';
 import type { Stats } from '../backends/telemetry.js';
-import type { GatewayConfig } from './config.js';
-import type { ProfileSet } from './profiles.js';
+import type { GatewayConfig } from '../core/config.js';
+import type { ProfileSet } from '../core/profiles.js';
 
 /** What /internal/status shows of hot reload. */
 export interface ReloadStatus {

@@ -26,9 +26,9 @@ import type { RetryBudget } from '../backends/retry-budget.js';
 import { endpointsRateLimited, queueFull, waitForSlot } from './admission.js';
 import { brokenReason } from './broken-stream.js';
 import type { Context, UpstreamRequest } from './context.js';
-import { formatDuration, parseDuration } from './duration.js';
-import { gwError } from './errors.js';
-import type { ReplyHeaders } from './json.js';
+import { formatDuration, parseDuration } from '../core/duration.js';
+import { gwError } from '../core/errors.js';
+import type { ReplyHeaders } from '../core/json.js';
 import { AttemptFailed, BudgetSpent, Relay, relayWhole, type AttemptControl, type HeldReply, type Outcome, type ReplyPlan } from './relay.js';
 import type { Runtime } from './runtime.js';
 

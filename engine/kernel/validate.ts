@@ -2,16 +2,16 @@
 // print one PASS/WARN/FAIL line per check and a summary; never listens. Exit 0 unless something failed.
 import { relative } from 'node:path';
 import { compileGraph } from './compile.js';
-import { checkConfig } from './config.js';
+import { checkConfig } from '../core/config.js';
 import { planEndpoints } from '../backends/endpoints.js';
-import { createLogger } from './logger.js';
-import { checkPipelines } from './pipelines.js';
+import { createLogger } from '../core/logger.js';
+import { checkPipelines } from '../core/pipelines.js';
 import { PluginRegistry } from './plugin.js';
-import { checkProfiles } from './profiles.js';
+import { checkProfiles } from '../core/profiles.js';
 import { runtimeOf } from './runtime.js';
 import { Backends } from '../backends/state.js';
 import type { Plugin } from './plugin.js';
-import type { Problem } from './schema.js';
+import type { Problem } from '../core/schema.js';
 import { VERSION } from './gateway.js';
 
 type Level = 'PASS' | 'WARN' | 'FAIL';

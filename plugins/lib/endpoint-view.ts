@@ -1,5 +1,5 @@
 // How endpoints appear on the status routes: sanitised URL and id, never credentials.
-import { formatDuration } from '../../engine/kernel/duration.js';
+import { formatDuration } from '../../engine/core/duration.js';
 import type { Endpoint } from '../../engine/backends/endpoints.js';
 import type { EndpointQueue } from '../../engine/backends/queue.js';
 import type { Stats } from '../../engine/backends/telemetry.js';

@@ -6,9 +6,9 @@
 // the request goes straight to its fallback (X-Gw-Routing-Decision: fallback).
 import type { Endpoint } from '../../engine/backends/endpoints.js';
 import type { Context } from '../../engine/kernel/context.js';
-import { gwError } from '../../engine/kernel/errors.js';
+import { gwError } from '../../engine/core/errors.js';
 import type { PluginEnv } from '../../engine/kernel/plugin.js';
-import type { Profile } from '../../engine/kernel/profiles.js';
+import type { Profile } from '../../engine/core/profiles.js';
 import type { Order } from './balancing.js';
 import { aliasTargetsOf, modelCandidates, type AliasCache } from './model-routing.js';
 

@@ -8,9 +8,9 @@ import { askEndpoint } from '../../engine/backends/json-reply.js';
 import { ClientGone } from '../../engine/backends/failures.js';
 import type { Endpoint } from '../../engine/backends/endpoints.js';
 import type { Context } from '../../engine/kernel/context.js';
-import { gwError } from '../../engine/kernel/errors.js';
+import { gwError } from '../../engine/core/errors.js';
 import type { PluginEnv } from '../../engine/kernel/plugin.js';
-import { isObject } from '../../engine/kernel/json.js';
+import { isObject } from '../../engine/core/json.js';
 
 /** A list of loaded models is a few KiB; this bounds what one endpoint can make the gateway hold. */
 export const MERGE_REPLY_LIMIT = 1024 * 1024;

@@ -5,7 +5,7 @@
 //   `ordered`: the names in order, the next one only when every endpoint of the one before
 //   failed the request (select-endpoint lays the candidates out, the kernel walks them).
 // A Map each: a name comes from the request body, and "__proto__" must read as a name.
-import type { GatewayConfig } from '../../engine/kernel/config.js';
+import type { GatewayConfig } from '../../engine/core/config.js';
 
 export interface ModelNames {
   /** Unordered aliases: name → equivalent real names. */

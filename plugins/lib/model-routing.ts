@@ -7,9 +7,9 @@
 // last_resort (select-endpoint).
 import type { Context, RoutingInfo } from '../../engine/kernel/context.js';
 import type { Endpoint } from '../../engine/backends/endpoints.js';
-import { gwError } from '../../engine/kernel/errors.js';
+import { gwError } from '../../engine/core/errors.js';
 import type { PluginEnv } from '../../engine/kernel/plugin.js';
-import type { Profile } from '../../engine/kernel/profiles.js';
+import type { Profile } from '../../engine/core/profiles.js';
 
 /** The families a step works on: its route's family, or every family. */
 export const familiesOf = (env: PluginEnv): readonly Profile[] => (env.profile ? [env.profile] : env.profiles.list);

@@ -15,10 +15,10 @@
 //   Streams are never held back, so they carry no cache header of ours.
 import type { Catalogue } from '../../engine/backends/catalogue.js';
 import type { Context } from '../../engine/kernel/context.js';
-import type { Profile } from '../../engine/kernel/profiles.js';
+import type { Profile } from '../../engine/core/profiles.js';
 import { backendHeaders, type ReplyPlan } from '../../engine/kernel/upstream.js';
 import { plainJson } from './error-context.js';
-import type { ReplyHeaders } from '../../engine/kernel/json.js';
+import type { ReplyHeaders } from '../../engine/core/json.js';
 
 
 /** Larger replies are relayed as they come, without a cache header. */

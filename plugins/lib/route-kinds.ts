@@ -8,7 +8,7 @@
 import type { Endpoint } from '../../engine/backends/endpoints.js';
 import type { Context } from '../../engine/kernel/context.js';
 import type { PluginEnv } from '../../engine/kernel/plugin.js';
-import type { Profile } from '../../engine/kernel/profiles.js';
+import type { Profile } from '../../engine/core/profiles.js';
 
 export type RouteKind = 'generation' | 'embedding' | 'management';
 

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { BUILTIN_PIPELINES_DIR } from '../../engine/kernel/paths.js';
+import { BUILTIN_PIPELINES_DIR } from '../../engine/core/paths.js';
 import { FakeBackend } from '../../engine/demo/index.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 

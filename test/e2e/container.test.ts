@@ -7,8 +7,8 @@ import { resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { cleanEnv, run, serve } from '../helpers/cli.js';
-import { checkConfig } from '../../engine/kernel/config.js';
-import { loadSchema } from '../../engine/kernel/schema.js';
+import { checkConfig } from '../../engine/core/config.js';
+import { loadSchema } from '../../engine/core/schema.js';
 
 const EXAMPLE = resolve('config/config.example.yaml');
 const CONTAINER = resolve('config/container.yaml');

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FakeBackend } from '../../engine/demo/index.js';
-import { BUILTIN_PIPELINES_DIR } from '../../engine/kernel/paths.js';
+import { BUILTIN_PIPELINES_DIR } from '../../engine/core/paths.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 

@@ -2,7 +2,7 @@
 // allowlist are refused without contacting the backend.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { loadProfiles } from '../../engine/kernel/profiles.js';
+import { loadProfiles } from '../../engine/core/profiles.js';
 import { FakeBackend } from '../../engine/demo/index.js';
 import { endpoint, startGateway, type Started } from '../helpers/gateway.js';
 

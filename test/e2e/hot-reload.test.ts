@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, request } from 'undici';
 import { parse, stringify } from 'yaml';
 import { FakeBackend } from '../../engine/demo/index.js';
-import { BUILTIN_PIPELINES_DIR, BUILTIN_PROFILES_DIR } from '../../engine/kernel/paths.js';
+import { BUILTIN_PIPELINES_DIR, BUILTIN_PROFILES_DIR } from '../../engine/core/paths.js';
 import { closeAll, endpoint, startGateway, type Started, NO_RATE_LIMITS } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { Agent, request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { unsafePath } from '../../engine/kernel/request-path.js';
+import { unsafePath } from '../../engine/core/request-path.js';
 import { FakeBackend } from '../../engine/demo/index.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import v8 from 'node:v8';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { request } from 'undici';
-import { fnv1a36 } from '../../engine/kernel/hash.js';
+import { fnv1a36 } from '../../engine/core/hash.js';
 import { FakeBackend } from '../../engine/demo/index.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { findModelField, modelKeys, replaceModel } from '../../engine/kernel/body-model.js';
+import { findModelField, modelKeys, replaceModel } from '../../engine/core/body-model.js';
 
 const find = (text: string) => findModelField(Buffer.from(text))?.value ?? null;
 

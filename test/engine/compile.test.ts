@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { checkPipelines } from '../../engine/kernel/pipelines.js';
+import { checkPipelines } from '../../engine/core/pipelines.js';
 import { PluginRegistry } from '../../engine/kernel/plugin.js';
 import { BUILTIN_PLUGINS } from '../../plugins/index.js';
 import { FakeBackend } from '../../engine/demo/index.js';

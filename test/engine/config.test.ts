@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { checkConfig, loadConfig, resolveConfigPath } from '../../engine/kernel/config.js';
-import { ConfigError } from '../../engine/kernel/errors.js';
-import { formatProblem } from '../../engine/kernel/schema.js';
+import { checkConfig, loadConfig, resolveConfigPath } from '../../engine/core/config.js';
+import { ConfigError } from '../../engine/core/errors.js';
+import { formatProblem } from '../../engine/core/schema.js';
 import { writeConfig } from '../helpers/gateway.js';
 import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -185,7 +185,7 @@ describe('harmful values', () => {
   });
 
   it('never rounds a positive duration down to zero', async () => {
-    const { parseDuration } = await import('../../engine/kernel/duration.js');
+    const { parseDuration } = await import('../../engine/core/duration.js');
     expect(parseDuration('0.1ms')).toBe(1);
     expect(parseDuration('0s')).toBe(0);
   });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../engine/kernel/config.js';
+import { loadConfig } from '../../engine/core/config.js';
 import { joinEndpointUrl, planEndpoints } from '../../engine/backends/endpoints.js';
-import { loadProfiles } from '../../engine/kernel/profiles.js';
+import { loadProfiles } from '../../engine/core/profiles.js';
 import { writeConfig } from '../helpers/gateway.js';
 
 const profiles = loadProfiles('/nonexistent');

@@ -1,7 +1,7 @@
 // Every error code is documented for users, and rendered in the spec's envelope.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ERROR_CODES, errorBody, gwError, type ErrorKey } from '../../engine/kernel/errors.js';
+import { ERROR_CODES, errorBody, gwError, type ErrorKey } from '../../engine/core/errors.js';
 
 const readme = readFileSync('README.md', 'utf8');
 

@@ -2,7 +2,7 @@
 import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { clip, echo, ECHO_MAX } from '../../engine/kernel/head.js';
+import { clip, echo, ECHO_MAX } from '../../engine/core/head.js';
 import { GatewayResponse } from '../../engine/kernel/response.js';
 
 describe('echo', () => {

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { BUILTIN_PROFILES_DIR } from '../../engine/kernel/paths.js';
-import { checkProfiles, loadProfiles } from '../../engine/kernel/profiles.js';
+import { BUILTIN_PROFILES_DIR } from '../../engine/core/paths.js';
+import { checkProfiles, loadProfiles } from '../../engine/core/profiles.js';
 import { startGateway } from '../helpers/gateway.js';
 
 const builtins = loadProfiles('/nonexistent');

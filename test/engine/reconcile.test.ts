@@ -3,9 +3,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Backends } from '../../engine/backends/state.js';
 import { planEndpoints } from '../../engine/backends/endpoints.js';
 import { FakeBackend } from '../../engine/demo/index.js';
-import { loadConfig } from '../../engine/kernel/config.js';
-import { createLogger } from '../../engine/kernel/logger.js';
-import { loadProfiles } from '../../engine/kernel/profiles.js';
+import { loadConfig } from '../../engine/core/config.js';
+import { createLogger } from '../../engine/core/logger.js';
+import { loadProfiles } from '../../engine/core/profiles.js';
 import { endpoint, writeConfig } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 

@@ -2,16 +2,16 @@
 import { Readable } from 'node:stream';
 import { Context } from '../../engine/kernel/context.js';
 import { createHooks, type Hooks } from '../../engine/kernel/hooks.js';
-import { loadConfig } from '../../engine/kernel/config.js';
+import { loadConfig } from '../../engine/core/config.js';
 import type { Plugin, PluginEnv } from '../../engine/kernel/plugin.js';
 import { PluginRegistry } from '../../engine/kernel/plugin.js';
-import { loadProfiles } from '../../engine/kernel/profiles.js';
+import { loadProfiles } from '../../engine/core/profiles.js';
 import { Metrics } from '../../engine/backends/metrics.js';
 import { RateBuckets } from '../../engine/backends/rate-buckets.js';
 import { RetryBudget } from '../../engine/backends/retry-budget.js';
 import { Stats } from '../../engine/backends/telemetry.js';
 import { memoryLogs } from './gateway.js';
-import { createLogger } from '../../engine/kernel/logger.js';
+import { createLogger } from '../../engine/core/logger.js';
 
 export const profiles = loadProfiles('/nonexistent');
 

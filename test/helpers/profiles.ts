@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { BUILTIN_PROFILES_DIR } from '../../engine/kernel/paths.js';
+import { BUILTIN_PROFILES_DIR } from '../../engine/core/paths.js';
 
 export function customProfiles(changes: Record<string, (profile: any) => void>): string {
   const dir = mkdtempSync(join(tmpdir(), 'gw-profiles-'));

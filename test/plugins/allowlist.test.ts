@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import allowlist from '../../plugins/allowlist.js';
-import { GatewayError } from '../../engine/kernel/errors.js';
+import { GatewayError } from '../../engine/core/errors.js';
 import { applyPlugin, profiles, stubContext, testEnv } from '../helpers/plugin.js';
-import type { Profile } from '../../engine/kernel/profiles.js';
+import type { Profile } from '../../engine/core/profiles.js';
 
 const check = async (family: string | Profile, pathname: string, options: Record<string, unknown> = {}) => {
   const profile = typeof family === 'string' ? profiles.byName.get(family)! : family;

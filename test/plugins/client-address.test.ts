@@ -2,7 +2,7 @@
 // from the right; IPv4, IPv6 and IPv4-mapped IPv6 peers and entries.
 import { describe, expect, it } from 'vitest';
 import type { Context } from '../../engine/kernel/context.js';
-import { loadConfig } from '../../engine/kernel/config.js';
+import { loadConfig } from '../../engine/core/config.js';
 import { clientAddressOf } from '../../plugins/lib/client-address.js';
 
 const limits = (o: Record<string, unknown>) => ({ ...loadConfig(null, {}).config.server.rate_limits, ...o });

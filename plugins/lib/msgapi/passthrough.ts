@@ -8,7 +8,7 @@ import type { ReplyPlan } from '../../../engine/kernel/upstream.js';
 import { rewritePlan, type Rewritten } from '../rewrite-body.js';
 import { isLocalFamily, withoutBillingHeader } from './billing.js';
 import { errorReply, isMessagesError } from './response.js';
-import type { ReplyHeaders } from '../../../engine/kernel/json.js';
+import type { ReplyHeaders } from '../../../engine/core/json.js';
 
 const STRIPPED = 'msgapi.passthroughBody';
 

@@ -5,7 +5,7 @@
 import type { ReplyPlan } from '../../../engine/kernel/upstream.js';
 import { errorReply, toMessage } from './response.js';
 import { eventsForMessage, StreamTranslator, type StreamOptions, type Usage } from './stream.js';
-import type { ReplyHeaders } from '../../../engine/kernel/json.js';
+import type { ReplyHeaders } from '../../../engine/core/json.js';
 
 /** A buffered (non-stream) backend reply larger than this is refused rather than held. */
 const MAX_BUFFERED = 64 * 1024 * 1024;

@@ -1,7 +1,7 @@
 // Chat-completions reply → messages-API reply, and the pieces the stream translator shares.
 import { randomBytes } from 'node:crypto';
 import type { Block, Message, StopReason } from './types.js';
-import { msgapiErrorType } from '../../../engine/kernel/errors.js';
+import { msgapiErrorType } from '../../../engine/core/errors.js';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 

@@ -1,7 +1,6 @@
 // The one table of gateway error codes and the one renderer of the spec's envelope
 // {error:{message,type,code}}. Every code here is documented in README.md (a test checks).
 import type { ServerResponse } from 'node:http';
-import type { GatewayResponse } from './response.js';
 import { clip } from './head.js';
 
 type Detail = Record<string, unknown>;
@@ -186,7 +185,8 @@ export function renderError(res: ServerResponse, err: GatewayError, format: 'gat
   }
   const body = errorBody(err, format);
   const headers = ['content-type', 'application/json; charset=utf-8', 'content-length', String(Buffer.byteLength(body)), ...(err.headers ?? [])];
-  if (raw && typeof (res as Partial<GatewayResponse>).rawWriteHead === 'function') (res as GatewayResponse).rawWriteHead(err.status, headers);
+  const head = (res as { rawWriteHead?: (status: number, headers: string[]) => unknown }).rawWriteHead;
+  if (raw && typeof head === 'function') head.call(res, err.status, headers);
   else res.writeHead(err.status, headers);
   res.end(body);
 }

@@ -1,9 +1,0 @@
-// The plugin API: what a third-party plugin imports from the package (`inference-gateway`).
-// A plugin is one object { name, schema, apply(hooks, options, env) }; see README "Writing a plugin".
-export { definePlugin, type Facts, type Plugin, type PluginEnv } from './plugin.js';
-export type { Hooks } from './hooks.js';
-export type { Context, RouteInfo, RoutingInfo, UpstreamRequest } from './context.js';
-export { GatewayError, refuse } from './errors.js';
-export { isObject, type JsonObject, type ReplyHeaders } from './json.js';
-export { sendUpstream, type ReplyPlan, type SendPolicy } from './upstream.js';
-export type { Endpoint } from '../backends/endpoints.js';

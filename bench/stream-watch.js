@@ -2,7 +2,7 @@
 // CPU µs per event for a typical chat chunk, per 10-event stream, and JSON.parse alone on the
 // same data for comparison. Not part of `npm test` or `npm run bench`.
 //   npx tsc -p tsconfig.json && node bench/stream-watch.js
-import { StreamWatch } from '../dist/engine/kernel/stream-watch.js';
+import { StreamWatch } from '../dist/engine/routing/stream-watch.js';
 
 const chunk = (delta, finish = null) =>
   `data: ${JSON.stringify({ id: 'chatcmpl-42', object: 'chat.completion.chunk', created: 1732000000, model: 'llama3', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;

@@ -2,7 +2,7 @@
 // A plugin is one object { name, schema, apply(hooks, options, env) }; see README "Writing a plugin".
 export { definePlugin, type Facts, type Plugin, type PluginEnv } from './kernel/plugin.js';
 export type { Hooks } from './kernel/hooks.js';
-export type { Context, RouteInfo, RoutingInfo, UpstreamRequest } from './kernel/context.js';
+export type { Candidate, Context, RouteInfo, RoutePlan, RoutingInfo, UpstreamRequest } from './kernel/context.js';
 export { GatewayError, refuse } from './core/errors.js';
 export { isObject, type JsonObject, type ReplyHeaders } from './core/json.js';
 export { sendUpstream, type ReplyPlan, type SendPolicy } from './kernel/upstream.js';

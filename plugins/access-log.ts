@@ -29,9 +29,9 @@ export default definePlugin<Options>({
       log[level]({
         req: ctx.id, method, path: clip(ctx.route.prefix ? ctx.route.prefix + ctx.pathname : ctx.pathname),
         status: ctx.status, endpoint: ctx.endpoint?.name, model: model === undefined ? undefined : clip(model),
-        ms: Math.round(ctx.totalMs * 1000) / 1000, attempts: ctx.attempts || undefined, aborted: aborted || undefined,
+        ms: Math.round(ctx.totalMs * 1000) / 1000, attempts: ctx.attempt.count || undefined, aborted: aborted || undefined,
         // Each attempt that failed before the one that answered: which endpoint and model, and how.
-        tried: ctx.tried ?? undefined, routing: ctx.routing?.decision === 'fallback' ? ctx.routing.reason : undefined,
+        tried: ctx.attempt.tried ?? undefined, routing: ctx.routing?.decision === 'fallback' ? ctx.routing.reason : undefined,
       }, 'request');
     });
   },

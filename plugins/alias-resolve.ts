@@ -1,30 +1,34 @@
-// Model aliases (config model_aliases): when the body's model is an alias, find the routable
-// endpoints serving any of its real names (in the alias's order) and remember, per endpoint,
-// the name to send; rewrite-model puts it in the body. Runs before the routing strategies; an
-// alias wins over a real model of the same name. With no endpoint for any target the request is
-// routed with the alias as an ordinary name, except in strict mode, where it is rejected.
-// Model-management routes (the profile's request.management_paths) are left alone: what they
-// name is a model to pull, create or delete, not one to route to.
+// What the body's model stands for, by the config's virtual names (lib/model-chains.ts, compiled
+// once): an alias (model_aliases) is its real names, any endpoint serving one takes the request;
+// a model with fallbacks (model_fallbacks, an ordered alias) is the names tried in turn. The
+// result (ctx.requested) is read by select-endpoint, which maps the names onto endpoints in the
+// route plan; without this step a route takes the body's model as it is — no aliases, no
+// fallbacks. An alias wins over a real model of the same name. Model-management routes (the
+// profile's request.management_paths) are left alone: what they name is a model to pull, create
+// or delete, not one to route to.
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { modelNames } from './lib/model-chains.js';
-import { familiesOf, resolveAlias, UNAVAILABLE_OPTION, type AliasCache, type Unavailable } from './lib/model-routing.js';
+import { UNAVAILABLE_OPTION } from './lib/model-routing.js';
 
-export default definePlugin<{ unavailable: Unavailable }>({
+export default definePlugin<{ unavailable?: string }>({
   name: 'alias-resolve',
   needs: ['body'],
   provides: ['aliases'],
-  schema: { type: 'object', additionalProperties: false, properties: { unavailable: UNAVAILABLE_OPTION } },
-  apply(hooks, o, env) {
-    const aliases = modelNames(env.config).aliases;
-    if (aliases.size === 0) return;
-    const families = familiesOf(env);
-    const cache: AliasCache = new Map();
+  schema: {
+    type: 'object', additionalProperties: false,
+    properties: {
+      // Pipelines written for earlier versions set it here; select-endpoint's option decides now.
+      unavailable: { ...UNAVAILABLE_OPTION, default: undefined, description: 'Ignored: set it on select-endpoint, which rejects an alias nothing can serve now' },
+    },
+  },
+  apply(hooks, _o, env) {
+    const { routes } = modelNames(env.config);
+    if (routes.size === 0) return;
     const management = new Set(env.profile?.request.management_paths);
     hooks.request.tap('alias-resolve', (ctx) => {
       if (management.size > 0 && management.has(ctx.pathname)) return;
       const model = ctx.model;
-      const targets = model ? aliases.get(model) : undefined;
-      if (model && targets) resolveAlias(ctx, env, families, model, targets, cache, o.unavailable);
+      if (model !== undefined) ctx.requested = routes.get(model) ?? null;
     });
   },
 });

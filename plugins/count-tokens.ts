@@ -7,9 +7,8 @@
 // (characters / 4), which needs no backend: no candidate counts, none can take the request now
 // (unroutable, breaker open, all failed), or the backend answers 404 or 501 for that path (a
 // build without it). X-Gw-Token-Count says which: `backend` or `estimate`.
-import type { Endpoint } from '../engine/backends/endpoints.js';
-import type { Context } from '../engine/kernel/context.js';
-import { GatewayError, gwError } from '../engine/core/errors.js';
+import type { Candidate, Context } from '../engine/kernel/context.js';
+import { gwError } from '../engine/core/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { retrySettings, sendUpstream, type ReplyPlan, type SendPolicy } from '../engine/kernel/upstream.js';
 import { rewritePlan, type Rewritten } from './lib/rewrite-body.js';
@@ -23,8 +22,6 @@ type Source = 'backend' | 'estimate';
 const SOURCE = 'count-tokens.source';
 const JSON_TYPE = ['content-type', 'application/json'];
 const PIPE: ReplyPlan = { kind: 'pipe' };
-/** No endpoint could take the request: the estimate answers instead of the error. */
-const NO_BACKEND = new Set(['ENDPOINT_UNAVAILABLE', 'CIRCUIT_BREAKER']);
 
 /** The estimate's reply; a request it cannot read gets 400 naming the field. */
 function estimate(ctx: Context): string {
@@ -72,11 +69,9 @@ export default definePlugin<Options>({
       finish: () => ({ status: 200, headers: JSON_TYPE, body: estimate(ctx) }),
     });
 
-    const policy: SendPolicy = {
+    const policy: SendPolicy<Context> = {
       maxRetries: env.config.proxy.max_retries,
       retry: retrySettings(env),
-      // An open breaker is no reason to send: the estimate answers instead.
-      lastResort: false,
       // No model runs: sending it twice costs nothing.
       replaySafe: () => true,
       // Counting runs no model: it never waits behind a generation for a slot.
@@ -90,28 +85,15 @@ export default definePlugin<Options>({
         if (status >= 200 && status < 300) return rewritePlan(headers, inSpecShape);
         return status < 400 ? PIPE : passthroughReply(status, headers);
       },
+      // No endpoint could take it (none counts, none routable, every breaker open, every one
+      // failed before answering): the estimate, which needs none.
+      unavailable: (ctx) => ctx.reply(200, estimate(ctx), JSON_TYPE),
     };
 
-    /** The candidates that count, or none when passthrough is off. */
-    const counting = (candidates: readonly Endpoint[]): readonly Endpoint[] => {
-      if (!forward) return [];
-      return candidates.every(countsTokens) ? candidates : candidates.filter(countsTokens);
-    };
-
-    hooks.dispatch.tapPromise('count-tokens', async (ctx) => {
-      // Routing steps before this one (alias-resolve, select-endpoint) choose the candidates;
-      // without them, or with none that can take the request now, there are none.
-      const to = counting(ctx.candidates);
-      if (to.length) {
-        try {
-          return await sendUpstream(ctx, policy, to);
-        } catch (err) {
-          if (!(err instanceof GatewayError && NO_BACKEND.has(err.key))) throw err;
-          ctx.endpoint = null; // none answered
-        }
-      }
-      return ctx.reply(200, estimate(ctx), JSON_TYPE);
-    });
+    /** The candidates that count; none when passthrough is off. Routing steps before this one
+     *  (alias-resolve, select-endpoint) make the plan; without them there are none. */
+    const counting = (c: Candidate) => forward && countsTokens(c.endpoint);
+    hooks.dispatch.tapPromise('count-tokens', (ctx) => sendUpstream(ctx, policy, counting));
 
     hooks.respond.tap('count-tokens', (ctx) => {
       const source = ctx.state[SOURCE] as Source | undefined;

@@ -1,6 +1,7 @@
-// The terminal step of the proxy routes, as a policy for the kernel's upstream path: the request
-// goes as it came (prefix stripped), the reply comes back as the backend sent it. Failover and
-// what may be sent twice (the profile's api.replay_safe_paths) are the kernel's: engine/kernel/upstream.ts.
+// The terminal step of the proxy routes, as a policy for the attempt loop: the request goes as it
+// came (prefix stripped), the reply comes back as the backend sent it. Failover and what may be
+// sent twice (the profile's api.replay_safe_paths) are the routing layer's: engine/routing/.
+// Inference streams are watched by what lib/inference-api.ts says of them.
 // Two profile-declared touches to the reply, both off unless the endpoint's profile asks:
 // api.error_context annotates JSON error bodies (lib/error-context.ts); api.radix_headers adds
 // the X-Radix-* headers (lib/radix-headers.ts). Success bodies are never changed.
@@ -8,6 +9,7 @@ import type { Context } from '../engine/kernel/context.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { retrySettings, sendUpstream, type SendPolicy } from '../engine/kernel/upstream.js';
 import { errorContextPlan } from './lib/error-context.js';
+import { INFERENCE_API } from './lib/inference-api.js';
 import { RadixHeaders } from './lib/radix-headers.js';
 
 interface Options { max_retries?: number }
@@ -31,9 +33,10 @@ export default definePlugin<Options>({
     const { catalogue } = env;
     // By the endpoint's profile: the generic proxy route reaches every family.
     const radix = new RadixHeaders(env.profile ? [env.profile] : env.profiles.list, catalogue);
-    const policy: SendPolicy = {
+    const policy: SendPolicy<Context> = {
       maxRetries: o.max_retries ?? env.config.proxy.max_retries,
       retry: retrySettings(env),
+      api: INFERENCE_API,
       streaming: (ctx) => streamRequested(ctx, streamDefault),
       replaySafe: (ctx, ep) => ep.replaySafe(ctx.method, ctx.pathname),
       queued: (ctx, ep) => ep.takesSlot(ctx.pathname),

@@ -24,7 +24,8 @@ export default definePlugin<Options>({
       const type = ep?.family ?? family;
       if (type) h.push('x-gw-backend-type', type);
       h.push('x-gw-response-time', formatDuration(ctx.headMs));
-      if (ctx.attempts > 0) h.push('x-gw-attempts', String(ctx.attempts));
+      const attempts = ctx.attempt.count;
+      if (attempts > 0) h.push('x-gw-attempts', String(attempts));
       const r = ctx.routing;
       if (r) h.push('x-gw-routing-strategy', r.strategy, 'x-gw-routing-decision', r.decision, 'x-gw-routing-reason', r.reason);
     });

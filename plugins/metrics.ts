@@ -1,7 +1,7 @@
 // Observe each finished request for /internal/metrics: its duration, the gateway's own share of
 // it, stream timings and tokens, failovers, gateway errors and routing decisions. The timings are
-// the kernel's (ctx.totalMs from the done hook's interceptor, the upstream and queue spans from
-// sendUpstream, the first chunk from the relay); this step only files them. Series are looked up
+// the kernel's (ctx.totalMs from the done hook's interceptor) and the attempt loop's (ctx.attempt:
+// the upstream and queue spans, the first chunk); this step only files them. Series are looked up
 // once per endpoint and status class, then observed by index.
 import type { Endpoint } from '../engine/backends/endpoints.js';
 import type { CounterCell, HistogramSeries } from '../engine/backends/metrics.js';
@@ -40,12 +40,13 @@ export default definePlugin<Record<string, never>>({
 
     hooks.done.tap('metrics', (ctx) => {
       const total = ctx.totalMs;
+      const attempt = ctx.attempt;
       const ep = ctx.endpoint;
       durationOf(ep, ctx.status).observe(total / 1000);
-      (overhead ??= m.overhead.with(family, route)).observe(Math.max(0, total - ctx.upstreamMs - ctx.queueMs) / 1000);
-      if (ctx.queueMs > 0) (queueWait ??= m.queueWait.with(family, route)).observe(ctx.queueMs / 1000);
-      if (ctx.attempts > 1) failovers.value += ctx.attempts - 1;
-      const tried = ctx.tried;
+      (overhead ??= m.overhead.with(family, route)).observe(Math.max(0, total - attempt.upstreamMs - attempt.queueMs) / 1000);
+      if (attempt.queueMs > 0) (queueWait ??= m.queueWait.with(family, route)).observe(attempt.queueMs / 1000);
+      if (attempt.count > 1) failovers.value += attempt.count - 1;
+      const tried = attempt.tried;
       if (tried) {
         for (const t of tried) m.failedAttempts.with(t.family, t.endpoint, modelLabel(catalogue, t.model), reasonOf(t.outcome)).value++;
       }
@@ -59,15 +60,15 @@ export default definePlugin<Record<string, never>>({
         (cells[routing.decision] ??= m.routing.with(family, routing.strategy, routing.decision)).value++;
       }
       const usage = ctx.usage;
-      if (!ctx.streamed && !usage) return;
+      if (!attempt.streamed && !usage) return;
       // Streams and replies with usage: rarer and longer, worth a catalogue lookup for the model.
       const model = modelLabel(catalogue, ctx.model);
       const epName = ep?.name ?? 'none';
       const epFamily = ep?.family ?? family;
-      if (ctx.streamed && ctx.firstChunkMs > 0) {
-        m.ttft.with(epFamily, epName, model).observe(ctx.firstChunkMs / 1000);
+      if (attempt.streamed && attempt.firstChunkMs > 0) {
+        m.ttft.with(epFamily, epName, model).observe(attempt.firstChunkMs / 1000);
         const output = usage?.output;
-        if (output !== undefined && output > 1) m.tpot.with(epFamily, epName, model).observe((total - ctx.firstChunkMs) / 1000 / (output - 1));
+        if (output !== undefined && output > 1) m.tpot.with(epFamily, epName, model).observe((total - attempt.firstChunkMs) / 1000 / (output - 1));
       }
       if (usage?.input !== undefined) m.tokens.with(epFamily, model, 'input').value += usage.input;
       if (usage?.output !== undefined) m.tokens.with(epFamily, model, 'output').value += usage.output;

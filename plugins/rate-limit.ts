@@ -6,7 +6,7 @@
 // -Reset of the bucket closest to empty. The per-endpoint limits (hosted families) are checked
 // by the kernel as each candidate is tried (Endpoint.rateGate); the stats step counts their 429s.
 import type { LimitScope, Rate, Take } from '../engine/backends/rate-buckets.js';
-import { rateLimitHeaders } from '../engine/kernel/admission.js';
+import { rateLimitHeaders } from '../engine/routing/admission.js';
 import { GatewayError, gwError } from '../engine/core/errors.js';
 import { nameMatches } from '../engine/core/pipelines.js';
 import { definePlugin } from '../engine/kernel/plugin.js';

@@ -11,7 +11,7 @@ export default definePlugin<Record<string, never>>({
   schema: { type: 'object', additionalProperties: false },
   apply(hooks) {
     hooks.upstream.tap('rewrite-model', (ctx, up) => {
-      const real = ctx.attemptModel;
+      const real = ctx.attempt.model;
       if (!real || !up.body) return;
       // The original body (span already found), or one a translator built.
       const field = up.body === ctx.body ? ctx.modelSpan() : findModelField(up.body);

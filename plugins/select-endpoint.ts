@@ -1,10 +1,12 @@
-// Choose the candidate endpoints and the order they are tried in: the first gets the request,
-// the rest are the failover path. Which endpoints:
+// Endpoint selection: the request's route plan (engine/routing/plan.ts), written here once — the
+// candidates in the order they are tried, each with the model name it is sent and why it is
+// there; the first gets the request, the rest are the failover path. Which endpoints:
 // - a model-management route (the profile's request.management_paths) goes to any routable
 //   endpoint of the family: the model it names need not be listed anywhere yet;
 // - when the body names a model, the routable endpoints serving it — of the route's family, or of
 //   every family on routes that have none (msgapi) — and model_registry.routing_strategy decides
-//   what happens when none does;
+//   what happens when none does. When alias-resolve says the model is an alias, the endpoints
+//   serving its real names; when it has fallbacks, theirs after its own (lib/fallback-chain.ts);
 // - when it names none, on a generation or embedding route, the endpoints that list a model of
 //   that kind (lib/route-kinds.ts); on any other route, every routable endpoint.
 // Then the order (lib/balancing.ts): the balancing strategy, the Busy/Warming weights, capacity.
@@ -12,15 +14,15 @@
 // resort — one such request at a time — rather than the client a 503 until the next health check:
 // a backend that is back answers at once, as it would to a direct client, and its health is
 // checked again at once.
-import type { Context } from '../engine/kernel/context.js';
-import { parseDuration } from '../engine/core/duration.js';
 import type { Endpoint } from '../engine/backends/endpoints.js';
+import { parseDuration } from '../engine/core/duration.js';
 import { gwError } from '../engine/core/errors.js';
+import type { Context, RoutingInfo } from '../engine/kernel/context.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
+import { PlanBuilder, planOf, rejectedPlan } from '../engine/routing/plan.js';
 import { balancer, STRATEGIES } from './lib/balancing.js';
-import { routeChain, type ChainRouting } from './lib/fallback-chain.js';
-import { modelNames } from './lib/model-chains.js';
-import { familiesOf, modelCandidates, routableIn, UNAVAILABLE_OPTION, type AliasCache, type Unavailable } from './lib/model-routing.js';
+import { chainPlan, type ChainRouting } from './lib/fallback-chain.js';
+import { aliasChoice, continuable, familiesOf, modelChoice, routableIn, UNAVAILABLE_OPTION, type AliasCache, type Choice, type Unavailable } from './lib/model-routing.js';
 import { CapabilityRouter, routeKindsOf } from './lib/route-kinds.js';
 
 export { STRATEGIES } from './lib/balancing.js';
@@ -46,25 +48,36 @@ export default definePlugin<Options>({
     const shares = env.config.proxy.degraded_traffic;
     const order = balancer(STRATEGIES[o.strategy ?? env.config.proxy.load_balancer](), { busy: shares.busy_one_in, warming: shares.warming_one_in });
     const { endpoints, discovery, catalogue } = env;
-    const strategy = env.config.model_registry.routing_strategy;
-    const refreshTimeoutMs = parseDuration(strategy.options.discovery_timeout);
+    const strategy = env.config.model_registry.routing_strategy.type;
+    const refreshTimeoutMs = parseDuration(env.config.model_registry.routing_strategy.options.discovery_timeout);
     const kinds = routeKindsOf(env.profile);
     const capabilities = env.profile && kinds.size > 0 ? new CapabilityRouter(env, env.profile.name) : null;
+    const cache: AliasCache = new Map();
+    const chains: ChainRouting = { env, families, cache, order };
+    const routing = (decision: RoutingInfo['decision'], reason: string): RoutingInfo => ({ strategy, decision, reason });
 
-    const finish = (ctx: Context, list: readonly Endpoint[]) => {
-      ctx.candidates = order(list);
+    /** The plan for one name's choice; a rejection is thrown, or — `unavailable: continue`, the
+     *  name served by endpoints down now — a plan without candidates. */
+    const planned = (ctx: Context, c: Choice, requested?: string): void => {
+      if (c.error) {
+        ctx.setPlan(rejectedPlan(routing(c.decision, c.reason), requested));
+        if (o.unavailable === 'continue' && continuable(c)) return;
+        throw c.error;
+      }
+      const real = c.realName;
+      if (!real) return ctx.setPlan(planOf(order(c.endpoints), routing(c.decision, c.reason), requested));
+      const plan = new PlanBuilder();
+      plan.add(0, order(c.endpoints), (ep) => real.get(ep), 'alias');
+      ctx.setPlan(plan.build(routing(c.decision, c.reason), requested));
     };
-    const names = modelNames(env.config);
-    const chains: ChainRouting = { env, families, aliases: names.aliases, cache: new Map() as AliasCache, order };
 
     /** A failed endpoint of the route's families, serving the model if one does, with no last-
-     *  resort request in flight. */
+     *  resort request in flight; sent the first name of the request's that it serves. */
     const lastResort = (ctx: Context): { ep: Endpoint; model: string | undefined } | undefined => {
       const down = families.flatMap((f) => endpoints.endpoints(f.name)).filter((e) => !e.retired && !e.trial && (e.state === 'unhealthy' || e.state === 'offline'));
       if (down.length === 0) return undefined;
       const model = o.model_routing ? ctx.model : undefined;
-      // An alias or a chain: the first of its names an endpoint serves, sent in the body.
-      const real = model === undefined ? undefined : names.all.get(model) ?? names.chains.get(model);
+      const real = ctx.requested?.groups.flatMap((g) => g.targets ?? [g.name]);
       for (const name of real ?? (model === undefined ? [] : [model])) {
         const ep = down.find((e) => catalogue.servedBy(e.family, name).includes(e));
         if (ep) return { ep, model: real ? name : undefined };
@@ -83,41 +96,40 @@ export default definePlugin<Options>({
     hooks.request.tapPromise('select-endpoint', async (ctx) => {
       const routable = routableIn(env, families);
       if (routable.length === 0) {
-        if (o.unavailable === 'continue') return finish(ctx, routable);
+        if (o.unavailable === 'continue') return ctx.setPlan(planOf([], null));
         const hope = lastResort(ctx);
         if (hope) {
           hope.ep.trial = true;
           trials.set(ctx, hope.ep);
-          ctx.routing = { strategy: strategy.type, decision: 'routed', reason: 'last_resort' };
-          finish(ctx, [hope.ep]);
-          if (hope.model !== undefined) ctx.candidateModels = [hope.model];
-          return;
+          return ctx.setPlan(planOf([hope.ep], routing('routed', 'last_resort'), ctx.requested?.requested, 'last_resort', hope.model));
         }
         const configured = families.reduce((n, f) => n + endpoints.endpoints(f.name).length, 0);
         throw gwError('ENDPOINT_UNAVAILABLE', { provider, reason: configured ? `${configured} configured, none routable` : 'no endpoint of this family is configured' });
       }
       const kind = kinds.size > 0 ? kinds.get(ctx.pathname) : undefined;
-      if (kind === 'management') {
-        ctx.routing = { strategy: strategy.type, decision: 'routed', reason: 'model_management' };
-        return finish(ctx, routable);
+      if (kind === 'management') return ctx.setPlan(planOf(order(routable), routing('routed', 'model_management')));
+      if (!o.model_routing) return ctx.setPlan(planOf(order(routable), null));
+      const model = ctx.model;
+      if (!model) {
+        if (kind && capabilities) return planned(ctx, capabilities.choose(routable, kind));
+        return ctx.setPlan(planOf(order(routable), null));
       }
-      const model = o.model_routing ? ctx.model : undefined;
-      const chain = model !== undefined && names.chains.size > 0 ? names.chains.get(model) : undefined;
-      if (chain) return routeChain(ctx, chains, routable, chain);
-      const aliasTargets = ctx.routing?.aliasTargets;
-      if (aliasTargets) {
-        finish(ctx, routable.filter((e) => aliasTargets.has(e)));
-        ctx.candidateModels = ctx.candidates.map((e) => aliasTargets.get(e));
-        return;
+      const route = ctx.requested;
+      if (route && route.groups.length > 1) {
+        const plan = chainPlan(chains, routable, route);
+        if ('candidates' in plan) return ctx.setPlan(plan);
+        ctx.setPlan(rejectedPlan(routing('rejected', plan.reason), route.requested));
+        throw plan.error;
       }
-      if (!o.model_routing) return finish(ctx, routable);
-      if (!model) return finish(ctx, kind && capabilities ? capabilities.candidates(ctx, routable, kind) : routable);
-      let list = modelCandidates(ctx, env, families, routable, model, false, o.unavailable);
-      if (list === 'refresh') {
+      const targets = route?.groups[0].targets;
+      const alias = targets ? aliasChoice(env, families, routable, model, targets, cache) : undefined;
+      if (alias) return planned(ctx, alias, model);
+      let c = modelChoice(env, families, routable, model, false);
+      if (c === 'refresh') {
         await Promise.race([discovery.refresh(routable), new Promise((r) => setTimeout(r, refreshTimeoutMs).unref())]);
-        list = modelCandidates(ctx, env, families, routableIn(env, families), model, true, o.unavailable) as readonly Endpoint[];
+        c = modelChoice(env, families, routableIn(env, families), model, true) as Choice;
       }
-      finish(ctx, list);
+      planned(ctx, c, model);
     });
   },
 });

@@ -21,7 +21,7 @@ export default definePlugin<Options>({
       stats.record(ctx.endpoint, ctx.totalMs, failed, o.per_model ? ctx.model : undefined);
       // Attempts that failed before the answer count against their endpoints too (the one whose
       // failure is the answer is the request itself, counted above).
-      const tried = ctx.tried;
+      const tried = ctx.attempt.tried;
       if (tried) {
         for (const t of tried) {
           if (t.answered) continue;

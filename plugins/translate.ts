@@ -20,6 +20,7 @@ import { modeFor, type Fallback, type Mode } from './lib/msgapi/mode.js';
 import { passthroughBody, passthroughReply } from './lib/msgapi/passthrough.js';
 import { translatedReply, type TranslateOptions } from './lib/msgapi/reply-plan.js';
 import { toChatRequest } from './lib/msgapi/request.js';
+import { INFERENCE_API } from './lib/inference-api.js';
 import type { MessagesRequest } from './lib/msgapi/types.js';
 
 interface Options { passthrough?: boolean; max_retries?: number; name: string }
@@ -59,14 +60,14 @@ export default definePlugin<Options>({
     };
 
     /** The chat-completions request for one endpoint; what it drops is logged once, at debug. */
-    const chatRequest = (ctx: Context, ep: Endpoint, st: MsgapiState): UpstreamRequest => {
+    const chatRequest = (ctx: Context, ep: Endpoint, model: string | undefined, st: MsgapiState): UpstreamRequest => {
       const req = ctx.bodyJson() as MessagesRequest;
       const first = !st.translation;
       translationOf(ctx, st, req);
       const log = ctx.route.log;
       const dropped = first && log.isLevelEnabled('debug') ? [] as string[] : undefined;
       const chat = toChatRequest(req, {
-        model: ctx.attemptModel ?? req.model, topK: ep.profile.request.supports_top_k, streamUsage: ep.profile.request.stream_usage,
+        model: model ?? req.model, topK: ep.profile.request.supports_top_k, streamUsage: ep.profile.request.stream_usage,
         dropBillingHeader: stripBilling && isLocalFamily(ep.profile), dropped,
       });
       if (dropped?.length) log.debug({ req: ctx.id, endpoint: ep.name, dropped }, 'translation to chat-completions dropped what it cannot carry');
@@ -74,18 +75,19 @@ export default definePlugin<Options>({
       return { method: 'POST', path: ep.upstreamPath(path), headers: [], body: Buffer.from(JSON.stringify(chat)), omitClientHeader: isMessagesApiHeader };
     };
 
-    const policy: SendPolicy = {
+    const policy: SendPolicy<Context> = {
       maxRetries,
       retry: retrySettings(env),
+      api: INFERENCE_API,
       // The messages API is inference: replay-safe on every endpoint.
       replaySafe: () => true,
       streaming: (ctx) => state(ctx).stream === true,
-      request: (ctx, ep) => {
+      request: (ctx, ep, model) => {
         const st = state(ctx);
         const { mode, fallback } = modeFor(ep, passthrough);
         st.mode = mode;
         st.fallback = fallback;
-        if (mode === 'translation') return chatRequest(ctx, ep, st);
+        if (mode === 'translation') return chatRequest(ctx, ep, model, st);
         return { method: 'POST', path: ep.upstreamPath(ep.profile.api.msgapi_support!.messages_path), headers: [], body: passthroughBody(ctx, ep, stripBilling) };
       },
       reply: (ctx, status, headers) => {

@@ -3,8 +3,12 @@
 // closes the breaker, its failure reopens it. The open period grows with each opening that no
 // close came between (initial × 2^(n-1), jittered, never above the longest), so a backend that is
 // down for long is not probed every second while one that blinked is back within about a second.
-// A passing health check closes it at once: the gateway never holds a recovered backend out
-// longer than a direct client would.
+// Passive and active evidence stay apart (Envoy's outlier detection beside its health checks):
+// a breaker opened by failing health checks closes at a passing one; a breaker opened by what
+// requests saw closes only when a request succeeds through it (its test request). A passing
+// health check — another path, which a backend can pass while its inference route fails — only
+// brings that test forward, to the initial period after the opening: a backend that is back is
+// tested within about a second, one that flaps at most once a second.
 export type BreakerState = 'closed' | 'open' | 'half-open';
 
 export interface BreakerSettings {
@@ -22,6 +26,7 @@ export interface BreakerSettings {
 /** What admit() hands out: whether this request is the test request. */
 export type Ticket = { probe: boolean };
 const NORMAL: Ticket = { probe: false };
+const PROBE: Ticket = { probe: true };
 
 export class CircuitBreaker {
   private current: BreakerState = 'closed';
@@ -58,19 +63,24 @@ export class CircuitBreaker {
     return this.openedAt + this.openMs;
   }
 
-  /**
-   * A ticket when the request may go to the endpoint now, null when it must skip it.
-   * `lastResort`: the endpoint is the request's only hope (every candidate's breaker is open), so
-   * an Open breaker hands out its test request early instead of refusing until its time is up.
-   */
-  admit(lastResort = false): Ticket | null {
+  /** A ticket when the request may go to the endpoint now, null when it must skip it: an Open
+   *  breaker admits nobody until its time is up, then one test request at a time. */
+  admit(): Ticket | null {
     const state = this.state;
     if (state === 'closed') return NORMAL;
-    if (this.probing || (state === 'open' && !lastResort)) return null;
-    // An early (last-resort) probe leaves the breaker Open: its outcome decides, as a test's does.
-    if (state === 'half-open') this.current = 'half-open';
+    if (this.probing || state === 'open') return null;
+    this.current = 'half-open';
     this.probing = true;
-    return { probe: true };
+    return PROBE;
+  }
+
+  /** When a request may next go through (epoch milliseconds): now when closed; when its open
+   *  period ends; about an initial period from now while a test request is out. */
+  get nextTestAt(): number {
+    const now = this.now();
+    if (this.current === 'closed') return now;
+    if (this.probing) return now + this.settings.initialOpenMs;
+    return Math.max(now, this.openUntil);
   }
 
   /** The endpoint answered (any status below 500). */
@@ -95,11 +105,13 @@ export class CircuitBreaker {
     if (this.current === 'closed' && this.healthFailures >= this.settings.healthFailures) this.open('health');
   }
 
-  /** A passing health check closes the breaker, whoever opened it: the backend is answering, and
-   *  a direct client would be using it now. If it still fails work, proxy failures reopen it. */
+  /** A passing health check closes a breaker that health checks opened; one that requests opened
+   *  gets its test request within the initial period of its opening, no later. */
   healthSuccess(): void {
     this.healthFailures = 0;
-    if (this.current !== 'closed') this.close();
+    if (this.current === 'closed') return;
+    if (this.openedBy === 'health') this.close();
+    else this.openMs = Math.min(this.openMs, this.settings.initialOpenMs);
   }
 
   private open(by: 'health' | 'proxy'): void {

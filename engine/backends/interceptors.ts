@@ -20,14 +20,11 @@ type Trailers = Parameters<NonNullable<Handler['onResponseEnd']>>[1];
 export type Dispatch = (opts: SendOptions, handler: Handler) => boolean;
 export type Interceptor = (next: Dispatch) => Dispatch;
 
-/** What the kernel dispatches: undici's options plus whether the request may be sent twice. */
+/** What the attempt loop dispatches: undici's options plus whether the request may be sent twice. */
 export interface SendOptions extends Dispatcher.DispatchOptions {
   replaySafe: boolean;
   /** Set by staleRetry on its replay: a connection of its own. */
   fresh?: boolean;
-  /** Set by the kernel when every candidate's breaker is open: an Open breaker lets this one
-   *  through as its test request rather than refusing the request's only hope. */
-  lastResort?: boolean;
 }
 
 /** Passes every callback on; a subclass overrides the ones it watches. */
@@ -77,7 +74,7 @@ class BreakerWatch extends Forwarding {
 }
 
 export const breaker = (ep: Endpoint): Interceptor => (next) => (opts, handler) => {
-  const ticket = ep.breaker.admit(opts.lastResort === true);
+  const ticket = ep.breaker.admit();
   if (!ticket) {
     handler.onResponseError?.(null as unknown as Controller, new BreakerOpen(ep.name));
     return true;

@@ -4,9 +4,9 @@
 // one is retired: it takes no new requests, and its pool closes once in-flight ones are done.
 import { EventEmitter } from 'node:events';
 import type { BreakerSettings } from './breaker.js';
-import { Endpoint, idsOf, type EndpointPlan, type EndpointTimeouts, type HealthState } from './endpoints.js';
+import { idsOf, type EndpointPlan } from './endpoint-plans.js';
+import { Endpoint, type HealthState } from './endpoints.js';
 import { endpointDispatch } from './interceptors.js';
-import type { Profile } from '../core/profiles.js';
 
 export interface Reconciled {
   added: Endpoint[];
@@ -42,7 +42,7 @@ export class EndpointRegistry extends EventEmitter {
     return this.families.get(family)?.endpoints ?? [];
   }
 
-  reconcile(plans: readonly EndpointPlan[], timeoutsOf: (p: Profile) => EndpointTimeouts, breaker: BreakerSettings): Reconciled {
+  reconcile(plans: readonly EndpointPlan[], breaker: BreakerSettings): Reconciled {
     const ids = idsOf(plans);
     const next = new Map<string, Endpoint>();
     const out: Reconciled = { added: [], kept: [], removed: [] };
@@ -51,14 +51,14 @@ export class EndpointRegistry extends EventEmitter {
       // Another family at the same URL is another backend to us: its state does not carry over.
       const existing = found && found.family === plan.profile.name ? found : undefined;
       if (existing) {
-        const replacedPool = existing.apply(plan, timeoutsOf(plan.profile));
+        const replacedPool = existing.apply(plan);
         existing.breaker.configure(breaker);
         // The old pool finishes what it carries, then closes.
         replacedPool?.close().catch(() => replacedPool.destroy());
         out.kept.push(existing);
         next.set(existing.id, existing);
       } else {
-        const ep = new Endpoint(ids[i], plan, timeoutsOf(plan.profile), breaker);
+        const ep = new Endpoint(ids[i], plan, breaker);
         ep.dispatch = endpointDispatch(ep, this.markFailed);
         out.added.push(ep);
         next.set(ep.id, ep);

@@ -6,7 +6,7 @@ import type { GatewayConfig } from '../core/config.js';
 import { parseDuration } from '../core/duration.js';
 import { Catalogue } from './catalogue.js';
 import { DiscoveryService } from './discovery.js';
-import { timeoutsFor, type EndpointPlan } from './endpoints.js';
+import type { EndpointPlan } from './endpoint-plans.js';
 import { HealthMonitor } from './health.js';
 import { EndpointRateGate, RateBuckets } from './rate-buckets.js';
 import { EndpointRegistry, type Reconciled } from './registry.js';
@@ -52,7 +52,7 @@ export class Backends {
       maxOpenMs: parseDuration(b.open_timeout),
       jitter: b.jitter,
     };
-    const r = this.endpoints.reconcile(plans, (profile) => timeoutsFor(profile, config), breaker);
+    const r = this.endpoints.reconcile(plans, breaker);
     this.catalogue.reconcile(r.removed);
     for (const ep of r.removed) this.residency.forget(ep);
     this.health.reconcile(r);

@@ -22,7 +22,8 @@ export interface EndpointConfig {
   headers: Record<string, string>; auth?: AuthConfig;
   max_concurrent_requests?: number; max_queued_requests?: number; queue_timeout?: Duration;
   requests_per_minute?: number;
-  retry_on_statuses?: number[]; first_token_timeout?: Duration; cold_first_token_timeout?: Duration;
+  retry_on_statuses?: number[]; response_timeout?: Duration; stream_idle_timeout?: Duration;
+  first_token_timeout?: Duration; cold_first_token_timeout?: Duration;
 }
 export interface GatewayConfig {
   server: {
@@ -111,9 +112,22 @@ const ENV_OVERRIDES: Record<string, Override> = {
 
 /** A config value by dotted path ("translators.msgapi.enabled"), for YAML that names config keys. */
 export function configValue(config: GatewayConfig, path: string): unknown {
-  let v: unknown = config;
+  return valueAt(config, path);
+}
+
+function valueAt(from: unknown, path: string): unknown {
+  let v = from;
   for (const key of path.split('.')) v = v && typeof v === 'object' ? (v as Record<string, unknown>)[key] : undefined;
   return v;
+}
+
+/** Each loaded config's file as written, before the schema's defaults were filled in. */
+const written = new WeakMap<GatewayConfig, unknown>();
+
+/** Did the config file set this key itself (dotted path), rather than take its default? A user's
+ *  value beats a built-in profile's; a default does not (backends/endpoint-plans.ts). */
+export function setInConfig(config: GatewayConfig, path: string): boolean {
+  return valueAt(written.get(config), path) !== undefined;
 }
 
 export function deepFreeze<T>(value: T): T {
@@ -165,6 +179,7 @@ export function checkConfig(file: string | null, env: NodeJS.ProcessEnv = proces
     const why = apply(cfg, value);
     if (why) problems.push({ level: 'warn', field: name, message: `environment value ${JSON.stringify(value)} ${why}; ignored, using the configured value` });
   }
+  written.set(cfg, raw);
   return { loaded: { config: deepFreeze(cfg), source, problems }, problems };
 }
 

@@ -40,7 +40,7 @@ export const ERROR_CODES = {
   },
   CIRCUIT_BREAKER: {
     status: 503, type: 'circuit_breaker', code: 503,
-    message: (d) => `every endpoint for provider ${d.provider} has an open circuit breaker (${d.skipped} skipped)`,
+    message: (d) => `every endpoint for provider ${d.provider} has an open circuit breaker (${d.skipped} skipped); the next test request goes through in ${d.retryAfter ?? 1}s (Retry-After)`,
   },
   MODEL_NOT_FOUND: {
     status: 404, type: 'not_found',

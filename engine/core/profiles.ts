@@ -1,7 +1,7 @@
 // Backend profiles: the built-in families in profiles/*.yaml, then custom ones from
 // proxy.profiles_dir; a custom profile with a built-in's `name` replaces it completely.
 import { existsSync, readdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { deepFreeze } from './config.js';
 import { ConfigError } from './errors.js';
 import { BUILTIN_PROFILES_DIR } from './paths.js';
@@ -43,8 +43,8 @@ export interface Profile {
     hosted_service: boolean;
     /** Its endpoints take server.rate_limits.per_endpoint.default_requests_per_minute (hosted quotas). */
     endpoint_rate_limit: boolean;
-    /** Failover settings; unset: the proxy's (engine/kernel/upstream.ts). */
-    retry_on_statuses?: number[]; first_token_timeout?: string; cold_first_token_timeout?: string;
+    /** Failover settings (precedence: backends/endpoint-plans.ts). */
+    retry_on_statuses?: number[]; stream_idle_timeout?: string; first_token_timeout?: string; cold_first_token_timeout?: string;
   };
   health: { transient_statuses: number[] };
   request: {
@@ -225,6 +225,10 @@ export function checkProfiles(customDir: string): ProfileLoad {
   const list = [...byName.values()].map((p) => deepFreeze(p));
   return { files, profiles: { list, byName, byType } };
 }
+
+/** One of the profiles shipped with the gateway (not a custom one from proxy.profiles_dir): its
+ *  settings are defaults that a user's proxy settings beat. */
+export const isBuiltIn = (p: Profile): boolean => dirname(p.source) === BUILTIN_PROFILES_DIR;
 
 /** A warning about a profile file, for the log. */
 export interface FileProblem extends Problem {

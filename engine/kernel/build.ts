@@ -1,8 +1,8 @@
 // Everything a graph is built from, loaded and checked in one place for start, reload and
 // `gw validate`: the config, the profiles, the endpoint plans, the plugins (built-ins as given,
 // third-party ones imported) and the pipelines. Nothing here touches the backends' state.
-import type { EndpointPlan } from '../backends/endpoints.js';
-import { planEndpoints } from '../backends/endpoints.js';
+import type { EndpointPlan } from '../backends/endpoint-plans.js';
+import { planEndpoints } from '../backends/endpoint-plans.js';
 import { compileGraph, type Graph } from './compile.js';
 import { loadConfig, type GatewayConfig } from '../core/config.js';
 import { ConfigError } from '../core/errors.js';

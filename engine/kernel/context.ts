@@ -1,29 +1,24 @@
 // One request's state, shared by the steps of its pipeline. A class with a fixed shape so the
 // hot path stays monomorphic. Each field has one owner (named beside it): the step that sets it;
-// every other step reads it. Plugins keep their own extras in `state`.
+// every other step reads it. Routing state is two things, each with one writer: the route plan
+// (select-endpoint, once) and the attempt record (the attempt loop); steps read both. Plugins keep
+// their own extras in `state`.
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import type { Endpoint } from '../backends/endpoints.js';
 import { ClientGone } from '../backends/failures.js';
 import { findModelField, type ModelField } from '../core/body-model.js';
-import type { Hooks } from './hooks.js';
 import type { Profile } from '../core/profiles.js';
+import { AttemptState, NO_ATTEMPTS } from '../routing/attempt-state.js';
+import type { Exchange, UpstreamRequest } from '../routing/exchange.js';
+import type { ModelRoute, RoutePlan, RoutingInfo } from '../routing/plan.js';
+import type { Hooks } from './hooks.js';
 import type { GatewayResponse } from './response.js';
-import type { EndpointQueue, Waiter } from '../backends/queue.js';
 
-export interface UpstreamRequest {
-  method: string;
-  /** Endpoint base path + the request's path and query. */
-  path: string;
-  /** Flat [name, value, name, value…] list. */
-  headers: string[];
-  body: Buffer | null;
-  /** Client headers not to forward on this attempt (upstream-headers asks per lower-case name):
-   *  a terminal step that translated the request to another API sets it, since the client's
-   *  API-specific headers (its key among them) mean nothing to that backend. */
-  omitClientHeader?: (name: string) => boolean;
-}
+export type { UpstreamRequest } from '../routing/exchange.js';
+export type { FailedAttempt } from '../routing/attempt-state.js';
+export type { Candidate, ModelRoute, NameGroup, RoutePlan, RoutingInfo } from '../routing/plan.js';
 
 /** What a compiled route knows at load: its pipeline, hooks and (for proxy routes) family and prefix. */
 export interface RouteInfo {
@@ -42,29 +37,7 @@ export interface RouteInfo {
 const CALLER_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
 const NOT_PARSED = Symbol('not parsed');
 
-/** One attempt that failed and was followed by another (or by the last answer held back). */
-export interface FailedAttempt {
-  endpoint: string;
-  /** The endpoint's family (metrics label). */
-  family: string;
-  model: string | undefined;
-  /** What happened, short: "503", "reset", "first_token_timeout", "stream_error"… */
-  outcome: string;
-  /** This attempt's failure is the request's answer (held back, or the last one): it is not a
-   *  retry, and counts once against its endpoint. */
-  answered?: boolean;
-}
-
-/** How model-aware routing decided (X-Gw-Routing-* headers). */
-export interface RoutingInfo {
-  strategy: string;
-  decision: 'routed' | 'fallback' | 'rejected';
-  reason: string;
-  /** For an alias: the real model name each candidate endpoint serves. */
-  aliasTargets?: Map<Endpoint, string>;
-}
-
-export class Context {
+export class Context implements Exchange {
   readonly start = performance.now();
   readonly id: string;
   /** Path and query as the backend should see them. Owner: match-prefix (the URL until then). */
@@ -73,29 +46,9 @@ export class Context {
   pathname: string;
   /** The request body, whole (replayable for failover). Owner: read-body. */
   body: Buffer | null = null;
-  /** How model routing decided. Owners: alias-resolve, select-endpoint. */
-  routing: RoutingInfo | null = null;
-  /** The endpoints to try, in order. Owner: select-endpoint. */
-  candidates: readonly Endpoint[] = [];
-  /** By candidate index, the model that candidate is asked for when routing chose a name other
-   *  than the body's (an alias's real names, a fallback chain's next models); null: the body's
-   *  model everywhere. Owner: select-endpoint. */
-  candidateModels: readonly (string | undefined)[] | null = null;
-  /** The index of the first candidate that serves a fallback model (candidates.length: none).
-   *  Owner: select-endpoint. */
-  fallbackFrom = Infinity;
-  /** The model the current attempt asks its endpoint for (candidateModels), undefined: the
-   *  body's. Owner: the kernel; rewrite-model and translators put it in the body. */
-  attemptModel: string | undefined = undefined;
-  /** The attempts that failed before the one that answered (access log, metrics); null: none.
-   *  Owner: the kernel. */
-  tried: FailedAttempt[] | null = null;
-  /** The model sent upstream when a step changed it (an alias resolved). Owner: rewrite-model. */
-  sentModel: string | undefined = undefined;
-  /** The endpoint of the current (or last) attempt. Owner: the kernel. */
-  endpoint: Endpoint | null = null;
-  /** Endpoints tried. Owner: the kernel. */
-  attempts = 0;
+  /** What the body's model stands for when it is an alias or has fallbacks (the names tried in
+   *  turn); null: just itself. Owner: alias-resolve. */
+  requested: ModelRoute | null = null;
   /** Headers every reply head of this request carries. Owners: respond taps (and cors). */
   readonly replyHeaders: string[] = [];
   /** The reply status once its head was written. Owner: the kernel. */
@@ -107,20 +60,11 @@ export class Context {
   /** Milliseconds from arrival to the reply head, and to the end. Owner: the kernel (hooks.ts). */
   headMs = 0;
   totalMs = 0;
-  /** Milliseconds spent in upstream attempts (sent to settled), and waiting for an endpoint's
-   *  concurrency slot; the rest of totalMs is the gateway's own time. Owner: the kernel. */
-  upstreamMs = 0;
-  queueMs = 0;
-  /** The endpoint queue this request waits in now, if any: the kernel's close listener takes it
-   *  out of the queue when its client goes away. Owner: the kernel (admission.ts). */
-  waiting: { queue: EndpointQueue; waiter: Waiter } | null = null;
-  /** The reply is relayed as a stream (no Content-Length, or translated to events). Owner: the kernel. */
-  streamed = false;
-  /** Milliseconds from arrival to the first reply body chunk relayed; 0 before it. Owner: the kernel. */
-  firstChunkMs = 0;
   /** Tokens the backend reported in its reply's `usage`, where a step read that reply anyway
    *  (never parsed for this alone). Owner: the terminal step (translate). */
   usage: { input?: number; output?: number } | null = null;
+  private routePlan: RoutePlan | null = null;
+  private attempts: AttemptState | null = null;
   private parsed: unknown = NOT_PARSED;
   private modelField: ModelField | null | typeof NOT_PARSED = NOT_PARSED;
   private extras: Record<string, unknown> | null = null;
@@ -157,11 +101,61 @@ export class Context {
     return this.route.profile?.name;
   }
 
-  /** The one way to read the model: the name sent upstream if a step changed it, else the
-   *  top-level model string of a JSON object body (`model`, or the family's
-   *  request.model_field_paths, first present wins). */
+  /** Named in errors when no endpoint answered: the route's family, else its pipeline. */
+  get provider(): string {
+    return this.route.profile?.name ?? this.route.pipeline;
+  }
+
+  get log() {
+    return this.route.log;
+  }
+
+  get errorFormat(): RouteInfo['errorFormat'] {
+    return this.route.errorFormat;
+  }
+
+  /** Where the request may go: written once, by endpoint selection (select-endpoint). */
+  get plan(): RoutePlan | null {
+    return this.routePlan;
+  }
+
+  /** Owner: select-endpoint. The plan is written once; a second write is a pipeline bug. */
+  setPlan(plan: RoutePlan): void {
+    if (this.routePlan) throw new Error(`pipeline ${this.route.pipeline}: the route plan is written once, by one endpoint-selection step`);
+    this.routePlan = plan;
+  }
+
+  /** What the attempt loop did: attempts, endpoint and model, failures, timings. Read-only to steps. */
+  get attempt(): Readonly<AttemptState> {
+    return this.attempts ?? NO_ATTEMPTS;
+  }
+
+  /** The attempt loop's own (routing/attempt-loop.ts): the record, made on first use. */
+  startAttempts(): AttemptState {
+    return (this.attempts ??= new AttemptState());
+  }
+
+  /** The endpoint of the current (or last) attempt. */
+  get endpoint(): Endpoint | null {
+    return this.attempt.endpoint;
+  }
+
+  /** How routing decided: a fallback model answering says so, else the plan's decision. */
+  get routing(): RoutingInfo | null {
+    return this.attempt.fellBack ?? this.routePlan?.routing ?? null;
+  }
+
+  /** The route's upstream hook, on one attempt's request. */
+  prepare(up: UpstreamRequest): void {
+    this.route.hooks.upstream.call(this, up);
+  }
+
+  /** The one way to read the model: the name sent upstream when routing chose one (an alias's
+   *  real name, a fallback), else the top-level model string of a JSON object body (`model`, or
+   *  the family's request.model_field_paths, first present wins). */
   get model(): string | undefined {
-    if (this.sentModel !== undefined) return this.sentModel;
+    const sent = this.attempt.model;
+    if (sent !== undefined) return sent;
     const value = this.modelSpan()?.value;
     return typeof value === 'string' && value ? value : undefined;
   }
@@ -208,6 +202,13 @@ export class Context {
   /** Answer with JSON. The head goes through the kernel (respond hook, X-Gw-*, CORS). */
   replyJson(status: number, value: unknown, headers: string[] = []): true {
     return this.reply(status, JSON.stringify(value), ['content-type', 'application/json; charset=utf-8', ...headers]);
+  }
+
+  /** Answer a HEAD with the head alone and no length: its body is not known without asking a backend. */
+  replyHead(status: number, headers: string[]): true {
+    this.res.writeHead(status, headers);
+    this.res.end();
+    return true;
   }
 
   /** Answer with a body (HEAD requests get the head only). */

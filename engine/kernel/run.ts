@@ -53,7 +53,7 @@ export function createRunner(stats: Stats): RouteRunner {
     res.once('close', () => {
       stats.inFlight--;
       // A request waiting for an endpoint's slot leaves the queue at once.
-      const waiting = ctx.waiting;
+      const waiting = ctx.attempt.waiting;
       if (waiting) waiting.queue.leave(waiting.waiter);
       try {
         hooks.done.call(ctx);

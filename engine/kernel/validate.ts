@@ -3,7 +3,7 @@
 import { relative } from 'node:path';
 import { compileGraph } from './compile.js';
 import { checkConfig } from '../core/config.js';
-import { planEndpoints } from '../backends/endpoints.js';
+import { planEndpoints } from '../backends/endpoint-plans.js';
 import { createLogger } from '../core/logger.js';
 import { checkPipelines } from '../core/pipelines.js';
 import { PluginRegistry } from './plugin.js';

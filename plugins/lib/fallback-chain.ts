@@ -1,62 +1,48 @@
-// The candidates of a fallback chain (model_fallbacks, or an alias marked ordered): the endpoints
+// The route plan of a fallback chain (model_fallbacks, or an alias marked ordered): the endpoints
 // of the first name in balancing order, then those of the next, and so on; each name is an alias
-// (its endpoints and their real names) or a model (the routing strategy's endpoints for it). The
-// kernel walks them in order, so a fallback model is tried only after every endpoint of the
-// models before it failed. A name nothing can serve now is left out; when that is the primary,
+// (its endpoints, each sent its real name) or a model (the routing strategy's endpoints for it).
+// The attempt loop walks them in order, so a fallback model is tried only after the endpoints of
+// the names before it failed. A name nothing can serve now is left out; when that is the primary,
 // the request goes straight to its fallback (X-Gw-Routing-Decision: fallback).
 import type { Endpoint } from '../../engine/backends/endpoints.js';
-import type { Context } from '../../engine/kernel/context.js';
-import { gwError } from '../../engine/core/errors.js';
+import { gwError, type GatewayError } from '../../engine/core/errors.js';
+import type { ModelRoute, RoutePlan } from '../../engine/kernel/context.js';
 import type { PluginEnv } from '../../engine/kernel/plugin.js';
 import type { Profile } from '../../engine/core/profiles.js';
+import { PlanBuilder } from '../../engine/routing/plan.js';
 import type { Order } from './balancing.js';
-import { aliasTargetsOf, modelCandidates, type AliasCache } from './model-routing.js';
+import { aliasChoice, modelChoice, type AliasCache, type Choice } from './model-routing.js';
 
 export interface ChainRouting {
   env: PluginEnv;
   families: readonly Profile[];
-  aliases: ReadonlyMap<string, readonly string[]>;
   cache: AliasCache;
   order: Order;
 }
 
-export function routeChain(ctx: Context, r: ChainRouting, routable: readonly Endpoint[], chain: readonly string[]): void {
-  const candidates: Endpoint[] = [];
-  const models: string[] = [];
-  let firstError: unknown = null;
+/** The chain's plan, or why nothing of it can be served (the first name's rejection). */
+export function chainPlan(r: ChainRouting, routable: readonly Endpoint[], route: ModelRoute): RoutePlan | { error: GatewayError; reason: string } {
+  const plan = new PlanBuilder();
+  let rejection: Choice | undefined;
   let primaryServed = false;
-  const strategy = r.env.config.model_registry.routing_strategy.type;
-  chain.forEach((name, i) => {
-    let group: readonly Endpoint[];
-    let real: (ep: Endpoint) => string = () => name;
-    const targets = r.aliases.get(name);
-    if (targets) {
-      const map = aliasTargetsOf(r.env, r.families, name, targets, r.cache);
-      group = routable.filter((e) => map.has(e));
-      real = (ep) => map.get(ep)!;
-    } else {
-      try {
-        // Refreshed: a chain does not wait for discovery, its next name is the answer to a miss.
-        group = modelCandidates(ctx, r.env, r.families, routable, name, true) as readonly Endpoint[];
-      } catch (err) {
-        firstError ??= err;
-        group = [];
-      }
-    }
-    if (group.length === 0) return;
+  route.groups.forEach((g, i) => {
+    // Refreshed: a chain does not wait for discovery, its next name is the answer to a miss.
+    const c = g.targets ? aliasChoice(r.env, r.families, routable, g.name, g.targets, r.cache) : (modelChoice(r.env, r.families, routable, g.name, true) as Choice);
+    if (c?.error) rejection ??= c;
+    if (!c || c.endpoints.length === 0) return;
     if (i === 0) primaryServed = true;
-    else if (candidates.length > 0 && ctx.fallbackFrom === Infinity) ctx.fallbackFrom = candidates.length;
-    for (const ep of r.order(group)) {
-      candidates.push(ep);
-      models.push(real(ep));
-    }
+    const real = c.realName;
+    plan.add(i, r.order(c.endpoints), real ? (ep) => real.get(ep) : () => g.name, i > 0 ? 'fallback' : real ? 'alias' : 'requested');
   });
-  if (candidates.length === 0) throw firstError ?? gwError('MODEL_NOT_FOUND', { model: chain[0], hint: `no routable endpoint serves any of ${chain.join(', ')}` });
-  if (primaryServed) ctx.routing = { strategy, decision: 'routed', reason: 'model_found' };
-  else {
-    ctx.fallbackFrom = 0;
-    ctx.routing = { strategy, decision: 'fallback', reason: `model_fallback (${chain[0]}: not served by any routable endpoint)` };
+  if (plan.size === 0) {
+    const error = rejection?.error ?? gwError('MODEL_NOT_FOUND', { model: route.requested, hint: `no routable endpoint serves any of ${route.groups.map((g) => g.name).join(', ')}` });
+    return { error, reason: rejection?.reason ?? 'model_not_found' };
   }
-  ctx.candidates = candidates;
-  ctx.candidateModels = models;
+  const strategy = r.env.config.model_registry.routing_strategy.type;
+  return plan.build(
+    primaryServed
+      ? { strategy, decision: 'routed', reason: 'model_found' }
+      : { strategy, decision: 'fallback', reason: `model_fallback (${route.requested}: not served by any routable endpoint)` },
+    route.requested,
+  );
 }

@@ -1,13 +1,14 @@
 // A merged model-list route (an intercept with `merge`, localrunner's api/ps: what is loaded now,
-// which the catalogue does not know): every routable endpoint of the family is asked at once,
-// each through its dispatch path (breaker, in-flight counts, health), within its check_timeout
-// and a size limit, and their lists are concatenated, each entry once. The client leaving
-// cancels every request still out. A HEAD is answered from what is known without asking
+// which the catalogue does not know): every routable endpoint of the family is asked at once
+// (the kernel's askEach: each through its send path — breaker, in-flight counts, health — and
+// all cancelled when the client leaves), within its check_timeout and a size limit, and their
+// lists are concatenated, each entry once. A HEAD is answered from what is known without asking
 // anyone: the head of a JSON reply, no body, no length.
 import { askEndpoint } from '../../engine/backends/json-reply.js';
 import { ClientGone } from '../../engine/backends/failures.js';
 import type { Endpoint } from '../../engine/backends/endpoints.js';
 import type { Context } from '../../engine/kernel/context.js';
+import { askEach } from '../../engine/kernel/fan-out.js';
 import { gwError } from '../../engine/core/errors.js';
 import type { PluginEnv } from '../../engine/kernel/plugin.js';
 import { isObject } from '../../engine/core/json.js';
@@ -36,25 +37,11 @@ async function askOne(env: PluginEnv, ctx: Context, ep: Endpoint, signal: AbortS
 
 /** Answer the merged route: the first reply with `key` holding every reply's entries. */
 export async function answerMerged(env: PluginEnv, ctx: Context, family: string, key: string): Promise<true> {
-  if (ctx.method === 'HEAD') {
-    ctx.res.writeHead(200, JSON_TYPE);
-    ctx.res.end();
-    return true;
-  }
+  if (ctx.method === 'HEAD') return ctx.replyHead(200, JSON_TYPE);
   const eps = env.endpoints.routable(family);
-  const gone = new AbortController();
-  const onClose = () => {
-    if (!ctx.res.writableFinished) gone.abort(new ClientGone());
-  };
-  ctx.res.once('close', onClose);
-  let replies: (Record<string, unknown> | undefined)[];
-  try {
-    replies = await Promise.all(eps.map((ep) => askOne(env, ctx, ep, gone.signal)));
-  } finally {
-    ctx.res.off('close', onClose);
-  }
+  const replies = await askEach(ctx, eps, (ep, signal) => askOne(env, ctx, ep, signal));
   // Nobody to answer: the requests still out were cancelled.
-  if (gone.signal.aborted) return true;
+  if (replies === null) return true;
   const answered = replies.filter((r) => r !== undefined);
   if (answered.length === 0) throw gwError('UPSTREAM_ERROR', { endpoint: eps.map((e) => e.name).join(', '), reason: `none answered ${ctx.pathname}` });
   const seen = new Set<unknown>();

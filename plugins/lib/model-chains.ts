@@ -1,18 +1,18 @@
-// The two kinds of virtual model names in the config, read once at load:
-// - aliases (model_aliases as a list): equivalent real names; any endpoint serving one of them
-//   takes the request (alias-resolve);
-// - fallback chains: model_fallbacks ({model or alias: [next, next]}) and aliases marked
-//   `ordered`: the names in order, the next one only when every endpoint of the one before
-//   failed the request (select-endpoint lays the candidates out, the kernel walks them).
-// A Map each: a name comes from the request body, and "__proto__" must read as a name.
+// The virtual model names of the config, resolved once at load — the one place aliases and
+// fallback chains become the names a request's model stands for (a ModelRoute):
+// - an alias (model_aliases as a list): one name whose real names any serving endpoint takes;
+// - a fallback chain (model_fallbacks {model or alias: [next, …]}, and aliases marked `ordered`):
+//   the names in order, the next only when every endpoint of the one before failed the request.
+//   A name in a chain may itself be an (unordered) alias.
+// alias-resolve looks the body's model up here; select-endpoint maps the names onto endpoints.
+// Maps, not objects: a name comes from the request body, and "__proto__" must read as a name.
 import type { GatewayConfig } from '../../engine/core/config.js';
+import type { ModelRoute, NameGroup } from '../../engine/kernel/context.js';
 
 export interface ModelNames {
-  /** Unordered aliases: name → equivalent real names. */
-  aliases: ReadonlyMap<string, readonly string[]>;
-  /** Fallback chains: name → the names tried in order, the first being the primary. */
-  chains: ReadonlyMap<string, readonly string[]>;
-  /** Every alias, ordered or not → its names (for lookups that show a record: /gw/models/{id}). */
+  /** Every virtual name → what it stands for. */
+  routes: ReadonlyMap<string, ModelRoute>;
+  /** Every alias, ordered or not → its names (lookups that show a record: /gw/models/{id}). */
   all: ReadonlyMap<string, readonly string[]>;
 }
 
@@ -30,5 +30,9 @@ export function modelNames(config: GatewayConfig): ModelNames {
     // An ordered alias with fallbacks of its own: its chain, then them.
     chains.set(name, [...(chains.get(name) ?? [name]), ...next.filter((n) => n !== name)]);
   }
-  return { aliases, chains, all };
+  const group = (name: string): NameGroup => Object.freeze({ name, targets: aliases.get(name) ?? null });
+  const routes = new Map<string, ModelRoute>();
+  for (const name of aliases.keys()) routes.set(name, Object.freeze({ requested: name, groups: Object.freeze([group(name)]) }));
+  for (const [name, chain] of chains) routes.set(name, Object.freeze({ requested: name, groups: Object.freeze(chain.map(group)) }));
+  return { routes, all };
 }

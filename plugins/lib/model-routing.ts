@@ -1,13 +1,15 @@
-// Model-aware candidate selection, for one family (proxy routes) or across all (msgapi):
-// aliases first, then the routing strategy (strict, optimistic, discovery).
+// Which endpoints may serve one name, for one family (proxy routes) or across all (msgapi): an
+// alias's (the endpoints serving any of its real names), or a model's by the routing strategy
+// (strict, optimistic, discovery). Each answer is a Choice — endpoints, decision and reason — that
+// select-endpoint turns into the route plan; a rejection carries the error the client gets.
 //
 // X-Gw-Routing-Reason vocabulary: model_found, alias, discovered, catalogue_empty,
 // fallback_compatible, fallback_all, model_not_found, model_unavailable, alias_not_found,
-// alias_unavailable, no_compatible_endpoint; model_fallback (lib/fallback-chain.ts and the kernel),
-// last_resort (select-endpoint).
-import type { Context, RoutingInfo } from '../../engine/kernel/context.js';
+// alias_unavailable, no_compatible_endpoint; capability_* (lib/route-kinds.ts); model_management,
+// last_resort (select-endpoint); model_fallback (lib/fallback-chain.ts and the attempt loop).
 import type { Endpoint } from '../../engine/backends/endpoints.js';
-import { gwError } from '../../engine/core/errors.js';
+import { gwError, type GatewayError } from '../../engine/core/errors.js';
+import type { RoutingInfo } from '../../engine/kernel/context.js';
 import type { PluginEnv } from '../../engine/kernel/plugin.js';
 import type { Profile } from '../../engine/core/profiles.js';
 
@@ -23,6 +25,8 @@ function servedBy(env: PluginEnv, families: readonly Profile[], model: string): 
   return families.length === 1 ? env.catalogue.servedBy(families[0].name, model) : env.catalogue.servedByAny(model);
 }
 
+const known = (env: PluginEnv, families: readonly Profile[]) => (families.length === 1 ? env.catalogue.family(families[0].name).known : env.catalogue.anyKnown());
+
 /** The family named in errors; none when the step works across every family (msgapi). */
 const label = (families: readonly Profile[]) => (families.length === 1 ? families[0].name : undefined);
 
@@ -34,66 +38,65 @@ export const UNAVAILABLE_OPTION = {
   enum: ['refuse', 'continue'], default: 'refuse',
   description: 'A model served only by endpoints that take no traffic now, or no routable endpoint at all: refuse (503 MODEL_UNAVAILABLE, ENDPOINT_UNAVAILABLE), or continue with no candidates for a terminal step that answers without a backend (count-tokens)',
 } as const;
-/** No endpoint for the alias: shared, never filled. */
-const NO_TARGETS = new Map<Endpoint, string>();
+
+/** The endpoints one name may go to, in no order yet, and how routing decided. */
+export interface Choice {
+  endpoints: readonly Endpoint[];
+  decision: RoutingInfo['decision'];
+  reason: string;
+  /** The real name each endpoint is sent (an alias's targets); absent: the name itself. */
+  realName?: ReadonlyMap<Endpoint, string>;
+  /** A rejection: the error the client gets, unless the step goes on without candidates
+   *  (`unavailable: continue`, for a name served only by endpoints that take no traffic now). */
+  error?: GatewayError;
+}
+
+const choice = (endpoints: readonly Endpoint[], decision: RoutingInfo['decision'], reason: string): Choice => ({ endpoints, decision, reason });
+const rejected = (reason: string, error: GatewayError): Choice => ({ endpoints: [], decision: 'rejected', reason, error });
+
+/** May a rejection go on without candidates (the name is served, by endpoints down now)? */
+export const continuable = (c: Choice) => c.reason.endsWith('_unavailable');
 
 /** Per alias: which routable endpoint serves which real name, valid while neither the catalogue
- *  nor endpoint health changed (the map is shared by the requests in between, never mutated). */
+ *  nor endpoint health changed (shared by the requests in between, never mutated). */
 export type AliasCache = Map<string, { catalogue: number; health: number; targets: Map<Endpoint, string> }>;
 
-export function aliasTargetsOf(env: PluginEnv, families: readonly Profile[], model: string, targets: readonly string[], cache: AliasCache): Map<Endpoint, string> {
-  const hit = cache.get(model);
+export function aliasTargetsOf(env: PluginEnv, families: readonly Profile[], alias: string, targets: readonly string[], cache: AliasCache): Map<Endpoint, string> {
+  const hit = cache.get(alias);
   if (hit && hit.catalogue === env.catalogue.version && hit.health === env.endpoints.version) return hit.targets;
   const map = new Map<Endpoint, string>();
   for (const ep of routableIn(env, families)) {
     const name = targets.find((t) => env.catalogue.servedBy(ep.family, t).includes(ep));
     if (name) map.set(ep, name);
   }
-  cache.set(model, { catalogue: env.catalogue.version, health: env.endpoints.version, targets: map });
+  cache.set(alias, { catalogue: env.catalogue.version, health: env.endpoints.version, targets: map });
   return map;
 }
 
-/** Alias rules 1–3: endpoints serving any target (alias order), or a strict rejection, or nothing. */
-export function resolveAlias(ctx: Context, env: PluginEnv, families: readonly Profile[], model: string, targets: readonly string[], cache: AliasCache, unavailable: Unavailable = 'refuse'): void {
-  const strategy = env.config.model_registry.routing_strategy.type;
-  if (!(families.length === 1 ? env.catalogue.family(families[0].name).known : env.catalogue.anyKnown())) return;
-  const aliasTargets = aliasTargetsOf(env, families, model, targets, cache);
-  if (aliasTargets.size > 0) {
-    ctx.routing = { strategy, decision: 'routed', reason: 'alias', aliasTargets };
-    return;
-  }
-  if (strategy !== 'strict') return; // routed as an ordinary name
+/** An alias: the endpoints serving any of its targets (in the alias's order of preference); with
+ *  none, strict routing rejects it, the others route it as an ordinary name (undefined). */
+export function aliasChoice(env: PluginEnv, families: readonly Profile[], routable: readonly Endpoint[], alias: string, targets: readonly string[], cache: AliasCache): Choice | undefined {
+  if (!known(env, families)) return undefined;
+  const map = aliasTargetsOf(env, families, alias, targets, cache);
+  if (map.size > 0) return { ...choice(routable.filter((e) => map.has(e)), 'routed', 'alias'), realName: map };
+  if (env.config.model_registry.routing_strategy.type !== 'strict') return undefined;
   const down = [...new Set(targets.flatMap((t) => servedBy(env, families, t)))];
-  ctx.routing = { strategy, decision: 'rejected', reason: down.length ? 'alias_unavailable' : 'alias_not_found' };
-  if (down.length && unavailable === 'continue') {
-    ctx.routing.aliasTargets = NO_TARGETS; // select-endpoint: no candidates
-    return;
-  }
-  if (down.length) throw gwError('MODEL_UNAVAILABLE', { model, provider: label(families), endpoints: down.map((e) => e.name).join(', ') });
-  throw gwError('MODEL_NOT_FOUND', { model, provider: label(families), hint: `alias targets ${targets.join(', ')} are not discovered on any endpoint` });
+  if (down.length) return rejected('alias_unavailable', gwError('MODEL_UNAVAILABLE', { model: alias, provider: label(families), endpoints: down.map((e) => e.name).join(', ') }));
+  return rejected('alias_not_found', gwError('MODEL_NOT_FOUND', { model: alias, provider: label(families), hint: `alias targets ${targets.join(', ')} are not discovered on any endpoint` }));
 }
 
-/** Candidates for a named model, or 'refresh' when the discovery strategy wants a catalogue refresh first. */
-export function modelCandidates(ctx: Context, env: PluginEnv, families: readonly Profile[], routable: readonly Endpoint[], model: string, refreshed: boolean, unavailable: Unavailable = 'refuse'): readonly Endpoint[] | 'refresh' {
+/** A model: the routing strategy's endpoints for it, or 'refresh' when the discovery strategy
+ *  wants the catalogue refreshed first (`refreshed`: it was). */
+export function modelChoice(env: PluginEnv, families: readonly Profile[], routable: readonly Endpoint[], model: string, refreshed: boolean): Choice | 'refresh' {
   const { catalogue } = env;
   const rs = env.config.model_registry.routing_strategy;
-  const decide = (decision: RoutingInfo['decision'], reason: string) => (ctx.routing = { strategy: rs.type, decision, reason });
-  if (!(families.length === 1 ? catalogue.family(families[0].name).known : catalogue.anyKnown())) {
-    decide('routed', 'catalogue_empty');
-    return routable;
-  }
+  if (!known(env, families)) return choice(routable, 'routed', 'catalogue_empty');
   const serving = servedBy(env, families, model);
   const live = serving.length ? routable.filter((e) => serving.includes(e)) : [];
-  if (live.length) {
-    decide('routed', refreshed ? 'discovered' : 'model_found');
-    return live;
-  }
+  if (live.length) return choice(live, 'routed', refreshed ? 'discovered' : 'model_found');
   if (rs.type === 'discovery' && rs.options.discovery_refresh_on_miss && !refreshed) return 'refresh';
   if (rs.type === 'optimistic' && rs.options.fallback_behavior !== 'none') {
-    if (rs.options.fallback_behavior === 'all') {
-      decide('fallback', 'fallback_all');
-      return routable;
-    }
+    if (rs.options.fallback_behavior === 'all') return choice(routable, 'fallback', 'fallback_all');
     // Compatible: endpoints that may load it on demand (no list yet, or an empty one), or that
     // serve models of the same kind (embedding or generation).
     const compatible = routable.filter((e) => {
@@ -102,18 +105,9 @@ export function modelCandidates(ctx: Context, env: PluginEnv, families: readonly
       const embedding = catalogue.traitsOf(e.profile, model).embedding;
       return catalogue.family(e.family).models.some((m) => m.endpoints.includes(e) && m.embedding === embedding);
     });
-    if (compatible.length) {
-      decide('fallback', 'fallback_compatible');
-      return compatible;
-    }
-    decide('rejected', 'no_compatible_endpoint');
-    throw gwError('MODEL_NOT_FOUND', { model, provider: label(families), hint: 'no compatible endpoint is routable (model_registry.routing_strategy.options.fallback_behavior: compatible_only)' });
+    if (compatible.length) return choice(compatible, 'fallback', 'fallback_compatible');
+    return rejected('no_compatible_endpoint', gwError('MODEL_NOT_FOUND', { model, provider: label(families), hint: 'no compatible endpoint is routable (model_registry.routing_strategy.options.fallback_behavior: compatible_only)' }));
   }
-  if (serving.length) {
-    decide('rejected', 'model_unavailable');
-    if (unavailable === 'continue') return [];
-    throw gwError('MODEL_UNAVAILABLE', { model, provider: label(families), endpoints: serving.map((e) => e.name).join(', ') });
-  }
-  decide('rejected', 'model_not_found');
-  throw gwError('MODEL_NOT_FOUND', { model, provider: label(families), hint: `GET /gw/models${families.length === 1 ? `?provider=${families[0].name}` : ''} lists what is served` });
+  if (serving.length) return rejected('model_unavailable', gwError('MODEL_UNAVAILABLE', { model, provider: label(families), endpoints: serving.map((e) => e.name).join(', ') }));
+  return rejected('model_not_found', gwError('MODEL_NOT_FOUND', { model, provider: label(families), hint: `GET /gw/models${families.length === 1 ? `?provider=${families[0].name}` : ''} lists what is served` }));
 }

@@ -6,9 +6,9 @@
 // - a model-management route (pull, create, delete, load…) is routed by family, never by model:
 //   the model it names is often one no endpoint lists yet.
 import type { Endpoint } from '../../engine/backends/endpoints.js';
-import type { Context } from '../../engine/kernel/context.js';
 import type { PluginEnv } from '../../engine/kernel/plugin.js';
 import type { Profile } from '../../engine/core/profiles.js';
+import type { Choice } from './model-routing.js';
 
 export type RouteKind = 'generation' | 'embedding' | 'management';
 
@@ -44,20 +44,12 @@ export class CapabilityRouter {
 
   constructor(private readonly env: PluginEnv, private readonly family: string) {}
 
-  candidates(ctx: Context, routable: readonly Endpoint[], kind: 'embedding' | 'generation'): readonly Endpoint[] {
+  choose(routable: readonly Endpoint[], kind: 'embedding' | 'generation'): Choice {
     const s = this.current(routable);
-    const strategy = this.env.config.model_registry.routing_strategy.type;
     const capable = s[kind];
-    if (capable.length) {
-      ctx.routing = { strategy, decision: 'routed', reason: `capability_${kind}` };
-      return capable;
-    }
-    if (s.unknown.length) {
-      ctx.routing = { strategy, decision: 'fallback', reason: 'capability_unknown' };
-      return s.unknown;
-    }
-    ctx.routing = { strategy, decision: 'fallback', reason: 'no_capable_endpoint' };
-    return routable;
+    if (capable.length) return { endpoints: capable, decision: 'routed', reason: `capability_${kind}` };
+    if (s.unknown.length) return { endpoints: s.unknown, decision: 'fallback', reason: 'capability_unknown' };
+    return { endpoints: routable, decision: 'fallback', reason: 'no_capable_endpoint' };
   }
 
   private current(routable: readonly Endpoint[]): Split {

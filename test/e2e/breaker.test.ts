@@ -33,12 +33,12 @@ async function send(g: Started) {
   return { status: res.statusCode, endpoint: res.headers['x-gw-endpoint'], body };
 }
 
-/** One request straight through the endpoint's send path (what the kernel does per attempt). */
-function dispatch(ep: Endpoint, lastResort: boolean): Promise<number | string> {
+/** One request straight through the endpoint's send path (what the attempt loop does per attempt). */
+function dispatch(ep: Endpoint): Promise<number | string> {
   return new Promise((resolve) => {
     let status = 0;
     ep.dispatch(
-      { path: '/v1/chat/completions', method: 'POST', body: '{"model":"test-model","messages":[]}', headers: { 'content-type': 'application/json' }, replaySafe: true, lastResort },
+      { path: '/v1/chat/completions', method: 'POST', body: '{"model":"test-model","messages":[]}', headers: { 'content-type': 'application/json' }, replaySafe: true },
       {
         onResponseStart: (_c, s) => void (status = s),
         onResponseData: () => undefined,
@@ -60,24 +60,23 @@ describe('circuit breaker', () => {
     expect(fakes[0].traffic).toHaveLength(5);
   });
 
-  it('with no alternative, sends the next request as the test request, and answers 503 circuit_breaker while it runs', async () => {
+  it('with no alternative, answers 503 circuit_breaker at once with the time to the test request, sending nothing', async () => {
     const [a] = await setup(1);
     fakes[0].behaviour.status = 502;
     for (let i = 0; i < 5; i++) await send(gw!);
     expect(a.breaker.state).toBe('open');
-    // Back, but slow: the test request is held at the backend while a second request comes.
     fakes[0].reset();
-    let release!: () => void;
-    fakes[0].behaviour.holdUntil = new Promise<void>((r) => (release = r));
-    const probe = send(gw!);
-    await waitFor(() => fakes[0].traffic.length === 1, 'the test request to reach the backend');
-    const r = await send(gw!);
-    expect(r.status).toBe(503);
-    expect(r.body.error).toMatchObject({ type: 'circuit_breaker', code: 503 });
-    expect(r.body.error.message).toContain('1 skipped');
-    release();
-    expect(await probe).toMatchObject({ status: 200, endpoint: 'f0' });
-    expect(a.breaker.state).toBe('closed');
+    for (let i = 0; i < 3; i++) {
+      const res = await chat(gw!);
+      const body = (await res.body.json()) as any;
+      expect(res.statusCode).toBe(503);
+      expect(body.error).toMatchObject({ type: 'circuit_breaker', code: 503 });
+      expect(body.error.message).toContain('1 skipped');
+      const wait = Number(res.headers['retry-after']);
+      expect(wait).toBeGreaterThan(0);
+      expect(wait).toBeLessThanOrEqual(30);
+    }
+    expect(fakes[0].traffic).toHaveLength(0);
   });
 
   it('says how many were skipped and how many failed when both happen', async () => {
@@ -124,27 +123,28 @@ describe('circuit breaker', () => {
     expect(a.breaker.state).toBe('open');
   });
 
-  it('closes a breaker opened by proxy failures at the next passing health check, without a test request', async () => {
-    const [a] = await setup(1);
+  it('keeps a breaker opened by proxy failures open through a passing health check; its test request closes it', async () => {
+    const [a] = await setup(1, '300ms');
     fakes[0].behaviour.status = 500;
     for (let i = 0; i < 5; i++) await send(gw!);
     expect(a.breaker).toMatchObject({ state: 'open', openedBy: 'proxy' });
     fakes[0].reset();
     await gw!.gw.runtime.health.check(a); // the check its schedule would run next
-    expect(a.breaker.state).toBe('closed');
+    expect(a.breaker.state).not.toBe('closed');
+    expect(await dispatch(a)).toBe('BreakerOpen');
     expect(fakes[0].traffic).toHaveLength(0);
+    await waitFor(() => a.breaker.state === 'half-open', 'the breaker to turn half-open');
     expect(await send(gw!)).toMatchObject({ status: 200, endpoint: 'f0' });
+    expect(a.breaker.state).toBe('closed');
   });
 
-  it('lets a last-resort request through an open breaker as its test request; its success closes it', async () => {
+  it('closes a breaker opened by failing health checks at the next passing one', async () => {
     const [a] = await setup(1);
-    fakes[0].behaviour.status = 500;
-    for (let i = 0; i < 5; i++) await send(gw!);
-    fakes[0].reset();
-    expect(await dispatch(a, false)).toBe('BreakerOpen');
-    expect(fakes[0].traffic).toHaveLength(0);
-    expect(await dispatch(a, true)).toBe(200);
+    for (let i = 0; i < 3; i++) a.breaker.healthFailure();
+    expect(a.breaker).toMatchObject({ state: 'open', openedBy: 'health' });
+    await gw!.gw.runtime.health.check(a);
     expect(a.breaker.state).toBe('closed');
+    expect(await send(gw!)).toMatchObject({ status: 200, endpoint: 'f0' });
   });
 
   it('shows on the status route when an open breaker lets its test request through, and how many openings in a row', async () => {

@@ -13,7 +13,10 @@ beforeAll(async () => {
   hosted = await new FakeBackend({ family: 'hosted-compatible', name: 'hosted', models: [{ name: 'gpt-4o-mini' }] }).start();
   multi = await new FakeBackend({ family: 'multigateway', name: 'multi', models: [{ name: 'anthropic/claude-x' }, { name: 'gpt-4o-mini' }] }).start();
   paged = await new FakeBackend({ family: 'pagedengine', name: 'paged', models: [{ name: 'qwen' }] }).start();
+  // One attempt per request, and breakers that never open: the tests look at error bodies, one
+  // gateway serves them all.
   gw = await startGateway({
+    proxy: { retry: { on_statuses: [] }, circuit_breaker: { proxy_failures: 1000 } },
     discovery: { static: { endpoints: [endpoint('hosted', 'hosted', hosted.url), endpoint('multi', 'multigateway', multi.url), endpoint('paged', 'pagedengine', paged.url)] } },
   });
 });

@@ -2,7 +2,7 @@
 // them: what one scenario leaves behind (an open breaker, a Retry-After pause, an endpoint marked
 // Unhealthy) must not turn the next rescuable request into a failure.
 import { afterEach, describe, expect, it } from 'vitest';
-import { openaiStream, rig, send, type Rig, type Topology } from '../helpers/resilience.js';
+import { openaiStream, rig, send, servedAfterOpenBreaker, type Rig, type Topology } from '../helpers/resilience.js';
 
 let r: Rig | null = null;
 afterEach(async () => {
@@ -47,11 +47,11 @@ async function backToBack(topology: Topology): Promise<void> {
   p.script({ stream: { roleOnlyThenStallMs: 5000 } });
   const slow = await openaiStream(r);
   expect(slow.error).toBeUndefined();
-  // Down and back: served again by the very next request.
+  // Down and back: served again by the breaker's test request (the refusals before it say when).
   await p.setDown(true);
   await send(r);
   await p.setDown(false);
-  const back = await served('back after an outage');
+  const back = await servedAfterOpenBreaker(r);
   if (topology === 'one endpoint') expect(back.json.choices[0].message.content).toBe(TEXT);
 }
 

@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { CONTEXT_ERROR_LLAMACPP, CONTEXT_ERROR_OPENAI } from '../fakes/scripted-provider.js';
 import { customProfiles } from '../helpers/profiles.js';
-import { accessLines, chatBody, metricsText, rig, send, type Rig } from '../helpers/resilience.js';
+import { accessLines, chatBody, metricsText, rig, send, servedAfterOpenBreaker, type Rig } from '../helpers/resilience.js';
 import { sampleSum } from '../helpers/prom.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -44,8 +44,8 @@ describe('429 with Retry-After', () => {
     expect(r.primary.generations).toHaveLength(1);
   });
 
-  it('fallback chain: moves on to the fallback model at once', async () => {
-    r = await rig('fallback chain');
+  it('fallback chain, a wait longer than the budget: moves on to the fallback model at once', async () => {
+    r = await rig('fallback chain', { proxy: { retry: { budget: '3s' } } });
     r.primary.script(RA_LONG);
     const reply = await send(r);
     expect(reply.status).toBe(200);
@@ -115,13 +115,14 @@ describe('one 500', () => {
     expect(r.primary.generations).toHaveLength(2);
   });
 
-  it('fallback chain: the fallback model answers', async () => {
+  it('fallback chain: the requested model once more after a backoff; it answers, the fallback is never asked', async () => {
     r = await rig('fallback chain');
     r.primary.script({ status: 500 });
     const reply = await send(r);
     expect(reply.status).toBe(200);
-    expect(reply.json.choices[0].message.content).toBe('Hello from fallback');
-    expect(reply.headers['x-gw-model']).toBe('fallback-model');
+    expect(reply.json.choices[0].message.content).toBe('Hello from primary');
+    expect(reply.headers['x-gw-model']).toBe('primary-model');
+    expect(r.other!.generations).toHaveLength(0);
   });
 
   it('two endpoints: the other endpoint answers', async () => {
@@ -314,7 +315,8 @@ describe('a fallback that rejects what the primary accepted', () => {
   });
 
   it('fallback chain after a 429: the 429 and its Retry-After, never the fallback’s 400', async () => {
-    r = await rig('fallback chain');
+    // A budget the Retry-After does not fit: the fallback is asked at once.
+    r = await rig('fallback chain', { proxy: { retry: { budget: '3s' } } });
     r.primary.always(RA_LONG);
     r.other!.always(REJECT);
     const reply = await send(r);
@@ -336,10 +338,9 @@ describe('a primary that flaps', () => {
       expect(down.json.error).toBeDefined();
     }
     await r.primary.setDown(false);
-    // Health checks are a minute apart: only the request itself can find it back (the breaker's
-    // probe goes with the next request when there is no alternative).
-    const back = await send(r);
-    expect(back.status).toBe(200);
+    // Health checks are a minute apart: only a request can find it back — the breaker's test
+    // request at the end of its open period, which the 503s before it name as Retry-After.
+    const back = await servedAfterOpenBreaker(r);
     expect(back.json.choices[0].message.content).toBe('Hello from primary');
   });
 
@@ -367,7 +368,8 @@ describe('an alias marked ordered is a fallback chain too', () => {
     expect(reply.json.choices[0].message.content).toBe('Hello from fallback');
     expect(reply.headers['x-gw-model']).toBe('fallback-model');
     expect(reply.headers['x-gw-routing-decision']).toBe('fallback');
-    expect(r.primary.generations.map((g) => g.model)).toEqual(['primary-model']);
+    // The requested model's one retry first.
+    expect(r.primary.generations.map((g) => g.model)).toEqual(['primary-model', 'primary-model']);
     expect(r.other!.generations.map((g) => g.model)).toEqual(['fallback-model']);
   });
 });
@@ -417,22 +419,22 @@ describe('accounting', () => {
   });
 
   it('fallback chain: X-Gw-Attempts, X-Gw-Routing-Decision: fallback, X-Gw-Routing-Reason, X-Gw-Model, tried, metrics', async () => {
-    r = await rig('fallback chain');
-    r.primary.script({ status: 500 });
+    r = await rig('fallback chain', { proxy: { retry: { backoff: '20ms' } } });
+    r.primary.script({ status: 500 }, { status: 500 });
     const reply = await send(r);
     expect(reply.status).toBe(200);
-    expect(reply.headers['x-gw-attempts']).toBe('2');
+    expect(reply.headers['x-gw-attempts']).toBe('3');
     expect(reply.headers['x-gw-routing-decision']).toBe('fallback');
     expect(String(reply.headers['x-gw-routing-reason'])).toMatch(/^model_fallback/);
     expect(reply.headers['x-gw-model']).toBe('fallback-model');
     expect(reply.headers['x-gw-endpoint']).toBe('fallback');
     const line = await waitFor(() => accessLines(r!).at(-1), 'the access log line');
-    expect(line.tried).toEqual([expect.objectContaining({ endpoint: 'primary', model: 'primary-model' })]);
+    expect(line.tried).toEqual([expect.objectContaining({ endpoint: 'primary', model: 'primary-model' }), expect.objectContaining({ endpoint: 'primary', model: 'primary-model' })]);
     expect(String(line.tried[0].outcome)).toContain('500');
     expect(line.endpoint).toBe('fallback');
     const text = await metricsText(r);
     expect(sampleSum(text, 'gw_routing_decisions_total', { decision: 'fallback' })).toBe(1);
-    expect(sampleSum(text, 'gw_failovers_total', { family: 'hosted-compatible' })).toBe(1);
+    expect(sampleSum(text, 'gw_failovers_total', { family: 'hosted-compatible' })).toBe(2);
     expect(sampleSum(text, 'gw_endpoint_errors_total', { endpoint: 'primary' })).toBeGreaterThanOrEqual(1);
   });
 });

@@ -40,14 +40,41 @@ describe('circuit breaker', () => {
     expect(b.state).toBe('closed');
   });
 
-  it('closes a breaker opened by proxy failures at the next passing health check', () => {
-    const { b } = breaker();
+  it('does not close a breaker opened by proxy failures at a passing health check: only a test request that succeeds does', () => {
+    const { b, advance } = breaker();
     trip(b);
     expect(b.openedBy).toBe('proxy');
     b.healthSuccess();
+    expect(b.state).toBe('open');
+    expect(b.admit()).toBeNull();
+    advance(1_000);
+    const probe = b.admit()!;
+    expect(probe.probe).toBe(true);
+    b.healthSuccess();
+    expect(b.admit()).toBeNull();
+    b.success(probe);
     expect(b.state).toBe('closed');
-    expect(b.admit()).toEqual({ probe: false });
     expect(b.openings).toBe(0);
+  });
+
+  it('a passing health check brings a long test wait forward to the initial period after the opening, never sooner', () => {
+    const { b, advance, now } = breaker();
+    trip(b);
+    // Grow the period: 1 s, 2 s, 4 s, 8 s.
+    for (let i = 0; i < 3; i++) {
+      advance(openFor(b, now));
+      b.failure(b.admit()!);
+    }
+    expect(openFor(b, now)).toBe(8_000);
+    advance(200);
+    b.healthSuccess();
+    expect(openFor(b, now)).toBe(800);
+    advance(800);
+    expect(b.state).toBe('half-open');
+    // A check just after a failed test changes nothing: the flapping backend waits a second.
+    b.failure(b.admit()!);
+    b.healthSuccess();
+    expect(openFor(b, now)).toBe(1_000);
   });
 
   it('admits exactly one test request once its period is over; its success closes the breaker', () => {
@@ -91,6 +118,11 @@ describe('circuit breaker', () => {
     expect(b.openings).toBe(0);
     trip(b);
     expect(openFor(b, now)).toBe(1_000);
+    for (let i = 0; i < 3; i++) b.healthFailure();
+    advance(1_000);
+    b.success(b.admit()!);
+    for (let i = 0; i < 3; i++) b.healthFailure();
+    expect(b.openedBy).toBe('health');
     b.healthSuccess();
     trip(b);
     expect(openFor(b, now)).toBe(1_000);
@@ -114,36 +146,33 @@ describe('circuit breaker', () => {
     }
   });
 
-  it('lets the last-resort request test an Open breaker early, one at a time; its success closes it', () => {
-    const { b } = breaker();
+  it('admits nobody while Open, however many requests come one at a time: the test waits for its time', () => {
+    const { b, advance } = breaker();
     trip(b);
-    expect(b.admit()).toBeNull();
-    const probe = b.admit(true)!;
-    expect(probe).toEqual({ probe: true });
-    expect(b.admit(true)).toBeNull();
-    expect(b.admit()).toBeNull();
-    b.success(probe);
-    expect(b.state).toBe('closed');
+    for (let i = 0; i < 20; i++) {
+      expect(b.admit()).toBeNull();
+      advance(10);
+    }
+    expect(b.nextTestAt).toBe(b.openUntil);
   });
 
-  it('reopens for the next, longer period when the last-resort test fails', () => {
-    const { b, now } = breaker();
+  it('says when the next test request goes: the end of the open period, or about an initial period while one is out', () => {
+    const { b, advance, now } = breaker();
     trip(b);
-    b.failure(b.admit(true)!);
-    expect(b.state).toBe('open');
-    expect(b.openings).toBe(2);
-    expect(openFor(b, now)).toBe(2_000);
-    // The next last-resort request may test again: the failed one is over.
-    expect(b.admit(true)).toEqual({ probe: true });
+    expect(b.nextTestAt - now()).toBe(1_000);
+    advance(1_000);
+    const probe = b.admit()!;
+    expect(b.nextTestAt - now()).toBe(1_000);
+    b.failure(probe);
+    expect(b.nextTestAt - now()).toBe(2_000);
   });
 
-  it('gives the last-resort test back when its client left', () => {
-    const { b } = breaker();
+  it('gives the test back when its client left: the next request tests instead', () => {
+    const { b, advance } = breaker();
     trip(b);
-    b.release(b.admit(true)!);
-    expect(b.state).toBe('open');
-    expect(b.admit()).toBeNull();
-    expect(b.admit(true)).toEqual({ probe: true });
+    advance(1_000);
+    b.release(b.admit()!);
+    expect(b.admit()).toEqual({ probe: true });
   });
 
   it('lets another request test when the test request was abandoned by its client', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../engine/core/config.js';
-import { joinEndpointUrl, planEndpoints } from '../../engine/backends/endpoints.js';
+import { joinEndpointUrl, planEndpoints } from '../../engine/backends/endpoint-plans.js';
 import { loadProfiles } from '../../engine/core/profiles.js';
 import { writeConfig } from '../helpers/gateway.js';
 

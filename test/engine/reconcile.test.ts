@@ -1,7 +1,7 @@
 // The backends' state across a reload: reconciled by endpoint id, never rebuilt.
 import { afterEach, describe, expect, it } from 'vitest';
 import { Backends } from '../../engine/backends/state.js';
-import { planEndpoints } from '../../engine/backends/endpoints.js';
+import { planEndpoints } from '../../engine/backends/endpoint-plans.js';
 import { FakeBackend } from '../../engine/demo/index.js';
 import { loadConfig } from '../../engine/core/config.js';
 import { createLogger } from '../../engine/core/logger.js';

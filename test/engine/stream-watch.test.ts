@@ -7,7 +7,8 @@ import type { ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { FakeBackend, type Behaviour } from '../../engine/demo/index.js';
 import { routesFor } from '../../engine/demo/families.js';
-import { MAX_EVENT_BYTES, StreamWatch, streamFormatOf, type Seen, type StreamFormat } from '../../engine/kernel/stream-watch.js';
+import { MAX_EVENT_BYTES, StreamWatch, streamFormatOf, type Seen, type StreamFormat } from '../../engine/routing/stream-watch.js';
+import { INFERENCE_STREAMS } from '../../plugins/lib/inference-api.js';
 
 const RUNS = Number(process.env.FC_RUNS ?? 200);
 
@@ -31,13 +32,13 @@ const behave = (b: Partial<Behaviour>) => (f: FakeBackend) => Object.assign(f.be
 
 /** Every event as its own chunk: what each showed. */
 function perEvent(format: StreamFormat, pieces: string[]): { seen: Seen[]; w: StreamWatch } {
-  const w = new StreamWatch(format);
+  const w = new StreamWatch(format, INFERENCE_STREAMS);
   return { seen: pieces.map((p) => w.feed(Buffer.from(p))), w };
 }
 
 /** Feed the bytes cut at these offsets; returns what each chunk showed. */
 function feedCut(format: StreamFormat, bytes: Buffer, cuts: number[]): { seen: Seen[]; w: StreamWatch } {
-  const w = new StreamWatch(format);
+  const w = new StreamWatch(format, INFERENCE_STREAMS);
   const at = bounds(bytes.length, cuts);
   const seen: Seen[] = [];
   for (let i = 1; i < at.length; i++) seen.push(w.feed(bytes.subarray(at[i - 1], at[i])));
@@ -102,7 +103,7 @@ describe('the fakes’ streams, one event per chunk', () => {
   });
 
   it('Responses API: response.incomplete is a terminator too', () => {
-    const w = new StreamWatch('sse');
+    const w = new StreamWatch('sse', INFERENCE_STREAMS);
     w.feed(Buffer.from('event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":"Hi"}\n\n'));
     expect(w.complete).toBe(false);
     w.feed(Buffer.from('event: response.incomplete\ndata: {"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"}}}\n\n'));
@@ -169,7 +170,7 @@ describe('terminators', () => {
   }
 
   it('a finish_reason on the first chunk is content and completes (an empty answer that ended)', () => {
-    const w = new StreamWatch('sse');
+    const w = new StreamWatch('sse', INFERENCE_STREAMS);
     expect(w.feed(Buffer.from(sse(chunk({}, 'stop'))[0]))).toBe('content');
     expect(w.complete).toBe(true);
   });
@@ -206,7 +207,7 @@ describe('no content yet', () => {
   ];
   for (const [what, bytes] of empties) {
     it(`SSE: ${what}`, () => {
-      const w = new StreamWatch('sse');
+      const w = new StreamWatch('sse', INFERENCE_STREAMS);
       expect(w.feed(Buffer.from(bytes))).toBe('none');
       expect(w.hasContent).toBe(false);
       expect(w.complete).toBe(false);
@@ -221,7 +222,7 @@ describe('no content yet', () => {
   ];
   for (const [what, bytes] of ndEmpties) {
     it(`NDJSON: ${what}`, () => {
-      const w = new StreamWatch('ndjson');
+      const w = new StreamWatch('ndjson', INFERENCE_STREAMS);
       expect(w.feed(Buffer.from(bytes))).toBe('none');
       expect(w.hasContent).toBe(false);
     });
@@ -245,7 +246,7 @@ describe('content', () => {
   ];
   for (const [format, what, bytes] of contents) {
     it(`${format}: ${what}`, () => {
-      const w = new StreamWatch(format);
+      const w = new StreamWatch(format, INFERENCE_STREAMS);
       expect(w.feed(Buffer.from(bytes))).toBe('content');
       expect(w.hasContent).toBe(true);
       expect(w.complete).toBe(false);
@@ -270,7 +271,7 @@ describe('errors from the backend', () => {
   ];
   for (const [format, what, bytes, message] of errors) {
     it(`${format}: ${what}, before any content`, () => {
-      const w = new StreamWatch(format);
+      const w = new StreamWatch(format, INFERENCE_STREAMS);
       expect(w.feed(Buffer.from(bytes))).toBe('error');
       expect(w.hasContent).toBe(false);
       expect(w.complete).toBe(false);
@@ -282,7 +283,7 @@ describe('errors from the backend', () => {
   it('an error after content, in the same chunk: error wins; badEventStart is where the error event begins', () => {
     const before = ': keep-alive\n\n' + sse(chunk({ role: 'assistant' }), chunk({ content: 'Hi' })).join('');
     const error = 'data: {"error":{"message":"GPU fell off the bus"}}\n\n';
-    const w = new StreamWatch('sse');
+    const w = new StreamWatch('sse', INFERENCE_STREAMS);
     expect(w.feed(Buffer.from(before + error + sse(chunk({ content: 'not examined' }))[0]))).toBe('error');
     expect(w.hasContent).toBe(true);
     expect(w.badEventStart).toBe(Buffer.byteLength(before));
@@ -294,7 +295,7 @@ describe('errors from the backend', () => {
   });
 
   it('llama.cpp: an `error:` line followed by [DONE] is an error, never a complete stream', () => {
-    const w = new StreamWatch('sse');
+    const w = new StreamWatch('sse', INFERENCE_STREAMS);
     const bytes = sse(chunk({ content: 'Hi' }))[0] + 'error: {"code":400,"message":"the request exceeds the available context size"}\n\ndata: [DONE]\n\n';
     expect(w.feed(Buffer.from(bytes))).toBe('error');
     expect(w.complete).toBe(false);
@@ -302,14 +303,14 @@ describe('errors from the backend', () => {
   });
 
   it('an error event that began in an earlier chunk begins at 0 of the chunk that revealed it', () => {
-    const w = new StreamWatch('sse');
+    const w = new StreamWatch('sse', INFERENCE_STREAMS);
     expect(w.feed(Buffer.from(sse(chunk({ content: 'Hi' }))[0] + 'event: err'))).toBe('content');
     expect(w.feed(Buffer.from('or\ndata: {"type":"error","error":{"message":"x"}}\n\n'))).toBe('error');
     expect(w.badEventStart).toBe(0);
   });
 
   it('a long error message is cut to 200 characters', () => {
-    const w = new StreamWatch('ndjson');
+    const w = new StreamWatch('ndjson', INFERENCE_STREAMS);
     w.feed(Buffer.from(JSON.stringify({ error: 'e'.repeat(5000) }) + '\n'));
     expect(w.problem.length).toBeLessThanOrEqual(200);
     expect(w.problem).toMatch(/^backend error: e+…$/);
@@ -331,7 +332,7 @@ describe('malformed events', () => {
     const at = pieces.indexOf('data: {"this is not": json\n\n');
     expect(at).toBeGreaterThan(0);
     const bytes = Buffer.from(pieces.join(''));
-    const w = new StreamWatch(format);
+    const w = new StreamWatch(format, INFERENCE_STREAMS);
     expect(w.feed(bytes)).toBe('malformed');
     expect(w.badEventStart).toBe(Buffer.byteLength(pieces.slice(0, at).join('')));
     expect(w.problem).toContain('not JSON');
@@ -341,14 +342,14 @@ describe('malformed events', () => {
 
   it('an NDJSON line that is not JSON', () => {
     const first = nd({ model: 'm', message: { role: 'assistant', content: 'Hi' }, done: false })[0];
-    const w = new StreamWatch('ndjson');
+    const w = new StreamWatch('ndjson', INFERENCE_STREAMS);
     expect(w.feed(Buffer.from(first + '{"model":"m","message":{"role":"assis\n'))).toBe('malformed');
     expect(w.hasContent).toBe(true);
     expect(w.badEventStart).toBe(Buffer.byteLength(first));
   });
 
   it('a line over 1 MiB arriving in pieces is malformed as soon as it passes the bound; nothing more is kept', () => {
-    const w = new StreamWatch('ndjson');
+    const w = new StreamWatch('ndjson', INFERENCE_STREAMS);
     const piece = Buffer.alloc(64 * 1024, 'a');
     w.feed(Buffer.from('{"response":"'));
     let seen: Seen = 'none';
@@ -362,19 +363,19 @@ describe('malformed events', () => {
 
   it('a line over 1 MiB inside one chunk is malformed', () => {
     const line = `{"response":"${'a'.repeat(MAX_EVENT_BYTES)}","done":false}\n`;
-    const w = new StreamWatch('ndjson');
+    const w = new StreamWatch('ndjson', INFERENCE_STREAMS);
     expect(w.feed(Buffer.from(nd({ response: 'ok', done: false })[0] + line))).toBe('malformed');
     expect(w.badEventStart).toBe(Buffer.byteLength(nd({ response: 'ok', done: false })[0]));
   });
 
   it('an SSE event over 1 MiB of short data lines is malformed', () => {
-    const w = new StreamWatch('sse');
+    const w = new StreamWatch('sse', INFERENCE_STREAMS);
     const lines = Buffer.from('data: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n'.repeat(20_000));
     expect(w.feed(lines)).toBe('malformed');
   });
 
   it('a JSON line of exactly the bound is still read', () => {
-    const w = new StreamWatch('ndjson');
+    const w = new StreamWatch('ndjson', INFERENCE_STREAMS);
     const head = '{"response":"';
     const tail = '","done":false}';
     const line = head + 'a'.repeat(MAX_EVENT_BYTES - head.length - tail.length) + tail;
@@ -439,7 +440,7 @@ describe('any chunking', () => {
   });
 
   it('a byte-order mark before the first line is not part of it', () => {
-    const w = new StreamWatch('sse');
+    const w = new StreamWatch('sse', INFERENCE_STREAMS);
     expect(w.feed(Buffer.from([0xef, 0xbb]))).toBe('none');
     expect(w.feed(Buffer.from([0xbf, ...Buffer.from(sse(chunk({ content: 'Hi' }))[0])]))).toBe('content');
   });

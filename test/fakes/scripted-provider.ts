@@ -45,7 +45,9 @@ export interface StreamStep {
   stream: StreamFault;
   text?: string;
 }
-export type Step = OkStep | StatusStep | StreamStep | 'reset' | 'hang';
+/** 'reset': the connection reset after the request was read (a crashed worker); 'close': closed
+ *  cleanly instead, without a reply; 'hang': no reply at all until released. */
+export type Step = OkStep | StatusStep | StreamStep | 'reset' | 'close' | 'hang';
 
 export interface ScriptedModel {
   name: string;
@@ -288,8 +290,8 @@ export class ScriptedProvider {
   }
 
   private async play(step: Step, rec: ScriptedRequest, res: ServerResponse, ndjson: boolean): Promise<void> {
-    if (step === 'reset') {
-      this.kill(res, true);
+    if (step === 'reset' || step === 'close') {
+      this.kill(res, step === 'reset');
       return;
     }
     if (step === 'hang') {

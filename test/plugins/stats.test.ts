@@ -8,7 +8,7 @@ describe('stats', () => {
     const hooks = applyPlugin(stats, {}, env);
     for (const status of [200, 502, 404]) {
       const { ctx } = stubContext(hooks);
-      ctx.endpoint = { name: 'e1' } as never;
+      ctx.startAttempts().endpoint = { name: 'e1' } as never;
       ctx.status = status;
       hooks.done.call(ctx);
     }

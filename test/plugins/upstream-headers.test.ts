@@ -7,7 +7,7 @@ const endpoint = { name: 'e', headers: ['x-team', 'ops', 'authorization', 'Basic
 function upstream(family: string, headers: Record<string, string>, method = 'POST') {
   const hooks = applyPlugin(upstreamHeaders, {}, testEnv({ profile: profiles.byName.get(family) }));
   const { ctx } = stubContext(hooks, { method, headers });
-  ctx.endpoint = { ...endpoint, profile: profiles.byName.get(family) } as never;
+  ctx.startAttempts().endpoint = { ...endpoint, profile: profiles.byName.get(family) } as never;
   const up = { method, path: '/x', headers: [] as string[], body: null };
   hooks.upstream.call(ctx, up);
   return { up, ctx };

@@ -1,7 +1,9 @@
 // What a streamed backend reply has shown so far, chunk by chunk: whether its first content has
-// arrived (until then the kernel holds the reply back and can still fail over), whether the
-// backend sent an error event or a malformed one, and whether the stream's terminator came (a
-// stream that just stops is never a success). Pure: no I/O, no timers.
+// arrived (until then the relay holds the reply back and the request can still fail over),
+// whether the backend sent an error event or a malformed one, and whether the stream's terminator
+// came (a stream that just stops is never a success). Pure: no I/O, no timers. The watcher reads
+// the two framings (SSE, NDJSON); what an event means comes from the API's StreamShape, which the
+// terminal step hands in.
 //
 // Cost: each byte is searched once for line ends with Buffer.indexOf; a line inside one chunk is
 // decoded straight from it (no copy); only the unfinished last line is kept between chunks; each
@@ -34,74 +36,40 @@ const CR = 0x0d;
 const COLON = 0x3a;
 const SPACE = 0x20;
 
-/** What one event is. */
-type Kind = 'none' | 'content' | 'terminator' | 'error';
+/** What one event is to the stream: nothing yet (a role chunk, a keep-alive event), content,
+ *  its terminator, an error. */
+export type EventKind = 'none' | 'content' | 'terminator' | 'error';
 
-/** Event names (SSE `event:` or a JSON `type`) that carry no content, recognised positively:
- *  anything not known to be empty counts as content, so an unknown format is never held back. */
-const EMPTY_EVENTS = new Set([
-  // messages API
-  'message_start', 'content_block_start', 'ping',
-  // Responses API (response.queued: the background-mode twin of response.in_progress)
-  'response.created', 'response.in_progress', 'response.queued', 'response.output_item.added', 'response.content_part.added',
-]);
-const TERMINATOR_EVENTS = new Set(['message_stop', 'response.completed', 'response.incomplete']);
-const ERROR_EVENTS = new Set(['error', 'response.failed']);
-
-const filled = (v: unknown): boolean => v !== undefined && v !== null && v !== '' && !(Array.isArray(v) && v.length === 0);
-
-/** Whether a chat-completions delta (or a message) carries anything a client would show or use. */
-function deltaHasContent(d: any): boolean {
-  if (typeof d !== 'object' || d === null) return filled(d);
-  return filled(d.content) || filled(d.reasoning_content) || filled(d.reasoning) || filled(d.refusal) || filled(d.tool_calls) || filled(d.function_call);
-}
-
-/** One parsed event's kind. `name`: its SSE event name ('' when none). */
-function classify(v: any, name: string): Kind {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return 'content';
-  if (v.error !== undefined && v.error !== null && v.error !== false) return 'error';
-  // vLLM before its error envelope: {"object": "error", "message", "type", "code"}
-  if (v.object === 'error') return 'error';
-  const type = typeof v.type === 'string' ? v.type : name;
-  if (ERROR_EVENTS.has(type) || ERROR_EVENTS.has(name)) return 'error';
-  if (TERMINATOR_EVENTS.has(type)) return 'terminator';
-  if (v.done === true || v.stop === true) return 'terminator';
-  if (EMPTY_EVENTS.has(type)) return 'none';
-  const choices = v.choices;
-  if (Array.isArray(choices)) {
-    let content = false;
-    for (const c of choices) {
-      if (typeof c !== 'object' || c === null) return 'content';
-      if (typeof c.finish_reason === 'string' && c.finish_reason !== '') return 'terminator';
-      if (c.delta !== undefined || c.message !== undefined) {
-        if (deltaHasContent(c.delta ?? c.message) || filled(c.text)) content = true;
-      } else if ('text' in c) {
-        if (filled(c.text)) content = true;
-      } else content = true; // a choice of a shape we do not know
-    }
-    return content ? 'content' : 'none';
-  }
-  // llama.cpp's native /completion: {content, stop: false}
-  if (v.stop === false && typeof v.content === 'string') return v.content === '' ? 'none' : 'content';
-  // Ollama's /api/chat {message, done: false} and /api/generate {response, done: false}
-  if (v.done === false) {
-    if (filled(v.thinking)) return 'content';
-    if (typeof v.message === 'object' && v.message !== null) return filled(v.message.content) || filled(v.message.thinking) || filled(v.message.tool_calls) ? 'content' : 'none';
-    if (typeof v.response === 'string') return v.response === '' ? 'none' : 'content';
-  }
-  return 'content';
+/** How the events of an API's streams read: what the watcher is told by the terminal step (its
+ *  policy's api), never knows itself. */
+export interface StreamShape {
+  /** One event's kind, from its data parsed as JSON and its SSE event name ('' when none). */
+  classify(value: unknown, name: string): EventKind;
+  /** Data that is not JSON: what it means ('[DONE]'), or undefined (a malformed event). */
+  sentinel(data: string, name: string): EventKind | undefined;
+  /** SSE event names whose data is always parsed, even after the first content. */
+  readonly alwaysParsed: ReadonlySet<string>;
+  /** An SSE field besides `data` that carries an error event's data (llama.cpp's `error:`). */
+  readonly errorField?: string;
+  /** After the first content an event is parsed only when its bytes (read as latin1) match this:
+   *  it may end the stream or carry an error. Every other event is only checked for shape. */
+  readonly mayMatter: RegExp;
+  /** The backend's own words in an error event, if it has any. */
+  errorMessage(value: unknown): string | undefined;
+  /** How a stream of this API ends, in words, for the error a stream without it ends with. */
+  readonly terminators: string;
 }
 
 // After the first content, most events are more of the same (a token). Parsing each costs about
 // a microsecond and its garbage; instead an event is checked for shape (a JSON object: `{` … `}`)
-// and parsed only when it may end the stream or carry an error: it names one of these.
-// One regular expression over the event's bytes read as latin1 (each byte one char: no decoding).
-const MARKERS = /error|stop|"done"\s*:\s*true|response\.(?:completed|incomplete|failed)|finish_reason"\s*:\s*"/;
+// and parsed only when the shape's `mayMatter` says it may end the stream or carry an error.
 const OPEN_BRACE = 0x7b;
 const QUOTE = 0x22;
 /** Bytes a JSON value can end with: a string, object or array, a number, true/false/null. */
 const VALUE_END = new Set([0x22, 0x7d, 0x5d, 0x65, 0x6c, ...'0123456789'.split('').map((c) => c.charCodeAt(0))]);
 const CLOSE_BRACE = 0x7d;
+/** Data that did not parse. */
+const NOT_JSON = Symbol('not JSON');
 /** The data of a skipped event (its text never made). */
 const SKIPPED = '\u0000skipped';
 
@@ -109,7 +77,7 @@ const isBlank = (c: number) => c === SPACE || c === 0x09 || c === CR;
 
 /** May buf[s..e) (one event's data, after the first content) go unparsed? A JSON object by its
  *  first and last bytes, naming nothing that ends a stream or reports an error. */
-function routine(buf: Buffer, s: number, e: number): boolean {
+function routine(buf: Buffer, s: number, e: number, mayMatter: RegExp): boolean {
   while (s < e && isBlank(buf[s])) s++;
   while (e > s && isBlank(buf[e - 1])) e--;
   if (e - s < 2 || buf[s] !== OPEN_BRACE || buf[e - 1] !== CLOSE_BRACE) return false;
@@ -119,22 +87,10 @@ function routine(buf: Buffer, s: number, e: number): boolean {
   let j = e - 2;
   while (j > i && isBlank(buf[j])) j--;
   if (buf[i] === CLOSE_BRACE ? i !== e - 1 : buf[i] !== QUOTE || !VALUE_END.has(buf[j])) return false;
-  return !MARKERS.test(buf.toString('latin1', s, e));
+  return !mayMatter.test(buf.toString('latin1', s, e));
 }
 
 const clip = (s: string, n: number): string => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
-
-/** The backend's own words for an error event, else a short excerpt of it. */
-function errorProblem(v: any, data: string): string {
-  const e = v?.error;
-  const msg =
-    typeof e === 'string' ? e
-    : typeof e?.message === 'string' ? e.message
-    : typeof v?.message === 'string' ? v.message
-    : typeof v?.response?.error?.message === 'string' ? v.response.error.message
-    : null;
-  return clip(`backend error: ${msg ?? data}`, PROBLEM_CHARS);
-}
 
 /** Whether buf[s..e) is `field` followed by ':' or the line's end; returns where its value starts, or -1. */
 function fieldValue(buf: Buffer, s: number, e: number, field: string): number {
@@ -166,7 +122,7 @@ export class StreamWatch {
   private evBytes = 0;
   private evStart = -1;
 
-  constructor(private readonly format: StreamFormat) {}
+  constructor(private readonly format: StreamFormat, private readonly shape: StreamShape) {}
 
   get hasContent(): boolean {
     return this._hasContent;
@@ -282,7 +238,7 @@ export class StreamWatch {
     if (s === e) return 'none';
     if (this.evStart === -1) this.evStart = at;
     if (e - s > MAX_EVENT_BYTES) return this.tooLong();
-    if (this._hasContent && routine(buf, s, e)) {
+    if (this._hasContent && routine(buf, s, e, this.shape.mayMatter)) {
       this.evStart = -1;
       return 'none';
     }
@@ -315,8 +271,8 @@ export class StreamWatch {
     if (buf[s] === COLON) return 'none'; // a comment: keep-alive
     let v = fieldValue(buf, s, e, 'data');
     if (v !== -1) {
-      const plain = !TERMINATOR_EVENTS.has(this.evName) && !ERROR_EVENTS.has(this.evName);
-      const value = this._hasContent && plain && routine(buf, v, e) ? SKIPPED : buf.toString('utf8', v, e);
+      const plain = !this.shape.alwaysParsed.has(this.evName);
+      const value = this._hasContent && plain && routine(buf, v, e, this.shape.mayMatter) ? SKIPPED : buf.toString('utf8', v, e);
       if (this.evData === null) this.evData = value;
       else (this.evMore ??= [this.evData]).push(value);
       return 'none';
@@ -326,11 +282,12 @@ export class StreamWatch {
       this.evName = buf.toString('utf8', v, e);
       return 'none';
     }
-    v = fieldValue(buf, s, e, 'error');
+    const errorField = this.shape.errorField;
+    v = errorField === undefined ? -1 : fieldValue(buf, s, e, errorField);
     if (v !== -1) {
-      // llama.cpp's server reports a failure as an `error: {json}` line (and may still send
-      // [DONE] after it): read it as `event: error` with that data.
-      this.evName = 'error';
+      // An error line of the API's own (llama.cpp's `error: {json}`, which may still be followed
+      // by [DONE]): read as an event of that name with that data.
+      this.evName = errorField!;
       const value = buf.toString('utf8', v, e);
       if (this.evData === null) this.evData = value;
       else (this.evMore ??= [this.evData]).push(value);
@@ -340,20 +297,15 @@ export class StreamWatch {
 
   /** Classify one event's data; record what it showed. */
   private event(data: string, name: string): Seen {
-    let kind: Kind;
-    let value: unknown;
-    if (data === '[DONE]') kind = 'terminator';
-    else {
-      try {
-        value = JSON.parse(data);
-      } catch {
-        if (this.format === 'ndjson' && data.trim() === '') return 'none'; // a line of spaces
-        if (name === 'error') return this.bad('error', clip(`backend error: ${data}`, PROBLEM_CHARS));
-        return this.bad('malformed', `malformed stream: an event's data is not JSON (${data.length} chars: ${JSON.stringify(clip(data, EXCERPT_CHARS))})`);
-      }
-      kind = name === 'error' ? 'error' : classify(value, name);
+    let value: unknown = NOT_JSON;
+    try {
+      value = JSON.parse(data);
+    } catch {
+      if (this.format === 'ndjson' && data.trim() === '') return 'none'; // a line of spaces
     }
-    if (kind === 'error') return this.bad('error', errorProblem(value, data));
+    const kind = value === NOT_JSON ? this.shape.sentinel(data, name) : this.shape.classify(value, name);
+    if (kind === undefined) return this.bad('malformed', `malformed stream: an event's data is not JSON (${data.length} chars: ${JSON.stringify(clip(data, EXCERPT_CHARS))})`);
+    if (kind === 'error') return this.bad('error', clip(`backend error: ${(value !== NOT_JSON && this.shape.errorMessage(value)) || data}`, PROBLEM_CHARS));
     if (kind === 'none') return 'none';
     if (kind === 'terminator') this._complete = true;
     if (this._hasContent) return 'none';

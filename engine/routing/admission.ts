@@ -1,50 +1,50 @@
 // Admission to an endpoint with a concurrency limit (its queue: backends/queue.ts), for the
-// kernel's attempt path. The fast path — a free slot — is queue.tryEnter() in upstream.ts; this is
-// the rest: a full queue turns the request away (the kernel tries the next candidate), otherwise it
+// attempt loop. The fast path — a free slot — is queue.tryEnter() in attempt-loop.ts; this is the
+// rest: a full queue turns the request away (the loop tries the next candidate), otherwise it
 // waits its turn, leaving the queue at once if its client goes away. The limits are the
-// endpoint's; the kernel only keeps the order. Likewise an endpoint's requests-per-minute limit
+// endpoint's; the loop only keeps the order. Likewise an endpoint's requests-per-minute limit
 // (Endpoint.rateGate): a candidate without a token is skipped, and 429 when none had one.
 import type { Endpoint } from '../backends/endpoints.js';
 import type { EndpointQueue, Turn } from '../backends/queue.js';
 import type { Take } from '../backends/rate-buckets.js';
-import type { Context } from './context.js';
+import type { AttemptState } from './attempt-state.js';
 import { formatDuration } from '../core/duration.js';
-import { gwError } from '../core/errors.js';
+import { gwError, type GatewayError } from '../core/errors.js';
 
 /** How admission ended when no slot was free at once; a wait past queue_timeout throws QUEUE_TIMEOUT. */
-export async function waitForSlot(ctx: Context, ep: Endpoint, queue: EndpointQueue): Promise<'full' | Exclude<Turn, 'timeout'>> {
+export async function waitForSlot(rec: AttemptState, clientGone: boolean, ep: Endpoint, queue: EndpointQueue): Promise<'full' | Exclude<Turn, 'timeout'>> {
   if (queue.full) {
     queue.reject();
     return 'full';
   }
-  if (ctx.res.destroyed) return 'gone';
+  if (clientGone) return 'gone';
   const turn = await new Promise<Turn>((resolve) => {
-    // Nothing the waiter holds reaches ctx (the kernel's close listener finds it through
-    // ctx.waiting): a closure over ctx kept whole requests alive and cost GC time per wait.
-    ctx.waiting = { queue, waiter: queue.wait(resolve) };
+    // Nothing the waiter holds reaches the request (the kernel's close listener finds it through
+    // its attempt record): a closure over it kept whole requests alive and cost GC time per wait.
+    rec.waiting = { queue, waiter: queue.wait(resolve) };
   });
-  ctx.waiting = null;
+  rec.waiting = null;
   if (turn !== 'timeout') return turn;
   const retryAfter = queue.retryAfterSeconds();
   throw busy('QUEUE_TIMEOUT', { endpoint: ep.name, limit: queue.maxConcurrent, timeout: formatDuration(queue.timeoutMs), retryAfter }, retryAfter);
 }
 
 /** Every candidate's queue was full: 429, with the soonest any of them expects room. */
-export function queueFull(ctx: Context, full: readonly Endpoint[]): never {
+export function queueFull(provider: string, full: readonly Endpoint[]): GatewayError {
   const retryAfter = Math.min(...full.map((e) => e.queue?.retryAfterSeconds() ?? 1));
-  throw busy('QUEUE_FULL', { provider: ctx.family ?? ctx.route.pipeline, endpoints: full.map((e) => e.name).join(', '), retryAfter }, retryAfter);
+  return busy('QUEUE_FULL', { provider, endpoints: full.map((e) => e.name).join(', '), retryAfter }, retryAfter);
 }
 
 /** Every candidate left was at its requests-per-minute limit (Endpoint.rateGate): 429, with the
  *  soonest any of them has a token again, and that endpoint's bucket in the X-RateLimit-* headers. */
-export function endpointsRateLimited(ctx: Context, limited: readonly Endpoint[]): never {
+export function endpointsRateLimited(provider: string, limited: readonly Endpoint[]): GatewayError {
   let soonest: Take | null = null;
   for (const ep of limited) {
     const t = ep.rateGate?.peek();
     if (t && (!soonest || t.retryAfterS < soonest.retryAfterS)) soonest = t;
   }
   const retryAfter = Math.max(1, soonest?.retryAfterS ?? 1);
-  throw gwError('ENDPOINT_RATE_LIMITED', { provider: ctx.family ?? ctx.route.pipeline, endpoints: limited.map((e) => e.name).join(', '), retryAfter }, [
+  return gwError('ENDPOINT_RATE_LIMITED', { provider, endpoints: limited.map((e) => e.name).join(', '), retryAfter }, [
     'retry-after', String(retryAfter), ...(soonest ? rateLimitHeaders(soonest) : []),
   ]);
 }

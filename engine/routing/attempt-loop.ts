@@ -1,0 +1,366 @@
+// The attempt loop: one request, its route plan, and the attempts it takes to get an answer. The
+// candidates are tried in the plan's order (decisions.ts, PlanWalk: the requested model's
+// endpoints, a retry round for the failures another try may fix, then each fallback model's).
+// Each attempt is built by the terminal step's policy, shaped by the route's upstream hook, sent
+// through the endpoint's send path and relayed by relay.ts. While no byte reached the client, a
+// failed attempt is followed by the next one:
+// - nothing went out (refused, connect timeout, unreachable, TLS): the next endpoint, always;
+// - an open breaker: the endpoint is skipped (nothing sent); every candidate skipped so is
+//   503 circuit_breaker with the time to the next test request as Retry-After;
+// - reset, closed or no reply head in time after the request went out: the next endpoint on a
+//   replay-safe route; 502 or 504 otherwise — a request that is not replay-safe never runs twice;
+// - a failure status, a stream that failed before its first content, a first-token deadline, a
+//   context-length error when a larger context waits among the fallbacks: the next candidate on
+//   a step with retry settings.
+// Limits: 1 + max_retries attempts, the request's budget, and the fleet's retry budget for every
+// attempt that adds load to a failing backend (decisions.ts, chargesFleet). When every attempt
+// failed, the client gets the last backend answer held back (a fallback's client error never
+// replaces the primary's failure), else the gateway's error. An endpoint with a concurrency limit
+// admits the attempt first (free slot or FIFO wait; a full queue sends the request on); one with
+// a requests-per-minute limit takes a token first (without one it is skipped).
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Dispatcher } from 'undici';
+import type { Endpoint } from '../backends/endpoints.js';
+import { BreakerOpen, ClientGone, connectionFailure, errorCode, StepFailed, unsendable } from '../backends/failures.js';
+import { formatDuration, parseDuration } from '../core/duration.js';
+import { gwError } from '../core/errors.js';
+import { waitForSlot } from './admission.js';
+import { AttemptFailed, BudgetSpent, type AttemptControl, type HeldReply, type Outcome, type RetryableKind } from './attempt.js';
+import type { AttemptState } from './attempt-state.js';
+import { brokenReason } from './broken-stream.js';
+import { chargesFleet, exhaustedError, PlanWalk, retryDelay, type Exhaustion, type Failure, type Step } from './decisions.js';
+import type { Exchange, SendPolicy } from './exchange.js';
+import type { Candidate, RoutePlan } from './plan.js';
+import { Relay } from './relay.js';
+import { writeWhole, PIPE } from './reply.js';
+import type { StreamShape } from './stream-watch.js';
+
+const FIRST_TOKEN_HEADER = 'x-gw-first-token-timeout';
+const NO_PLAN: RoutePlan = { candidates: [], fallbackFrom: 0, routing: null, requested: undefined };
+
+/** Send the request along its route plan (see the top of this file); resolves once a reply was
+ *  relayed, or throws the error the client should get. */
+export function attemptLoop<C extends Exchange>(ex: C, policy: SendPolicy<C>, plan: RoutePlan = ex.plan ?? NO_PLAN): Promise<true> {
+  return new AttemptRun(ex, policy, plan).run();
+}
+
+/** The answer the client gets if nothing better comes, with where it came from. */
+interface Held extends HeldReply {
+  fallback: boolean;
+  /** Its entry in the attempt record's `tried`. */
+  entry: number;
+}
+
+/** One request's walk through its plan; it is the AttemptControl its attempts are told. */
+class AttemptRun<C extends Exchange> implements AttemptControl {
+  // What the current attempt is told (AttemptControl).
+  contextFallback = false;
+  clientErrorsFail = false;
+  firstTokenMs = 0;
+  streams: StreamShape | null = null;
+  readonly contextLengthError: ((text: string) => boolean) | null;
+  readonly budgetEnds: number;
+  model: string | undefined = undefined;
+
+  private readonly rec: AttemptState;
+  private readonly walk: PlanWalk;
+  private readonly x: Exhaustion = { failed: 0, skipped: 0, testAt: Infinity, full: null, limited: null, last: undefined, budgetSpent: false };
+  private held: Held | null = null;
+  /** The last attempt's failure and endpoint (what the next attempt costs the fleet). */
+  private previous: Failure | null = null;
+  private previousEp: Endpoint | null = null;
+  private safe = false;
+  /** After a context-length error: only candidates with a larger window. */
+  private minContext = 0;
+  private streaming: boolean | undefined;
+  private readonly firstTokenOverrideMs: number | undefined;
+  /** The step being tried, with its endpoint. */
+  private step: (Step & { endpoint: Endpoint }) | null = null;
+
+  constructor(private readonly ex: C, private readonly policy: SendPolicy<C>, private readonly plan: RoutePlan) {
+    this.rec = ex.startAttempts();
+    this.walk = new PlanWalk(plan.candidates);
+    this.budgetEnds = ex.start + (policy.retry?.budgetMs ?? Infinity);
+    this.contextLengthError = policy.api?.contextLengthError ?? null;
+    this.firstTokenOverrideMs = policy.retry ? firstTokenOverride(ex) : undefined;
+  }
+
+  canRetry(kind: RetryableKind): boolean {
+    const retry = this.policy.retry;
+    if (!this.safe || retry === undefined || this.rec.count > this.policy.maxRetries || performance.now() >= this.budgetEnds || !retry.fleet.canRetry()) return false;
+    if (this.walk.waiting) return true;
+    if (!this.walk.mayRetry(this.step!)) return false;
+    const retryAfterMs = kind === 'status' ? Math.max(0, this.step!.endpoint.coolingUntil - performance.now()) : undefined;
+    return retryDelay({ kind, retryAfterMs }, this.step!.tries + 1, retry.backoffMs, this.budgetEnds - performance.now(), 0.5) !== null;
+  }
+
+  passedOn(): void {
+    const retry = this.policy.retry;
+    if (this.safe && retry && this.rec.count <= this.policy.maxRetries && performance.now() < this.budgetEnds && !retry.fleet.canRetry()) retry.fleet.exhausted++;
+  }
+
+  async run(): Promise<true> {
+    const { ex, policy, rec } = this;
+    const retry = policy.retry;
+    retry?.fleet.deposit();
+    for (let step = this.walk.next(); step; step = this.walk.next()) {
+      if (rec.count > policy.maxRetries) break;
+      const c = this.plan.candidates[step.index];
+      const ep = c.endpoint;
+      // Removed by a reload since the plan was made: it takes no new requests.
+      if (ep.retired) continue;
+      if (this.minContext > 0 && this.windowOf(c) <= this.minContext) continue;
+      if (step.tries > 0) {
+        // A retry: after its backoff or the backend's Retry-After, if the budget lasts that long.
+        if (step.readyAt >= this.budgetEnds) continue;
+        const wait = step.readyAt - performance.now();
+        if (wait > 0 && !(await pause(ex, wait))) return this.clientGone();
+      }
+      if (rec.count > 0 && retry) {
+        // The request's budget spent (a deadline may fire a hair early): no further attempt.
+        if (performance.now() >= this.budgetEnds) {
+          this.x.budgetSpent = true;
+          break;
+        }
+        if (chargesFleet(this.previous, ep === this.previousEp, step.tries > 0) && !retry.fleet.tryRetry()) {
+          ex.log.warn({ req: ex.id }, 'the fleet retry budget (proxy.retry.fleet) is spent: no further attempt');
+          break;
+        }
+      }
+      this.step = { ...step, endpoint: ep };
+      const done = await this.attempt(c, step);
+      if (done) return true;
+    }
+    return this.giveUp();
+  }
+
+  /** One attempt on candidate c; true once the request is answered (or its client left). */
+  private async attempt(c: Candidate, step: Step): Promise<boolean> {
+    const { ex, policy, rec } = this;
+    const ep = c.endpoint;
+    // A requests-per-minute limit: a token, or the next candidate (given back if not sent).
+    const gate = ep.rateGate;
+    if (gate && !gate.tryTake()) {
+      (this.x.limited ??= []).push(ep);
+      return false;
+    }
+    // Decided before any slot is taken: a policy that throws leaves no slot held.
+    this.safe = policy.replaySafe(ex, ep);
+    // A concurrency limit: a free slot at once (no allocation), else a wait in the queue.
+    const queue = ep.queue !== null && (policy.queued === undefined || policy.queued(ex, ep)) ? ep.queue : null;
+    if (queue && !queue.tryEnter()) {
+      const waitFrom = performance.now();
+      let turn;
+      try {
+        turn = await waitForSlot(rec, ex.res.destroyed, ep, queue);
+      } finally {
+        if (turn !== 'admitted') gate?.refund();
+      }
+      rec.queueMs += performance.now() - waitFrom;
+      if (turn === 'full') (this.x.full ??= []).push(ep);
+      if (turn === 'gone') this.clientGone();
+      if (turn !== 'admitted') return turn === 'gone';
+    }
+    const admittedAt = queue ? performance.now() : 0;
+    rec.endpoint = ep;
+    rec.model = c.model;
+    rec.count++;
+    this.prepare(c, step.index);
+    let outcome: Outcome;
+    try {
+      outcome = await this.send(ep);
+    } finally {
+      queue?.release(admittedAt);
+    }
+    if (outcome.relayed) {
+      if (ex.res.headersSent && ex.error && !(ex.error instanceof ClientGone)) ex.log.warn({ req: ex.id, endpoint: ep.name, err: ex.error }, 'the reply broke off after it had started');
+      return true;
+    }
+    this.failed(c, step, outcome);
+    return false;
+  }
+
+  /** What this attempt is told, and the routing headers when a fallback model is tried. */
+  private prepare(c: Candidate, index: number): void {
+    const { ex, policy } = this;
+    const ep = c.endpoint;
+    this.model = c.model;
+    const retry = policy.retry;
+    const fallback = index >= this.plan.fallbackFrom;
+    this.streams = policy.api && (policy.watched === undefined || policy.watched(ex, ep)) ? policy.api.streams : null;
+    if (retry) {
+      this.contextFallback = !fallback && this.plan.fallbackFrom < this.plan.candidates.length && this.largerContextAhead(c, index);
+      this.clientErrorsFail = fallback && this.held !== null;
+      this.firstTokenMs = 0;
+      const f = ep.failover;
+      if (this.safe && (this.firstTokenOverrideMs ?? f.coldFirstTokenMs) > 0 && (this.streaming ??= policy.streaming?.(ex) === true)) {
+        // Cold loads are not stalls: a model the endpoint reports not loaded gets the longer deadline.
+        const name = c.model ?? ex.model;
+        this.firstTokenMs = this.firstTokenOverrideMs ?? (name !== undefined && retry.cold(ep, name) ? f.coldFirstTokenMs : f.firstTokenMs);
+      }
+    }
+    // Said before the attempt: its reply head carries the routing headers.
+    if (fallback) this.fellBack();
+  }
+
+  private send(ep: Endpoint): Promise<Outcome> {
+    const up = this.policy.request(this.ex, ep, this.model);
+    this.ex.prepare(up);
+    return new Promise((resolve) => {
+      ep.dispatch({ path: up.path, method: up.method as Dispatcher.HttpMethod, headers: up.headers, body: up.body, replaySafe: this.safe }, new Relay(this.ex, this.rec, ep, this.policy, this, resolve));
+    });
+  }
+
+  /** An attempt failed before any byte reached the client: record it and say what may follow. */
+  private failed(c: Candidate, step: Step, outcome: Extract<Outcome, { relayed: false }>): void {
+    const index = step.index;
+    const { ex, policy, rec, x } = this;
+    const ep = c.endpoint;
+    const { error, sent, answered } = outcome;
+    let failure: Failure;
+    let said: string;
+    if (error instanceof AttemptFailed) {
+      failure = { kind: error.kind, retryAfterMs: error.kind === 'status' ? Math.max(0, ep.coolingUntil - performance.now()) : undefined };
+      said = error.outcome;
+      // A fallback's client error never replaces the primary's failure as the answer.
+      if (error.held && !(error.kind === 'client_error' && this.held)) this.held = { ...error.held, fallback: index >= this.plan.fallbackFrom, entry: rec.tried?.length ?? 0 };
+      if (error.kind === 'context_length') this.minContext = this.windowOf(c) || 1;
+    } else if (error instanceof BudgetSpent) {
+      this.tried(ep, 'budget_spent');
+      x.budgetSpent = true;
+      this.walk.stop();
+      return;
+    } else if (error instanceof BreakerOpen) {
+      // Nothing went out: not an attempt; the endpoint's token is given back.
+      ep.rateGate?.refund();
+      rec.count--;
+      rec.endpoint = this.previousEp;
+      x.skipped++;
+      x.testAt = Math.min(x.testAt, ep.breaker.nextTestAt);
+      return;
+    } else {
+      if (error instanceof StepFailed) throw error.failure;
+      if (unsendable(error)) throw gwError('BAD_REQUEST', { reason: `the request cannot be forwarded as it is: ${error.message}` });
+      if (answered) throw afterHead(ep, error);
+      const code = errorCode(error) ?? error.message;
+      // Before the request went out anything is a connection failure (a TLS error too).
+      const what = connectionFailure(error) ?? (sent ? undefined : `connect failed (${code})`);
+      if (!what) throw gwError('UPSTREAM_ERROR', { endpoint: ep.name, reason: code });
+      if (sent && !this.safe) {
+        const timeout = formatDuration(ep.timeouts.responseMs);
+        if (what === 'timeout') throw gwError('UPSTREAM_TIMEOUT', { endpoint: ep.name, timeout, detail: 'not sent again: this route is not replay-safe (model management)' });
+        throw gwError('UPSTREAM_ERROR', {
+          endpoint: ep.name,
+          reason: `connection ${what} after the backend may have read the ${ex.method} request; not sent again, so it never runs twice (model-management routes are not replay-safe)`,
+        });
+      }
+      // Never reached the backend: its requests-per-minute token is given back.
+      if (!sent) ep.rateGate?.refund();
+      failure = { kind: !sent || what === 'refused' || what === 'unreachable' || what === 'connect timeout' ? 'connect' : what === 'timeout' ? 'timeout' : 'dropped' };
+      said = what === 'timeout' ? `timeout (no reply head within ${formatDuration(ep.timeouts.responseMs)})` : what;
+    }
+    x.failed++;
+    x.last = said;
+    this.previous = failure;
+    this.previousEp = ep;
+    this.tried(ep, said);
+    const retry = policy.retry;
+    if (retry) {
+      const delay = retryDelay(failure, step.tries + 1, retry.backoffMs, this.budgetEnds - performance.now(), Math.random());
+      if (delay !== null) this.walk.retryLater(step, performance.now() + delay);
+    }
+    ex.log.warn({ req: ex.id, endpoint: ep.name, model: c.model, failure: said }, 'attempt failed; trying the next candidate');
+  }
+
+  /** Nothing answered: the answer held back, the step's own answer, or the error. */
+  private giveUp(): true {
+    const { ex, rec, held } = this;
+    if (held) {
+      // Every attempt failed: the last backend answer held back is the most honest reply.
+      if (!held.fallback) rec.fellBack = null;
+      rec.tried![held.entry].answered = true;
+      rec.endpoint = held.endpoint;
+      rec.model = held.model;
+      writeWhole(ex.res, ex.method, this.policy.reply?.(ex, held.status, held.headers) ?? PIPE, held.status, held.headers, held.body);
+      return true;
+    }
+    // The request ends with the last attempt's failure: that entry is the answer, not a retry.
+    const last = rec.tried?.[rec.tried.length - 1];
+    if (last && rec.endpoint?.name === last.endpoint) last.answered = true;
+    const err = exhaustedError(this.x, ex.provider, rec.count, this.policy.retry?.budgetMs ?? 0, Date.now());
+    if (this.policy.unavailable && (err.key === 'ENDPOINT_UNAVAILABLE' || err.key === 'CIRCUIT_BREAKER')) {
+      rec.endpoint = null;
+      return this.policy.unavailable(ex);
+    }
+    throw err;
+  }
+
+  private clientGone(): true {
+    this.ex.error = new ClientGone();
+    return true;
+  }
+
+  private tried(ep: Endpoint, outcome: string): void {
+    (this.rec.tried ??= []).push({ endpoint: ep.name, family: ep.family, model: this.model ?? this.ex.model, outcome });
+  }
+
+  private windowOf(c: Candidate): number {
+    const name = c.model ?? this.ex.model;
+    return (name && this.policy.retry?.contextWindow(c.endpoint, name)) || 0;
+  }
+
+  /** Does a candidate after this one serve its model with a larger context window? */
+  private largerContextAhead(c: Candidate, index: number): boolean {
+    const mine = this.windowOf(c);
+    if (!mine) return false;
+    const all = this.plan.candidates;
+    for (let j = index + 1; j < all.length; j++) if (this.windowOf(all[j]) > mine) return true;
+    return false;
+  }
+
+  /** A fallback model is tried: the routing headers say so, and why. */
+  private fellBack(): void {
+    const first = this.rec.tried?.[0];
+    // The primary was not served at all: the plan said so already.
+    if (!first && this.plan.routing?.decision === 'fallback') return;
+    const primary = this.plan.requested ?? first?.model ?? 'the requested model';
+    const why = first ? `${first.outcome} from ${first.endpoint}` : 'not served';
+    this.rec.fellBack = { strategy: this.plan.routing?.strategy ?? 'fallback', decision: 'fallback', reason: `model_fallback (${primary}: ${why})` };
+  }
+}
+
+/** A reply that failed after its head arrived, while a buffer plan held it: the backend ran the
+ *  request, so it is not sent again. The backend's failure (a code: reset, closed, idle) is the
+ *  broken-reply error a piped reply ends with; one of ours (a reply over the plan's limit) is
+ *  UPSTREAM_ERROR. */
+function afterHead(ep: Endpoint, error: Error): Error {
+  if (errorCode(error) === undefined) return gwError('UPSTREAM_ERROR', { endpoint: ep.name, reason: error.message });
+  return gwError('UPSTREAM_STREAM_BROKEN', { endpoint: ep.name, reason: brokenReason(error, ep.timeouts.idleMs) });
+}
+
+/** The per-request first-token deadline (X-Gw-First-Token-Timeout), or undefined. */
+function firstTokenOverride(ex: Exchange): number | undefined {
+  const value = ex.header(FIRST_TOKEN_HEADER);
+  if (value === undefined) return undefined;
+  try {
+    return parseDuration(value.trim());
+  } catch {
+    throw gwError('BAD_REQUEST', { reason: `the ${FIRST_TOKEN_HEADER} header must be a duration such as 10s or 500ms` });
+  }
+}
+
+/** Wait `ms`; false when the client went away meanwhile (the wait ends at once). */
+async function pause(ex: Exchange, ms: number): Promise<boolean> {
+  if (ex.res.destroyed) return false;
+  const gone = new AbortController();
+  const onClose = () => gone.abort();
+  ex.res.once('close', onClose);
+  try {
+    await sleep(ms, undefined, { signal: gone.signal });
+  } catch {
+    // aborted: the client left
+  } finally {
+    ex.res.off('close', onClose);
+  }
+  return !ex.res.destroyed;
+}

@@ -1,0 +1,63 @@
+// One attempt, between the attempt loop and the relay that brings its reply to the client: what
+// the loop tells it (AttemptControl) and how it ends (Outcome, and the failures the loop reads).
+import type { Endpoint } from '../backends/endpoints.js';
+import type { ReplyHeaders } from '../core/json.js';
+import type { StreamShape } from './stream-watch.js';
+
+/** The failures the relay holds a reply back for, to give the request to another attempt. */
+export type RetryableKind = 'status' | 'stream' | 'first_token';
+
+/** A whole backend answer held back while another candidate was tried. */
+export interface HeldReply {
+  status: number;
+  headers: ReplyHeaders;
+  body: Buffer;
+  endpoint: Endpoint;
+  model: string | undefined;
+}
+
+/** An attempt that failed in a way another candidate may fix: a held status, a stream that
+ *  failed before its first content, a first-token deadline. `outcome`: in words, for the log. */
+export class AttemptFailed extends Error {
+  constructor(readonly outcome: string, readonly kind: 'status' | 'stream' | 'first_token' | 'context_length' | 'client_error', readonly held: HeldReply | null = null) {
+    super(`attempt failed: ${outcome}`);
+  }
+}
+
+/** The request's overall budget (proxy.retry.budget) ran out before its reply started. */
+export class BudgetSpent extends Error {
+  constructor() {
+    super('the request budget ran out');
+  }
+}
+
+/** What the attempt loop tells one attempt. */
+export interface AttemptControl {
+  /** Were this attempt to fail so now, could another follow (plan, attempts, budget, fleet)? */
+  canRetry(kind: RetryableKind): boolean;
+  /** A failure another attempt might have fixed is passed on as it is (counted when the fleet
+   *  retry budget is what stopped the retry). */
+  passedOn(): void;
+  /** A later candidate has a larger context window: a context-length error is worth holding. */
+  readonly contextFallback: boolean;
+  /** A client error is a failure too (a fallback model rejected what the primary accepted). */
+  readonly clientErrorsFail: boolean;
+  /** Milliseconds to the first content of a stream before the attempt is abandoned; 0: none. */
+  readonly firstTokenMs: number;
+  /** How this attempt's streams read; null: a streamed reply is piped unwatched (a model pull's
+   *  progress, a step that speaks no inference API). */
+  readonly streams: StreamShape | null;
+  /** Reads a context-length error in a held client error; null: none is looked for. */
+  readonly contextLengthError: ((text: string) => boolean) | null;
+  /** performance.now() at which the request's budget ends. */
+  readonly budgetEnds: number;
+  /** The model this attempt asks for (a held answer keeps it). */
+  readonly model: string | undefined;
+}
+
+/** How one attempt ended: relayed (fully or cut after the first byte), or failed before any
+ *  byte reached the client — `sent` when undici had started the request on a connected socket,
+ *  `answered` when the backend's reply head had arrived. */
+export type Outcome = { relayed: true } | { relayed: false; error: Error; sent: boolean; answered: boolean };
+export const RELAYED: Outcome = { relayed: true };
+

@@ -1,0 +1,212 @@
+// The attempt loop's decisions, as small pure functions and one cursor over the route plan, each
+// testable alone (test/routing/decisions.test.ts):
+// - the order (PlanWalk): the names of the plan in turn (the requested model, then each
+//   fallback); within one name, each of its endpoints once, then — soonest ready first — those
+//   whose failure another try may fix once more; only then the next name. The last name's
+//   endpoints may be tried again while the attempts last;
+// - which failures another try may fix, and after how long (retryDelay): a failure status once
+//   more, after the backend's Retry-After or a backoff; a dropped connection or a stream that
+//   failed before its first content while the attempts last;
+// - which further attempts the fleet's retry budget must allow (chargesFleet): those that add load
+//   to a backend that failed, never the failover to another endpoint after a connection failure;
+// - what the client is told when nothing answered (exhaustedError).
+import type { Endpoint } from '../backends/endpoints.js';
+import { formatDuration } from '../core/duration.js';
+import { gwError, type GatewayError } from '../core/errors.js';
+import { endpointsRateLimited, queueFull } from './admission.js';
+import type { Candidate } from './plan.js';
+
+/** How an attempt failed, as far as what happens next depends on it. */
+export type FailureKind =
+  /** Nothing went out: refused, unreachable, connect timeout, TLS. */
+  | 'connect'
+  /** The connection died after the request went out, with no reply: reset, closed. */
+  | 'dropped'
+  /** No reply head within the reply timeout. */
+  | 'timeout'
+  /** A status another candidate may do better than (the endpoint's retry statuses). */
+  | 'status'
+  /** A stream that failed before its first content: an error event, a malformed one, a break. */
+  | 'stream'
+  /** A stream's first content came too late. */
+  | 'first_token'
+  /** The prompt is longer than this endpoint's context window. */
+  | 'context_length'
+  /** A fallback model refused what the primary accepted. */
+  | 'client_error';
+
+export interface Failure {
+  kind: FailureKind;
+  /** A status's Retry-After still to run (milliseconds), when the backend sent one. */
+  retryAfterMs?: number;
+}
+
+/** The backoff before a candidate's next try: doubling with each try, full jitter in [½, 1½) so
+ *  the retries of many requests spread out. */
+export const backoff = (backoffMs: number, tries: number, random: number) => backoffMs * 2 ** Math.max(0, tries - 1) * (0.5 + random);
+
+/** Milliseconds after which a candidate that failed may be tried again in its name's next retry
+ *  round, or null when another try would not help. `tries`: how often it was tried, this one
+ *  included. A failure status (429, 5xx) is tried once more at most, after the backend's
+ *  Retry-After or the backoff; a dropped connection or a stream that failed before its first
+ *  content again while the attempts and the budget last. Never again: nothing reached it (it is
+ *  down), it never answered in time (waiting again doubles the wait), or it gave its answer (a
+ *  client or context-length error). A wait the budget cannot hold is none. */
+export function retryDelay(f: Failure, tries: number, backoffMs: number, budgetLeftMs: number, random: number): number | null {
+  let wait: number;
+  switch (f.kind) {
+    case 'status':
+      if (tries > 1) return null;
+      wait = f.retryAfterMs !== undefined && f.retryAfterMs > 0 ? f.retryAfterMs : backoff(backoffMs, tries, random);
+      break;
+    case 'dropped':
+    case 'stream':
+    case 'first_token':
+      wait = backoff(backoffMs, tries, random);
+      break;
+    default:
+      return null;
+  }
+  return wait < budgetLeftMs ? wait : null;
+}
+
+/** Does the next attempt take a token of the fleet's retry budget? Every attempt after a failure
+ *  does — it adds load to backends that fail — except moving on to another endpoint after a
+ *  connection-level failure before any reply: the request was not served, and a healthy endpoint
+ *  must never be refused it. */
+export function chargesFleet(previous: Failure | null, sameEndpoint: boolean, retryRound: boolean): boolean {
+  if (previous === null) return false;
+  if (retryRound || sameEndpoint) return true;
+  return previous.kind !== 'connect' && previous.kind !== 'dropped' && previous.kind !== 'timeout';
+}
+
+/** Is this status one another candidate may do better than, so the relay holds it back? The
+ *  endpoint's retry statuses; a client error only when the loop says so (a fallback model's, or
+ *  a context-length error while a larger context waits). */
+export function holdsStatus(status: number, retryStatuses: ReadonlySet<number>, o: { contextFallback: boolean; clientErrorsFail: boolean }): boolean {
+  if (retryStatuses.has(status)) return true;
+  return status >= 400 && status < 500 && (o.contextFallback || o.clientErrorsFail);
+}
+
+/** What a held status becomes once read whole: a context-length error while a larger context
+ *  waits; a client error that is the answer after all (it is not about the context, and no
+ *  primary's failure is held); a fallback's client error; else a failure status. */
+export function heldVerdict(status: number, retryStatuses: ReadonlySet<number>, o: { contextFallback: boolean; clientErrorsFail: boolean }, isContextError: () => boolean): 'context_length' | 'answer' | 'client_error' | 'status' {
+  if (status < 400 || status >= 500 || retryStatuses.has(status)) return 'status';
+  if (o.contextFallback && isContextError()) return 'context_length';
+  return o.clientErrorsFail ? 'client_error' : 'answer';
+}
+
+export interface Step {
+  index: number;
+  /** performance.now() time before which it must not go (a retry's backoff or Retry-After); 0: now. */
+  readyAt: number;
+  /** How often this candidate was tried before (0: its first try). */
+  tries: number;
+}
+
+interface Retry {
+  index: number;
+  readyAt: number;
+  tries: number;
+}
+
+/** The plan's candidates in the order they are tried (see the top of this file). */
+export class PlanWalk {
+  private end = 0;
+  private pos = 0;
+  /** The current name's retry round (soonest ready first) and how far it got; null: its first pass. */
+  private round: Retry[] | null = null;
+  private at = 0;
+  /** The candidates to try in the round after this one. */
+  private later: Retry[] = [];
+  private stopped = false;
+
+  constructor(private readonly candidates: readonly Candidate[]) {
+    this.end = this.groupEnd(0);
+  }
+
+  private groupEnd(from: number): number {
+    const c = this.candidates;
+    let i = from;
+    while (i < c.length && c[i].group === c[from].group) i++;
+    return i;
+  }
+
+  /** The next candidate, or null when the plan is done. */
+  next(): Step | null {
+    if (this.stopped) return null;
+    for (;;) {
+      if (this.round === null && this.pos < this.end) return { index: this.pos++, readyAt: 0, tries: 0 };
+      if (this.round !== null && this.at < this.round.length) return this.round[this.at++];
+      if (this.later.length > 0) {
+        this.round = this.later.sort((a, b) => a.readyAt - b.readyAt);
+        this.later = [];
+        this.at = 0;
+        continue;
+      }
+      // This name is done: the next one.
+      if (this.end >= this.candidates.length) return null;
+      this.round = null;
+      this.pos = this.end;
+      this.end = this.groupEnd(this.end);
+    }
+  }
+
+  /** May the candidate of `step` be tried again, were it to fail? Once more before the next name
+   *  is tried; the last name's, again and again. */
+  mayRetry(step: Step): boolean {
+    return step.tries === 0 || this.end >= this.candidates.length;
+  }
+
+  /** The candidate of `step`, which just failed, is tried again from `readyAt`, in its name's next
+   *  retry round (if it may be: mayRetry). */
+  retryLater(step: Step, readyAt: number): void {
+    if (this.mayRetry(step)) this.later.push({ index: step.index, readyAt, tries: step.tries + 1 });
+  }
+
+  /** No further candidate (the request's budget is spent). */
+  stop(): void {
+    this.stopped = true;
+  }
+
+  /** Is another candidate waiting (after the current one, in a retry round to come, in a later
+   *  name)? Whether the current one itself would be tried again is retryDelay's to say. */
+  get waiting(): boolean {
+    if (this.stopped) return false;
+    if (this.round === null ? this.pos < this.end : this.at < this.round.length) return true;
+    return this.later.length > 0 || this.end < this.candidates.length;
+  }
+}
+
+/** What the attempts came to when none answered. */
+export interface Exhaustion {
+  failed: number;
+  /** Candidates skipped because their breaker was open, and when the soonest lets a test
+   *  request through (epoch milliseconds; Infinity: none was skipped). */
+  skipped: number;
+  testAt: number;
+  full: Endpoint[] | null;
+  limited: Endpoint[] | null;
+  /** The last failure, in words. */
+  last: string | undefined;
+  budgetSpent: boolean;
+}
+
+/** The error for a request nothing answered: its budget ran out (504); every candidate was busy
+ *  (429); every one had an open breaker (503 circuit_breaker, Retry-After: the next test); else
+ *  503 endpoint_unavailable naming what happened. */
+export function exhaustedError(x: Exhaustion, provider: string, attempts: number, budgetMs: number, now: number): GatewayError {
+  if (x.budgetSpent) return gwError('BUDGET_EXCEEDED', { budget: formatDuration(budgetMs), attempts });
+  if (x.full && x.failed === 0) return queueFull(provider, x.full);
+  if (x.limited && x.failed === 0) return endpointsRateLimited(provider, x.limited);
+  if (x.failed === 0 && x.skipped > 0) {
+    const retryAfter = Number.isFinite(x.testAt) ? Math.max(1, Math.ceil((x.testAt - now) / 1000)) : 1;
+    return gwError('CIRCUIT_BREAKER', { provider, skipped: x.skipped, retryAfter }, ['retry-after', String(retryAfter)]);
+  }
+  const { failed } = x;
+  return gwError('ENDPOINT_UNAVAILABLE', {
+    provider,
+    reason: `${failed} endpoint${failed === 1 ? '' : 's'} failed${x.last ? ` (last: ${x.last})` : ''}, ${x.skipped} skipped for an open circuit breaker${x.full ? `, ${x.full.length} with a full queue` : ''}`,
+  });
+}

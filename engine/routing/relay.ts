@@ -1,0 +1,412 @@
+// One upstream attempt, relayed into the client's response as it arrives (backpressure both
+// ways). It settles exactly once, and cancels the upstream request when the client goes away.
+// What reaches the client is decided here, with the attempt loop answering one question, "could
+// another attempt follow?", each time it matters:
+// - a failure status another candidate may fix (the endpoint's retry statuses; a client error of
+//   a fallback, or a context-length error when a larger context waits) is held back, not relayed;
+// - a stream (SSE, NDJSON) is held back — head and all — until its first content, so an error
+//   event, a malformed event, an end without content or a first-token deadline before it can
+//   still go to the next candidate; after it, bytes flow as they come;
+// - a stream that ends without its terminator, or breaks, ends with an in-stream error and is
+//   counted as failed: never a truncated success.
+// When no other attempt can follow, the attempt is never abandoned: it is passed through as is.
+// What a stream's events mean comes from the terminal step's API (AttemptControl.streams).
+import type { Dispatcher } from 'undici';
+import type { Endpoint } from '../backends/endpoints.js';
+import { ClientGone, StepFailed } from '../backends/failures.js';
+import { formatDuration } from '../core/duration.js';
+import { gwError } from '../core/errors.js';
+import type { ReplyHeaders } from '../core/json.js';
+import type { AttemptState } from './attempt-state.js';
+import { brokenReason, endBroken } from './broken-stream.js';
+import { AttemptFailed, BudgetSpent, RELAYED, type AttemptControl, type HeldReply, type Outcome } from './attempt.js';
+import { heldVerdict, holdsStatus } from './decisions.js';
+import type { Exchange, SendPolicy } from './exchange.js';
+import { PIPE, writeRelayHead, writeWhole, type PipePlan, type ReplyPlan } from './reply.js';
+import { StreamWatch, streamFormatOf } from './stream-watch.js';
+
+type Controller = Dispatcher.DispatchController;
+/** A held failure status: read whole (bounded), then handed to the loop. */
+const HOLD = { kind: 'hold' } as const;
+const HELD_LIMIT = 64 * 1024;
+/** What a stream may hold back before its first content (keep-alives, role chunks). */
+const HOLD_STREAM_LIMIT = 1024 * 1024;
+
+export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
+  private controller: Controller | null = null;
+  private settled = false;
+  private readonly sentAt = performance.now();
+  private sent = false;
+  private status = 0;
+  private headers: ReplyHeaders = {};
+  private plan: ReplyPlan | typeof HOLD = PIPE;
+  /** The last chunk relayed: whether a piped stream stopped mid-line decides how it is ended. */
+  private lastChunk: Buffer | null = null;
+  /** The endpoint whose active-stream count this reply holds, while it streams. */
+  private streaming: Endpoint | null = null;
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  /** A stream's watcher (first content, error events, terminator); null: not watched. */
+  private watch: StreamWatch | null = null;
+  /** A stream's chunks held back (with its head) until its first content; null: flowing. */
+  private held: Buffer[] | null = null;
+  private heldSize = 0;
+  /** The backend sent an error event in the stream, which went to the client as it was. */
+  private relayedError = false;
+  private timer: NodeJS.Timeout | null = null;
+  /** What the timer was set for (performance.now() time). */
+  private timerAt = 0;
+  /** A deadline passed before the request started: it is aborted when it does. */
+  private abortWith: Error | null = null;
+  private readonly onClientClose = () => {
+    if (!this.ex.res.writableFinished) this.controller?.abort(new ClientGone());
+  };
+
+  constructor(
+    private readonly ex: C,
+    private readonly rec: AttemptState,
+    private readonly ep: Endpoint,
+    private readonly policy: Pick<SendPolicy<C>, 'reply'>,
+    private readonly ctl: AttemptControl,
+    private readonly resolve: (o: Outcome) => void,
+  ) {
+    ex.res.once('close', this.onClientClose);
+    this.arm(ctl.firstTokenMs > 0 ? Math.min(this.sentAt + ctl.firstTokenMs, ctl.budgetEnds) : ctl.budgetEnds);
+  }
+
+  /** Nothing reached the client yet: the attempt can still be given up for another. */
+  private get open(): boolean {
+    return !this.ex.res.headersSent;
+  }
+
+  /** A timer for the next deadline of this attempt (first content, the budget), when it falls
+   *  before the endpoint's own reply timeout would (that one is undici's; within 1 % of it too). */
+  private arm(at: number, always = false): void {
+    const ms = at - performance.now();
+    if (!always && !(ms < this.ep.timeouts.responseMs * 0.99)) return;
+    if (!(ms < Infinity)) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => this.deadline(), Math.max(0, ms));
+  }
+
+  /** A timer callback: nothing may escape it (a respond tap that throws while the held head is
+   *  written would end the process). */
+  private deadline(): void {
+    try {
+      this.onDeadline();
+    } catch (err) {
+      this.abort(err instanceof StepFailed ? err : new StepFailed(err));
+    }
+  }
+
+  private onDeadline(): void {
+    this.timer = null;
+    if (this.settled) return;
+    // By what the timer was set for: a timer may fire a fraction of a millisecond early.
+    const budget = this.timerAt >= this.ctl.budgetEnds;
+    if (!this.open) {
+      // Under way on the last attempt and still without content: the budget ends the stream.
+      if (!this.watch || this.watch.hasContent || !this.controller) return;
+      if (!budget) return this.arm(this.ctl.budgetEnds);
+      this.endIncomplete("sent no content within the request's budget (proxy.retry.budget)");
+      this.settle(RELAYED);
+      this.controller.abort(new AttemptFailed('budget_spent', 'stream'));
+      return;
+    }
+    if (budget) this.abort(new BudgetSpent());
+    // The first content is late: give up on it only when another attempt can follow.
+    else if (this.ctl.canRetry('first_token')) this.abort(new AttemptFailed(`first_token_timeout (${formatDuration(this.ctl.firstTokenMs)})`, 'first_token'));
+    else {
+      this.ctl.passedOn();
+      // The last attempt: waiting on beats no answer, and what is held goes out now.
+      if (this.held && this.controller) this.release(this.controller);
+      this.arm(this.ctl.budgetEnds);
+    }
+  }
+
+  /** Give the attempt up: now, or as soon as undici hands over its controller (still connecting). */
+  private abort(reason: Error): void {
+    if (this.controller) this.controller.abort(reason);
+    else this.abortWith = reason;
+  }
+
+  /** Settle as failed before any byte reached the client. */
+  private fail(error: Error): void {
+    this.settle({ relayed: false, error, sent: this.sent, answered: this.status !== 0 });
+  }
+
+  private settle(o: Outcome): void {
+    if (this.settled) return;
+    this.settled = true;
+    if (this.timer) clearTimeout(this.timer);
+    // Here, not after the await: the done hook may run before the loop resumes.
+    this.rec.upstreamMs += performance.now() - this.sentAt;
+    if (this.streaming) this.streaming.streams--;
+    this.ex.res.off('close', this.onClientClose);
+    this.resolve(o);
+  }
+
+  onRequestStart(controller: Controller): void {
+    this.controller = controller;
+    this.sent = true;
+    if (this.abortWith) controller.abort(this.abortWith);
+    else if (this.ex.res.destroyed) controller.abort(new ClientGone());
+  }
+
+  onResponseStart(_c: Controller, status: number, headers: ReplyHeaders): void {
+    if (status < 200) return; // 1xx informational: the final head follows
+    this.status = status;
+    this.headers = headers;
+    if (holdsStatus(status, this.ep.failover.retryStatuses, this.ctl)) {
+      if (this.ctl.canRetry('status')) {
+        this.plan = HOLD;
+        return;
+      }
+      if (this.ep.failover.retryStatuses.has(status)) this.ctl.passedOn();
+    }
+    try {
+      this.start(status, headers);
+    } catch (err) {
+      // Ours (a policy or a respond tap threw): undici aborts the request and reports it back.
+      throw err instanceof StepFailed ? err : new StepFailed(err);
+    }
+  }
+
+  private start(status: number, headers: ReplyHeaders): void {
+    const plan = (this.plan = this.policy.reply?.(this.ex, status, headers) ?? PIPE);
+    if (plan.kind === 'buffer') return;
+    const shape = this.ctl.streams;
+    const watched = shape !== null && headers['content-length'] === undefined && status !== 204 && status !== 304 && this.ex.method !== 'HEAD';
+    const format = watched ? streamFormatOf(headers['content-type'] as string | undefined) : null;
+    if (format) this.watch = new StreamWatch(format, shape!);
+    if (format && this.ctl.canRetry('stream')) {
+      // Held until its first content, so it can still go to another candidate. undici's timeouts
+      // covered the head only: a first-token deadline, or a budget that ends before a silence
+      // of stream_idle_timeout would, needs a timer; otherwise each held chunk checks the budget.
+      this.held = [];
+      const ft = this.ctl.firstTokenMs;
+      const at = ft > 0 ? Math.min(this.sentAt + ft, this.ctl.budgetEnds) : this.ctl.budgetEnds;
+      if (ft > 0 || at - performance.now() < this.ep.timeouts.idleMs) this.arm(at, true);
+      return;
+    }
+    this.writeHead();
+  }
+
+  /** The head of a reply relayed as it comes; a stream is counted on its endpoint while it lasts. */
+  private writeHead(): void {
+    if (!writeRelayHead(this.ex.res, this.plan as Exclude<ReplyPlan, { kind: 'buffer' }>, this.status, this.headers) || this.streaming) return;
+    this.rec.streamed = true;
+    this.ep.streams++;
+    this.streaming = this.ep;
+  }
+
+  /** A buffer plan's reply outgrew its limit: relay it as the backend sent it after all. */
+  private overflowToPipe(controller: Controller, pipe: PipePlan): void {
+    this.plan = pipe;
+    this.writeHead();
+    const held = Buffer.concat(this.chunks, this.size);
+    this.chunks.length = 0;
+    this.lastChunk = held;
+    this.write(controller, held);
+  }
+
+  private write(controller: Controller, out: Buffer | string): void {
+    if (this.rec.firstChunkMs === 0) this.rec.firstChunkMs = this.ex.elapsedMs();
+    if (!this.ex.res.write(out)) {
+      controller.pause();
+      this.ex.res.once('drain', () => controller.resume());
+    }
+  }
+
+  onResponseData(controller: Controller, chunk: Buffer): void {
+    const plan = this.plan;
+    if (plan.kind === 'hold') {
+      this.size += chunk.length;
+      this.chunks.push(chunk);
+      if (this.size > HELD_LIMIT) this.unhold(controller);
+      return;
+    }
+    if (plan.kind === 'buffer') {
+      if (plan.discard) return;
+      this.size += chunk.length;
+      this.chunks.push(chunk);
+      if (this.size <= plan.limit) return;
+      if (!plan.overflow) controller.abort(new Error(`the backend reply is larger than ${plan.limit} bytes`));
+      else this.guarded(controller, () => this.overflowToPipe(controller, plan.overflow!));
+      return;
+    }
+    const watch = this.watch;
+    if (watch) {
+      const seen = watch.feed(chunk);
+      if (this.held) {
+        if (seen === 'none') {
+          this.held.push(chunk);
+          this.heldSize += chunk.length;
+          if (this.heldSize > HOLD_STREAM_LIMIT) this.release(controller);
+          else this.checkBudget();
+          return;
+        }
+        if (seen !== 'content') {
+          if (this.ctl.canRetry('stream')) {
+            controller.abort(new AttemptFailed(seen === 'error' ? `stream_error (${watch.problem})` : `malformed_event (${watch.problem})`, 'stream'));
+            return;
+          }
+          this.ctl.passedOn();
+        }
+        this.release(controller);
+      }
+      if (seen === 'malformed') {
+        this.relay(controller, chunk.subarray(0, Math.max(0, watch.badEventStart)));
+        this.endIncomplete(`sent a malformed event (${watch.problem})`);
+        this.settle(RELAYED);
+        controller.abort(new AttemptFailed('malformed_event', 'stream'));
+        return;
+      }
+      if (seen === 'none' && !watch.hasContent) {
+        // Under way (the last attempt) but still without content: keep-alives do not stop the budget.
+        this.relay(controller, chunk);
+        this.checkBudget();
+        return;
+      }
+      if (seen === 'error') {
+        this.relayedError = true;
+        this.ex.error = gwError('UPSTREAM_STREAM_BROKEN', { endpoint: this.ep.name, reason: `sent an error event (${watch.problem})` });
+      }
+    }
+    this.relay(controller, chunk);
+  }
+
+  /** Run a step of ours; what it throws aborts the attempt as a gateway fault, not the endpoint's. */
+  private guarded(controller: Controller, step: () => void): boolean {
+    try {
+      step();
+      return true;
+    } catch (err) {
+      controller.abort(err instanceof StepFailed ? err : new StepFailed(err));
+      return false;
+    }
+  }
+
+  /** Still no content and the budget is spent: what its timer would have done (a timer is set
+   *  only when the budget ends before a silence of stream_idle_timeout would). */
+  private checkBudget(): void {
+    if (this.timer || this.settled || performance.now() < this.ctl.budgetEnds) return;
+    this.timerAt = this.ctl.budgetEnds;
+    this.onDeadline();
+  }
+
+  /** A held failure too large to keep: it is the answer after all, shaped as any reply. */
+  private unhold(controller: Controller): void {
+    const chunks = this.chunks.splice(0);
+    this.size = 0;
+    if (!this.guarded(controller, () => this.start(this.status, this.headers))) return;
+    for (const c of chunks) this.onResponseData(controller, c);
+  }
+
+  /** The first content arrived (or holding ends for another reason): head, then what was held. */
+  private release(controller: Controller): void {
+    const held = this.held!;
+    this.held = null;
+    this.writeHead();
+    if (held.length > 0) this.relay(controller, held.length === 1 ? held[0] : Buffer.concat(held, this.heldSize));
+  }
+
+  private relay(controller: Controller, chunk: Buffer): void {
+    const plan = this.plan;
+    let out: Buffer | string = chunk;
+    if (plan.kind === 'stream') {
+      try {
+        out = plan.chunk(chunk);
+      } catch (err) {
+        controller.abort(new StepFailed(err));
+        return;
+      }
+      if (!out) return;
+    } else {
+      if (chunk.length === 0) return;
+      this.lastChunk = chunk;
+    }
+    this.write(controller, out);
+  }
+
+  /** End a started stream with an error in its own format, and count the reply as failed. */
+  private endIncomplete(reason: string): void {
+    this.ex.error ??= gwError('UPSTREAM_STREAM_BROKEN', { endpoint: this.ep.name, reason });
+    endBroken(this.ex, this.plan as ReplyPlan, this.ep.name, this.headers, this.lastChunk, reason);
+  }
+
+  onResponseEnd(controller: Controller): void {
+    try {
+      const plan = this.plan;
+      const res = this.ex.res;
+      if (plan.kind === 'hold') return this.endHeld();
+      if (plan.kind === 'buffer') writeWhole(res, this.ex.method, plan, this.status, this.headers, Buffer.concat(this.chunks, this.size));
+      else if (this.watch && !this.watch.end()) {
+        // It stopped without its terminator: before any content another candidate may answer.
+        if (this.held && this.ctl.canRetry('stream')) {
+          this.fail(new AttemptFailed('stream_incomplete', 'stream'));
+          return;
+        }
+        if (this.held) this.release(controller);
+        if (this.relayedError) res.end();
+        else this.endIncomplete(`ended the stream without its terminator (${this.ctl.streams!.terminators})`);
+      } else {
+        if (this.held) this.release(controller);
+        res.end(plan.kind === 'stream' ? plan.end() : undefined);
+      }
+      this.settle(RELAYED);
+    } catch (err) {
+      this.fail(err instanceof StepFailed ? err : new StepFailed(err));
+    }
+  }
+
+  /** A held failure read whole: the answer after all (relayed now), or back to the loop with the
+   *  reply kept (decisions.ts, heldVerdict). */
+  private endHeld(): void {
+    const { status, headers, ctl } = this;
+    const body = Buffer.concat(this.chunks, this.size);
+    const verdict = heldVerdict(status, this.ep.failover.retryStatuses, ctl, () => ctl.contextLengthError?.(body.toString('utf8', 0, Math.min(body.length, 4096))) === true);
+    if (verdict !== 'answer') return this.fail(new AttemptFailed(verdict === 'context_length' ? `context_length (${status})` : String(status), verdict, this.heldReply(body)));
+    writeWhole(this.ex.res, this.ex.method, this.policy.reply?.(this.ex, status, headers) ?? PIPE, status, headers, body);
+    this.settle(RELAYED);
+  }
+
+  private heldReply(body: Buffer): HeldReply {
+    return { status: this.status, headers: this.headers, body, endpoint: this.ep, model: this.ctl.model };
+  }
+
+  /** undici turns a throw from here into an 'error' event nobody listens to (a crash): never throw. */
+  onResponseError(_c: Controller, error: Error): void {
+    try {
+      this.broke(error);
+    } catch (err) {
+      this.ex.res.destroy();
+      this.fail(new StepFailed(err));
+    }
+  }
+
+  private broke(error: Error): void {
+    const ex = this.ex;
+    if (this.settled) return;
+    if (error instanceof ClientGone || ex.res.destroyed) {
+      ex.error = error;
+      this.settle(RELAYED);
+    } else if (this.open && (error instanceof AttemptFailed || error instanceof BudgetSpent)) {
+      // Our own abort (a deadline, a bad event before content): the loop reads it as it is.
+      this.fail(error);
+    } else if (this.held && !(error instanceof StepFailed) && this.ctl.canRetry('stream')) {
+      // A stream that broke before its first content: nothing reached the client, another
+      // candidate may answer.
+      this.fail(new AttemptFailed(`stream_broken (${brokenReason(error, this.ep.timeouts.idleMs)})`, 'stream'));
+    } else if (error instanceof StepFailed || this.open) {
+      // Nothing reached the client: the loop fails over or answers with an error.
+      this.fail(error);
+    } else {
+      // The head already reached the client: no retry, no splice; end its stream saying why.
+      ex.error = error;
+      endBroken(ex, this.plan as ReplyPlan, this.ep.name, this.headers, this.lastChunk, brokenReason(error, this.ep.timeouts.idleMs));
+      this.settle(RELAYED);
+    }
+  }
+}

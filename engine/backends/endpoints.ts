@@ -196,6 +196,12 @@ export class Endpoint {
     return this.profile.name;
   }
 
+  /** A setting in force, for messages: "2s, response_timeout from proxy.response_timeout". */
+  setting(key: keyof EffectiveSettings): string {
+    const s = this.settings[key];
+    return `${Array.isArray(s.value) ? s.value.join(', ') : s.value}, ${key} from ${s.from}`;
+  }
+
   /** The backend asked for a pause (Retry-After: seconds or an HTTP date; at most an hour). */
   pauseFor(retryAfter: string | string[]): void {
     const ms = retryAfterMs(retryAfter);

@@ -3,7 +3,7 @@
 import { relative } from 'node:path';
 import { compileGraph } from './compile.js';
 import { checkConfig } from '../core/config.js';
-import { planEndpoints } from '../backends/endpoint-plans.js';
+import { planEndpoints, type EffectiveSettings } from '../backends/endpoint-plans.js';
 import { createLogger } from '../core/logger.js';
 import { checkPipelines } from '../core/pipelines.js';
 import { PluginRegistry } from './plugin.js';
@@ -15,6 +15,11 @@ import type { Problem } from '../core/schema.js';
 import { VERSION } from './gateway.js';
 
 type Level = 'PASS' | 'WARN' | 'FAIL';
+
+/** "response_timeout 2s (proxy.response_timeout), stream_idle_timeout 300s (default), …" */
+export function settingsText(s: EffectiveSettings): string {
+  return Object.entries(s).map(([key, e]) => `${key} ${Array.isArray(e.value) ? `[${e.value.join(', ')}]` : e.value} (${e.from})`).join(', ');
+}
 
 export async function validate(configFile: string | null, env: NodeJS.ProcessEnv, print: (line: string) => void, builtins: readonly Plugin[]): Promise<number> {
   const counts: Record<Level, number> = { PASS: 0, WARN: 0, FAIL: 0 };
@@ -53,6 +58,8 @@ export async function validate(configFile: string | null, env: NodeJS.ProcessEnv
     plans = planned.plans;
     report(`endpoints in ${show(source)}`, planned.problems, `${plans.length} endpoint${plans.length === 1 ? '' : 's'} (${plans.map((p) => `${p.name}: ${p.profile.name}`).join(', ')})`);
     endpointsOk = !planned.problems.some((p) => p.level === 'fail');
+    // The timeouts and failover settings each endpoint runs with, and which setting won.
+    for (const p of plans) line('PASS', `endpoint ${p.name}: ${settingsText(p.settings)}`);
   }
 
   const plugins = new PluginRegistry(builtins);

@@ -22,7 +22,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../backends/endpoints.js';
 import { BreakerOpen, ClientGone, connectionFailure, errorCode, StepFailed, unsendable } from '../backends/failures.js';
-import { formatDuration, parseDuration } from '../core/duration.js';
+import { parseDuration } from '../core/duration.js';
 import { gwError } from '../core/errors.js';
 import { waitForSlot } from './admission.js';
 import { AttemptFailed, BudgetSpent, type AttemptControl, type HeldReply, type Outcome, type RetryableKind } from './attempt.js';
@@ -247,8 +247,7 @@ class AttemptRun<C extends Exchange> implements AttemptControl {
       const what = connectionFailure(error) ?? (sent ? undefined : `connect failed (${code})`);
       if (!what) throw gwError('UPSTREAM_ERROR', { endpoint: ep.name, reason: code });
       if (sent && !this.safe) {
-        const timeout = formatDuration(ep.timeouts.responseMs);
-        if (what === 'timeout') throw gwError('UPSTREAM_TIMEOUT', { endpoint: ep.name, timeout, detail: 'not sent again: this route is not replay-safe (model management)' });
+        if (what === 'timeout') throw gwError('UPSTREAM_TIMEOUT', { endpoint: ep.name, timeout: ep.setting('response_timeout'), detail: 'not sent again: this route is not replay-safe (model management)' });
         throw gwError('UPSTREAM_ERROR', {
           endpoint: ep.name,
           reason: `connection ${what} after the backend may have read the ${ex.method} request; not sent again, so it never runs twice (model-management routes are not replay-safe)`,
@@ -257,7 +256,7 @@ class AttemptRun<C extends Exchange> implements AttemptControl {
       // Never reached the backend: its requests-per-minute token is given back.
       if (!sent) ep.rateGate?.refund();
       failure = { kind: !sent || what === 'refused' || what === 'unreachable' || what === 'connect timeout' ? 'connect' : what === 'timeout' ? 'timeout' : 'dropped' };
-      said = what === 'timeout' ? `timeout (no reply head within ${formatDuration(ep.timeouts.responseMs)})` : what;
+      said = what === 'timeout' ? `timeout (no reply head within ${ep.setting('response_timeout')})` : what;
     }
     x.failed++;
     x.last = said;
@@ -335,7 +334,7 @@ class AttemptRun<C extends Exchange> implements AttemptControl {
  *  UPSTREAM_ERROR. */
 function afterHead(ep: Endpoint, error: Error): Error {
   if (errorCode(error) === undefined) return gwError('UPSTREAM_ERROR', { endpoint: ep.name, reason: error.message });
-  return gwError('UPSTREAM_STREAM_BROKEN', { endpoint: ep.name, reason: brokenReason(error, ep.timeouts.idleMs) });
+  return gwError('UPSTREAM_STREAM_BROKEN', { endpoint: ep.name, reason: brokenReason(error, ep) });
 }
 
 /** The per-request first-token deadline (X-Gw-First-Token-Timeout), or undefined. */

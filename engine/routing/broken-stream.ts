@@ -3,7 +3,7 @@
 // on a bare reset: SSE gets a chat-completions error chunk (the messages API: `event: error`),
 // NDJSON an {"error": …} line; then the connection closes. Any other reply is aborted.
 import type { ServerResponse } from 'node:http';
-import { formatDuration } from '../core/duration.js';
+import type { Endpoint } from '../backends/endpoints.js';
 import { errorBody, gwError } from '../core/errors.js';
 import type { ReplyHeaders } from '../core/json.js';
 import type { Exchange } from './exchange.js';
@@ -11,9 +11,9 @@ import type { ReplyPlan } from './reply.js';
 import { NDJSON_CONTENT_TYPE as NDJSON, SSE_CONTENT_TYPE as SSE } from './stream-watch.js';
 
 /** What happened, in words, for the error the client receives and the log. */
-export function brokenReason(error: Error, idleMs: number): string {
+export function brokenReason(error: Error, ep: Endpoint): string {
   const code = (error as { code?: string }).code;
-  if (code === 'UND_ERR_BODY_TIMEOUT') return `sent nothing for ${formatDuration(idleMs)} (proxy.stream_idle_timeout)`;
+  if (code === 'UND_ERR_BODY_TIMEOUT') return `sent nothing for ${ep.setting('stream_idle_timeout')}`;
   return `broke off the reply (${code ?? error.message})`;
 }
 

@@ -20,6 +20,7 @@ import type { ReplyHeaders } from '../core/json.js';
 import type { AttemptState } from './attempt-state.js';
 import { brokenReason, endBroken } from './broken-stream.js';
 import { AttemptFailed, BudgetSpent, RELAYED, type AttemptControl, type HeldReply, type Outcome } from './attempt.js';
+import { Deadline } from './deadline.js';
 import { heldVerdict, holdsStatus } from './decisions.js';
 import type { Exchange, SendPolicy } from './exchange.js';
 import { PIPE, writeRelayHead, writeWhole, type PipePlan, type ReplyPlan } from './reply.js';
@@ -53,9 +54,8 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
   private heldSize = 0;
   /** The backend sent an error event in the stream, which went to the client as it was. */
   private relayedError = false;
-  private timer: NodeJS.Timeout | null = null;
-  /** What the timer was set for (performance.now() time). */
-  private timerAt = 0;
+  /** The next deadline (first content, the budget); made when one is first needed. */
+  private deadline: Deadline | null = null;
   /** A deadline passed before the request started: it is aborted when it does. */
   private abortWith: Error | null = null;
   private readonly onClientClose = () => {
@@ -79,32 +79,18 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
     return !this.ex.res.headersSent;
   }
 
-  /** A timer for the next deadline of this attempt (first content, the budget), when it falls
-   *  before the endpoint's own reply timeout would (that one is undici's; within 1 % of it too). */
+  /** Set the next deadline of this attempt (first content, the budget), when it falls before the
+   *  endpoint's own reply timeout would (that one is undici's; within 1 % of it too). */
   private arm(at: number, always = false): void {
     const ms = at - performance.now();
-    if (!always && !(ms < this.ep.timeouts.responseMs * 0.99)) return;
-    if (!(ms < Infinity)) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timerAt = at;
-    this.timer = setTimeout(() => this.deadline(), Math.max(0, ms));
-  }
-
-  /** A timer callback: nothing may escape it (a respond tap that throws while the held head is
-   *  written would end the process). */
-  private deadline(): void {
-    try {
-      this.onDeadline();
-    } catch (err) {
-      this.abort(err instanceof StepFailed ? err : new StepFailed(err));
-    }
+    if ((!always && !(ms < this.ep.timeouts.responseMs * 0.99)) || !(ms < Infinity)) return;
+    this.deadline ??= new Deadline(() => this.onDeadline(), (err) => this.abort(err instanceof StepFailed ? err : new StepFailed(err)));
+    this.deadline.set(at);
   }
 
   private onDeadline(): void {
-    this.timer = null;
     if (this.settled) return;
-    // By what the timer was set for: a timer may fire a fraction of a millisecond early.
-    const budget = this.timerAt >= this.ctl.budgetEnds;
+    const budget = this.deadline!.at >= this.ctl.budgetEnds;
     if (!this.open) {
       // Under way on the last attempt and still without content: the budget ends the stream.
       if (!this.watch || this.watch.hasContent || !this.controller) return;
@@ -139,7 +125,7 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
   private settle(o: Outcome): void {
     if (this.settled) return;
     this.settled = true;
-    if (this.timer) clearTimeout(this.timer);
+    this.deadline?.clear();
     // Here, not after the await: the done hook may run before the loop resumes.
     this.rec.upstreamMs += performance.now() - this.sentAt;
     if (this.streaming) this.streaming.streams--;
@@ -291,9 +277,8 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
   /** Still no content and the budget is spent: what its timer would have done (a timer is set
    *  only when the budget ends before a silence of stream_idle_timeout would). */
   private checkBudget(): void {
-    if (this.timer || this.settled || performance.now() < this.ctl.budgetEnds) return;
-    this.timerAt = this.ctl.budgetEnds;
-    this.onDeadline();
+    if (this.deadline?.armed || this.settled || performance.now() < this.ctl.budgetEnds) return;
+    this.arm(this.ctl.budgetEnds, true);
   }
 
   /** A held failure too large to keep: it is the answer after all, shaped as any reply. */
@@ -398,14 +383,14 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
     } else if (this.held && !(error instanceof StepFailed) && this.ctl.canRetry('stream')) {
       // A stream that broke before its first content: nothing reached the client, another
       // candidate may answer.
-      this.fail(new AttemptFailed(`stream_broken (${brokenReason(error, this.ep.timeouts.idleMs)})`, 'stream'));
+      this.fail(new AttemptFailed(`stream_broken (${brokenReason(error, this.ep)})`, 'stream'));
     } else if (error instanceof StepFailed || this.open) {
       // Nothing reached the client: the loop fails over or answers with an error.
       this.fail(error);
     } else {
       // The head already reached the client: no retry, no splice; end its stream saying why.
       ex.error = error;
-      endBroken(ex, this.plan as ReplyPlan, this.ep.name, this.headers, this.lastChunk, brokenReason(error, this.ep.timeouts.idleMs));
+      endBroken(ex, this.plan as ReplyPlan, this.ep.name, this.headers, this.lastChunk, brokenReason(error, this.ep));
       this.settle(RELAYED);
     }
   }

@@ -44,6 +44,9 @@ export function endpointDetail(ep: Endpoint, stats: Stats) {
     active_requests: ep.active,
     queue: ep.queue ? queueView(ep.queue) : null,
     consecutive_failures: ep.consecutiveFailures,
+    /** The timeouts and failover settings in force: each value as written, and where it came from
+     *  (endpoint, custom profile NAME, proxy.KEY, built-in profile NAME, default). */
+    settings: ep.settings,
     /** Its last 429 or 503 asked for a pause (Retry-After) until then: other candidates go first. */
     retry_after_until: ep.cooling(performance.now()) ? new Date(Date.now() + ep.coolingUntil - performance.now()).toISOString() : null,
     circuit_breaker: {

@@ -67,7 +67,7 @@ describe('an SSE stream that breaks', () => {
     paged.behaviour.stallAfterChunks = 2;
     const r = await timedChunks(`${gw.url}/gw/pagedengine/v1/chat/completions`, { body: chat(true) });
     const last = JSON.parse(sseEvents(r.chunks.map((c) => c.text).join('')).at(-1)!.slice('data: '.length));
-    expect(last.error.message).toContain('sent nothing for 2s (proxy.stream_idle_timeout)');
+    expect(last.error.message).toContain('sent nothing for 2s, stream_idle_timeout from proxy.stream_idle_timeout');
   });
 
   it('makes the openai client raise the error instead of hanging or ending quietly', async () => {

@@ -52,6 +52,24 @@ describe('a primary whose inference route fails while its health route passes', 
   }
 });
 
+describe('the fleet retry budget limits retries, never the failover to a healthy endpoint', () => {
+  it('spent to nothing: a connection failure still goes to the other endpoint; a failure status is passed on', async () => {
+    r = await rig('two endpoints', { proxy: { retry: { fleet: { ratio: 0, min_per_second: 0 } } } });
+    for (const failure of ['reset', 'close'] as const) {
+      r.primary.always(failure);
+      const x = await send(r);
+      expect(x.status).toBe(200);
+      expect(x.headers['x-gw-endpoint']).toBe('secondary');
+    }
+    r.primary.always({ ok: {} });
+    await waitFor(async () => (await send(r!)).headers['x-gw-endpoint'] === 'primary', 'the primary to serve again');
+    r.primary.script({ status: 500 });
+    const passed = await send(r);
+    expect(passed.status).toBe(500);
+    expect(passed.headers['x-gw-attempts']).toBe('1');
+  });
+});
+
 describe('one endpoint failing with 500', () => {
   it('8 concurrent clients: the breaker refuses with 503 circuit_breaker while open; no request runs more than twice', async () => {
     r = await rig('one endpoint', { proxy: { retry: { backoff: '20ms' }, circuit_breaker: { initial_open_timeout: '30s', open_timeout: '30s' } } });

@@ -58,7 +58,7 @@ describe('inference routes are replay-safe: no request is lost', () => {
     expect(primary.requestsTo('/v1/chat/completions')).toHaveLength(1);
     // Counted against the endpoint like a connection error.
     expect(gw.gw.runtime.endpoints.all[0].breaker.proxyFailures).toBe(1);
-    expect(gw.logs.some((l) => l.endpoint === 'primary' && l.failure === 'timeout (no reply head within 2s)')).toBe(true);
+    expect(gw.logs.some((l) => l.endpoint === 'primary' && l.failure === 'timeout (no reply head within 2s, response_timeout from custom profile localrunner)')).toBe(true);
   });
 
   it('the messages API too', async () => {

@@ -1,17 +1,22 @@
-// Failover policy (issue 12): what a request that needs no retry costs now — status retries armed,
-// streams watched and held until their first content, the fleet retry budget counted — against
-// the build before it, in the same run. The baseline is built from git (`--baseline <rev>`, by
-// default the last commit before issue 12) into a temporary worktree sharing node_modules.
-// Standalone: `node bench/failover.js [--quick] [--baseline <rev>]` (starts its own backend).
+// What a request that needs no retry costs now against the builds before the failover work, in
+// the same run: before issue 12 (status retries armed, streams watched and held until their first
+// content, the fleet retry budget counted) and before issue 17 (the route plan made per request,
+// the attempt loop walking it, stream shapes handed in by the terminal step). Each baseline is
+// built from git into a temporary worktree sharing node_modules (`--baseline <rev>`: one of your
+// own instead). Standalone: `node bench/failover.js [--quick] [--baseline <rev>]` (starts its own backend).
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { hasCallgrind, instructionsPerRequest } from './instructions.js';
 import { cpuAdded, forkReady, here, loadAlternating, round, startGateway, stopAll, quick, ROUNDS, ROUND_S, pct, chatBody, streamBody, endpointLines } from './lib.js';
 
-const BEFORE_ISSUE_12 = 'bbecc2d';
+const BASELINES = [
+  { rev: 'bbecc2d', issue: 12, title: 'Failover policy (issue 12)', now: 'status retries armed, the fleet retry budget counted per request, each stream watched event by event and held until its first content, its terminator checked at the end' },
+  { rev: 'b108d85', issue: 17, title: 'Routing and failover as one layer (issue 17)', now: 'the route plan made per request by select-endpoint, the attempt loop walking it with its decisions, the stream shape handed in by the terminal step', instructions: true },
+];
 const arg = process.argv.indexOf('--baseline');
-const baseline = arg > 0 ? process.argv[arg + 1] : BEFORE_ISSUE_12;
+const baselines = arg > 0 ? [{ ...BASELINES[1], rev: process.argv[arg + 1] }] : BASELINES;
 const repo = join(here, '..');
 
 /** A built checkout of `rev` (bin/gw.js runs from it), or null when git cannot provide it. */
@@ -27,6 +32,31 @@ function buildBaseline(rev) {
   }
 }
 
+/** The same two builds counted by callgrind (bench/instructions.js): the verdict's figure where
+ *  valgrind is there, since CPU time on two shared cores moves by several per cent between runs. */
+async function instructionTable(backendPort, root) {
+  if (!hasCallgrind()) return { text: '(Instructions per request not counted: valgrind is not installed.)\n', added: null };
+  const kinds = [['chat', chatBody, { warm: quick ? 500 : 3000, count: quick ? 500 : 4000 }], ['stream (10 events)', streamBody, { warm: quick ? 100 : 500, count: quick ? 100 : 800 }]];
+  const rows = [];
+  const added = [];
+  for (const [name, body, n] of kinds) {
+    const before = await instructionsPerRequest(root, backendPort, body, n);
+    const now = await instructionsPerRequest(repo, backendPort, body, n);
+    added.push(now.withoutCompiler / before.withoutCompiler - 1);
+    rows.push(`| ${name} | ${Math.round(before.total)} | ${Math.round(now.total)} | ${pct(now.total / before.total - 1)} | ${Math.round(before.withoutCompiler)} | ${Math.round(now.withoutCompiler)} | ${pct(added.at(-1))} |`);
+  }
+  const text = `Instructions per request, counted by callgrind over ${kinds[0][2].count} sequential chat requests and ${kinds[1][2].count} streams after a
+warm-up of ${kinds[0][2].warm} and ${kinds[1][2].warm} (bench/instructions.js): a count the machine's other load does not move
+(repeated runs of one build agree within 0.5 %). "Steady" leaves out the JIT compiler's own instructions (it may still be
+optimising functions after the warm-up): the cost of the request path itself, which the verdict uses.
+
+| request | before, all | now, all | added | before, steady | now, steady | added |
+|---|---|---|---|---|---|---|
+${rows.join('\n')}
+`;
+  return { text, added };
+}
+
 function removeBaseline(dir) {
   try {
     execFileSync('git', ['-C', repo, 'worktree', 'remove', '--force', dir], { stdio: 'ignore' });
@@ -34,8 +64,14 @@ function removeBaseline(dir) {
 }
 
 export async function failoverSection(backendPort) {
+  const sections = [];
+  for (const b of baselines) sections.push(await comparison(backendPort, b));
+  return sections.join('\n');
+}
+
+async function comparison(backendPort, { rev: baseline, issue, title, now: what, instructions }) {
   const root = buildBaseline(baseline);
-  if (!root) return `## Failover policy\n\nSkipped: the baseline ${baseline} could not be checked out and built (no git history?).\n`;
+  if (!root) return `## ${title}\n\nSkipped: the baseline ${baseline} could not be checked out and built (no git history?).\n`;
   try {
     const path = '/gw/pagedengine/v1/chat/completions';
     const config = ['logging: { level: info }', ...endpointLines(backendPort)];
@@ -48,22 +84,24 @@ export async function failoverSection(backendPort) {
       rows.push({ name, a, b, added: cpuAdded(a, b) });
     }
     const row = (name, x, more) => `| ${name} | ${round(x.rps, 0)} | ${round(x.cpu_us, 1)} | ${more === undefined ? '—' : pct(more)} |`;
-    return `## Failover policy (issue 12)
+    const counted = instructions ? await instructionTable(backendPort, root) : null;
+    const verdict = (cpu, ir) => (ir !== undefined ? ir <= 0.02 : cpu <= 0.02) ? 'met' : 'NOT met';
+    return `## ${title}
 
 Requests that need no retry, at concurrency 16 (autocannon, ${ROUNDS} alternating rounds of ${ROUND_S} s per gateway), to
 two gateways in front of the lean backend with the default configuration: **before** (the build of ${baseline}, the
-last commit before issue 12) and **now** (status retries armed, the fleet retry budget counted per request, each
-stream watched event by event and held until its first content, its terminator checked at the end). "CPU added" is
+last commit before issue ${issue}) and **now** (${what}). "CPU added" is
 the median over the rounds of the extra gateway CPU time per request.
 
 | gateway | c16 req/s | CPU µs/req | CPU added |
 |---|---|---|---|
 ${rows.map((r) => `${row(`${r.name}, before`, r.a)}\n${row(`${r.name}, now`, r.b, r.added)}`).join('\n')}
 
-| target (issue 12) | measured | verdict |
+${counted?.text ?? ''}
+| target (issue ${issue}) | measured | verdict |
 |---|---|---|
-| a request that needs no retry costs no more than before (CPU per request, within 2 %) | chat ${pct(rows[0].added)} | ${rows[0].added <= 0.02 ? 'met' : 'NOT met'} |
-| the same for a stream, which is now watched event by event (first content, errors, terminator) | ${pct(rows[1].added)}; req/s ${pct(rows[1].b.rps / rows[1].a.rps - 1)} | ${rows[1].added <= 0.02 ? 'met' : 'NOT met: the price of checking every event'} |
+| a request that needs no retry costs no more than before (CPU per request, within 2 %) | chat: CPU ${pct(rows[0].added)}${counted?.added ? `; instructions ${pct(counted.added[0])}` : ''} | ${verdict(rows[0].added, counted?.added?.[0])} |
+| the same for a watched stream (first content, errors, terminator) | CPU ${pct(rows[1].added)}; req/s ${pct(rows[1].b.rps / rows[1].a.rps - 1)}${counted?.added ? `; instructions ${pct(counted.added[1])}` : ''} | ${verdict(rows[1].added, counted?.added?.[1])} |
 `;
   } finally {
     removeBaseline(root);

@@ -4,7 +4,7 @@
 // limit in its place. A request without a token gets 429 RATE_LIMITED in the route's error format
 // with Retry-After; every reply of a limited route carries X-RateLimit-Limit, -Remaining and
 // -Reset of the bucket closest to empty. The per-endpoint limits (hosted families) are checked
-// by the kernel as each candidate is tried (Endpoint.rateGate); the stats step counts their 429s.
+// by the attempt loop as each candidate is tried (Endpoint.rateGate); the stats step counts their 429s.
 import type { LimitScope, Rate, Take } from '../engine/backends/rate-buckets.js';
 import { rateLimitHeaders } from '../engine/routing/admission.js';
 import { GatewayError, gwError } from '../engine/core/errors.js';

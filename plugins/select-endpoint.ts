@@ -54,7 +54,13 @@ export default definePlugin<Options>({
     const capabilities = env.profile && kinds.size > 0 ? new CapabilityRouter(env, env.profile.name) : null;
     const cache: AliasCache = new Map();
     const chains: ChainRouting = { env, families, cache, order };
-    const routing = (decision: RoutingInfo['decision'], reason: string): RoutingInfo => ({ strategy, decision, reason });
+    // One object per decision and reason, made once (they are few) and shared by the plans.
+    const decisions = new Map<string, RoutingInfo>();
+    const routing = (decision: RoutingInfo['decision'], reason: string): RoutingInfo => {
+      let r = decisions.get(reason);
+      if (r === undefined || r.decision !== decision) decisions.set(reason, (r = Object.freeze({ strategy, decision, reason })));
+      return r;
+    };
 
     /** The plan for one name's choice; a rejection is thrown, or — `unavailable: continue`, the
      *  name served by endpoints down now — a plan without candidates. */

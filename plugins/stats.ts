@@ -1,6 +1,6 @@
 // Count the finished request against its endpoint and model for the status routes (and each failed
 // attempt before it against its endpoint); and the 429s
-// of the per-endpoint rate limits, which the kernel answers as it tries the candidates (the
+// of the per-endpoint rate limits, which the attempt loop answers as it tries the candidates (the
 // rate-limit step counts its own).
 import { GatewayError } from '../engine/core/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';

@@ -5,7 +5,7 @@ import { CircuitBreaker, type BreakerSettings } from './breaker.js';
 import type { Dispatch } from './interceptors.js';
 import { EndpointQueue, type QueueSettings } from './queue.js';
 import type { EndpointRateGate, Rate } from './rate-buckets.js';
-import { retryAfterMs } from './health.js';
+import { retryAfterMs } from '../core/head.js';
 import { recentEnough } from './version.js';
 import type { Profile } from '../core/profiles.js';
 import { sanitizeUrl, type EffectiveSettings, type EndpointPlan, type EndpointTimeouts, type FailoverSettings } from './endpoint-plans.js';
@@ -81,7 +81,7 @@ export class Endpoint {
   state: HealthState = 'unknown';
   /** Proxied requests in flight (least-connections balancing). */
   active = 0;
-  /** Replies from this endpoint being relayed to clients as streams now (the kernel's relay). */
+  /** Replies from this endpoint being relayed to clients as streams now (routing/relay.ts). */
   streams = 0;
   /** Requests the stale-socket interceptor sent once more on a fresh connection. */
   staleRetries = 0;

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Endpoint, HealthState } from './endpoints.js';
 import type { EndpointRegistry, Reconciled } from './registry.js';
 import { SingleFlight } from './single-flight.js';
+import { retryAfterMs } from '../core/head.js';
 
 const BACKOFF_CAP_MS = 60_000;
 
@@ -13,15 +14,6 @@ const BACKOFF_CAP_MS = 60_000;
 export function backoffDelay(intervalMs: number, failures: number): number {
   if (failures <= 0) return intervalMs;
   return Math.min(intervalMs * 2 ** (failures - 1), intervalMs * 12, BACKOFF_CAP_MS);
-}
-
-/** Seconds or an HTTP date, in milliseconds from now; undefined when absent or unreadable. */
-export function retryAfterMs(value: string | string[] | undefined, now = Date.now()): number | undefined {
-  const v = Array.isArray(value) ? value[0] : value;
-  if (!v) return undefined;
-  if (/^\d+$/.test(v.trim())) return Number(v) * 1000;
-  const at = Date.parse(v);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
 /** What one check found, before it is applied to the endpoint. */

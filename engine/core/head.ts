@@ -48,3 +48,12 @@ export function sanitizedHeaders(headers: string[]): string[] {
   }
   return out;
 }
+
+/** A Retry-After value (seconds or an HTTP date) in milliseconds from now; undefined when absent or unreadable. */
+export function retryAfterMs(value: string | string[] | undefined, now = Date.now()): number | undefined {
+  const v = Array.isArray(value) ? value[0] : value;
+  if (!v) return undefined;
+  if (/^\d+$/.test(v.trim())) return Number(v) * 1000;
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}

@@ -10,7 +10,7 @@ import type { Endpoint } from '../backends/endpoints.js';
 import { ClientGone } from '../backends/failures.js';
 import { findModelField, type ModelField } from '../core/body-model.js';
 import type { Profile } from '../core/profiles.js';
-import { AttemptState, NO_ATTEMPTS } from '../routing/attempt-state.js';
+import { NO_ATTEMPTS, type AttemptState } from '../routing/attempt-state.js';
 import type { Exchange, UpstreamRequest } from '../routing/exchange.js';
 import type { ModelRoute, RoutePlan, RoutingInfo } from '../routing/plan.js';
 import type { Hooks } from './hooks.js';
@@ -130,9 +130,9 @@ export class Context implements Exchange {
     return this.attempts ?? NO_ATTEMPTS;
   }
 
-  /** The attempt loop's own (routing/attempt-loop.ts): the record, made on first use. */
-  startAttempts(): AttemptState {
-    return (this.attempts ??= new AttemptState());
+  /** The attempt loop's (routing/attempt-loop.ts): its record of this request. */
+  track(rec: AttemptState): void {
+    this.attempts = rec;
   }
 
   /** The endpoint of the current (or last) attempt. */

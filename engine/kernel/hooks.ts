@@ -1,9 +1,11 @@
 // The request's lifecycle: the one set of hooks every plugin taps. Each compiled pipeline gets
 // its own frozen instance; the taps run in the order of the pipeline's YAML steps. The kernel
-// calls every hook itself: run.ts the request, dispatch and done hooks, upstream.ts the upstream
-// hook before each send, response.ts the respond hook before any head is written.
+// calls every hook itself: run.ts the request, dispatch and done hooks, the attempt loop (through
+// Context.prepare) the upstream hook before each send, response.ts the respond hook before any
+// head is written.
 import { AsyncSeriesBailHook, SyncHook } from 'tapable';
-import type { Context, UpstreamRequest } from './context.js';
+import type { UpstreamRequest } from '../routing/exchange.js';
+import type { Context } from './context.js';
 
 export type Hooks = Readonly<{
   /** Decide where the request goes: match, allowlist, body, aliases, candidates. A step that

@@ -24,9 +24,10 @@ import type { Endpoint } from '../backends/endpoints.js';
 import { BreakerOpen, ClientGone, connectionFailure, errorCode, StepFailed, unsendable } from '../backends/failures.js';
 import { parseDuration } from '../core/duration.js';
 import { gwError } from '../core/errors.js';
+import type { EndpointQueue, Turn } from '../backends/queue.js';
 import { waitForSlot } from './admission.js';
 import { AttemptFailed, BudgetSpent, type AttemptControl, type HeldReply, type Outcome, type RetryableKind } from './attempt.js';
-import type { AttemptState } from './attempt-state.js';
+import { AttemptState } from './attempt-state.js';
 import { brokenReason } from './broken-stream.js';
 import { chargesFleet, exhaustedError, PlanWalk, retryDelay, type Exhaustion, type Failure, type Step } from './decisions.js';
 import type { Exchange, SendPolicy } from './exchange.js';
@@ -51,18 +52,17 @@ interface Held extends HeldReply {
   entry: number;
 }
 
-/** One request's walk through its plan; it is the AttemptControl its attempts are told. */
-class AttemptRun<C extends Exchange> implements AttemptControl {
-  // What the current attempt is told (AttemptControl).
+/** One request's walk through its plan: the request's attempt record (what steps read as
+ *  ctx.attempt, one object for both) and the AttemptControl its attempts are told. */
+class AttemptRun<C extends Exchange> extends AttemptState implements AttemptControl {
+  // What the current attempt is told (AttemptControl; `model` is the record's).
   contextFallback = false;
   clientErrorsFail = false;
   firstTokenMs = 0;
   streams: StreamShape | null = null;
   readonly contextLengthError: ((text: string) => boolean) | null;
   readonly budgetEnds: number;
-  model: string | undefined = undefined;
 
-  private readonly rec: AttemptState;
   private readonly walk: PlanWalk;
   private readonly x: Exhaustion = { failed: 0, skipped: 0, testAt: Infinity, full: null, limited: null, last: undefined, budgetSpent: false };
   private held: Held | null = null;
@@ -74,11 +74,12 @@ class AttemptRun<C extends Exchange> implements AttemptControl {
   private minContext = 0;
   private streaming: boolean | undefined;
   private readonly firstTokenOverrideMs: number | undefined;
-  /** The step being tried, with its endpoint. */
-  private step: (Step & { endpoint: Endpoint }) | null = null;
+  /** The step being tried. */
+  private step: Step | null = null;
 
   constructor(private readonly ex: C, private readonly policy: SendPolicy<C>, private readonly plan: RoutePlan) {
-    this.rec = ex.startAttempts();
+    super();
+    ex.track(this);
     this.walk = new PlanWalk(plan.candidates);
     this.budgetEnds = ex.start + (policy.retry?.budgetMs ?? Infinity);
     this.contextLengthError = policy.api?.contextLengthError ?? null;
@@ -87,24 +88,25 @@ class AttemptRun<C extends Exchange> implements AttemptControl {
 
   canRetry(kind: RetryableKind): boolean {
     const retry = this.policy.retry;
-    if (!this.safe || retry === undefined || this.rec.count > this.policy.maxRetries || performance.now() >= this.budgetEnds || !retry.fleet.canRetry()) return false;
+    if (!this.safe || retry === undefined || this.count > this.policy.maxRetries || performance.now() >= this.budgetEnds || !retry.fleet.canRetry()) return false;
     if (this.walk.waiting) return true;
     if (!this.walk.mayRetry(this.step!)) return false;
-    const retryAfterMs = kind === 'status' ? Math.max(0, this.step!.endpoint.coolingUntil - performance.now()) : undefined;
+    const retryAfterMs = kind === 'status' ? Math.max(0, this.endpoint!.coolingUntil - performance.now()) : undefined;
     return retryDelay({ kind, retryAfterMs }, this.step!.tries + 1, retry.backoffMs, this.budgetEnds - performance.now(), 0.5) !== null;
   }
 
   passedOn(): void {
     const retry = this.policy.retry;
-    if (this.safe && retry && this.rec.count <= this.policy.maxRetries && performance.now() < this.budgetEnds && !retry.fleet.canRetry()) retry.fleet.exhausted++;
+    if (this.safe && retry && this.count <= this.policy.maxRetries && performance.now() < this.budgetEnds && !retry.fleet.canRetry()) retry.fleet.exhausted++;
   }
 
   async run(): Promise<true> {
-    const { ex, policy, rec } = this;
+    const { ex, policy } = this;
     const retry = policy.retry;
-    retry?.fleet.deposit();
+    // A request sent upstream earns the fleet its share of a retry (one answered without a backend does not).
+    if (this.plan.candidates.length > 0) retry?.fleet.deposit();
     for (let step = this.walk.next(); step; step = this.walk.next()) {
-      if (rec.count > policy.maxRetries) break;
+      if (this.count > policy.maxRetries) break;
       const c = this.plan.candidates[step.index];
       const ep = c.endpoint;
       // Removed by a reload since the plan was made: it takes no new requests.
@@ -116,7 +118,7 @@ class AttemptRun<C extends Exchange> implements AttemptControl {
         const wait = step.readyAt - performance.now();
         if (wait > 0 && !(await pause(ex, wait))) return this.clientGone();
       }
-      if (rec.count > 0 && retry) {
+      if (this.count > 0 && retry) {
         // The request's budget spent (a deadline may fire a hair early): no further attempt.
         if (performance.now() >= this.budgetEnds) {
           this.x.budgetSpent = true;
@@ -127,57 +129,65 @@ class AttemptRun<C extends Exchange> implements AttemptControl {
           break;
         }
       }
-      this.step = { ...step, endpoint: ep };
-      const done = await this.attempt(c, step);
-      if (done) return true;
+      this.step = step;
+      // Admission: a requests-per-minute token; a concurrency slot, at once or after a wait.
+      const gate = ep.rateGate;
+      if (gate && !gate.tryTake()) {
+        (this.x.limited ??= []).push(ep);
+        continue;
+      }
+      // Decided before any slot is taken: a policy that throws leaves no slot held.
+      this.safe = policy.replaySafe(ex, ep);
+      const queue = ep.queue !== null && (policy.queued === undefined || policy.queued(ex, ep)) ? ep.queue : null;
+      if (queue && !queue.tryEnter()) {
+        const turn = await this.waitTurn(ep, queue);
+        if (turn === 'gone') return this.clientGone();
+        if (turn !== 'admitted') continue;
+      }
+      const admittedAt = queue ? performance.now() : 0;
+      let outcome: Outcome;
+      try {
+        outcome = await this.send(c, step.index);
+      } finally {
+        queue?.release(admittedAt);
+      }
+      if (outcome.relayed) {
+        if (ex.res.headersSent && ex.error && !(ex.error instanceof ClientGone)) ex.log.warn({ req: ex.id, endpoint: ep.name, err: ex.error }, 'the reply broke off after it had started');
+        return true;
+      }
+      this.failed(c, step, outcome);
     }
     return this.giveUp();
   }
 
-  /** One attempt on candidate c; true once the request is answered (or its client left). */
-  private async attempt(c: Candidate, step: Step): Promise<boolean> {
-    const { ex, policy, rec } = this;
-    const ep = c.endpoint;
-    // A requests-per-minute limit: a token, or the next candidate (given back if not sent).
-    const gate = ep.rateGate;
-    if (gate && !gate.tryTake()) {
-      (this.x.limited ??= []).push(ep);
-      return false;
-    }
-    // Decided before any slot is taken: a policy that throws leaves no slot held.
-    this.safe = policy.replaySafe(ex, ep);
-    // A concurrency limit: a free slot at once (no allocation), else a wait in the queue.
-    const queue = ep.queue !== null && (policy.queued === undefined || policy.queued(ex, ep)) ? ep.queue : null;
-    if (queue && !queue.tryEnter()) {
-      const waitFrom = performance.now();
-      let turn;
-      try {
-        turn = await waitForSlot(rec, ex.res.destroyed, ep, queue);
-      } finally {
-        if (turn !== 'admitted') gate?.refund();
-      }
-      rec.queueMs += performance.now() - waitFrom;
-      if (turn === 'full') (this.x.full ??= []).push(ep);
-      if (turn === 'gone') this.clientGone();
-      if (turn !== 'admitted') return turn === 'gone';
-    }
-    const admittedAt = queue ? performance.now() : 0;
-    rec.endpoint = ep;
-    rec.model = c.model;
-    rec.count++;
-    this.prepare(c, step.index);
-    let outcome: Outcome;
+  /** No slot free at once: a wait in the endpoint's queue (a full one sends the request on). */
+  private async waitTurn(ep: Endpoint, queue: EndpointQueue): Promise<Turn | 'full'> {
+    const waitFrom = performance.now();
+    let turn: Turn | 'full' | undefined;
     try {
-      outcome = await this.send(ep);
+      turn = await waitForSlot(this, this.ex.res.destroyed, ep, queue);
     } finally {
-      queue?.release(admittedAt);
+      if (turn !== 'admitted') ep.rateGate?.refund();
     }
-    if (outcome.relayed) {
-      if (ex.res.headersSent && ex.error && !(ex.error instanceof ClientGone)) ex.log.warn({ req: ex.id, endpoint: ep.name, err: ex.error }, 'the reply broke off after it had started');
-      return true;
-    }
-    this.failed(c, step, outcome);
-    return false;
+    this.queueMs += performance.now() - waitFrom;
+    if (turn === 'full') (this.x.full ??= []).push(ep);
+    return turn;
+  }
+
+  /** One attempt on candidate c: told what it must know, built, shaped and sent; settles with
+   *  how it ended. */
+  private send(c: Candidate, index: number): Promise<Outcome> {
+    const { ex } = this;
+    const ep = c.endpoint;
+    this.endpoint = ep;
+    this.model = c.model;
+    this.count++;
+    this.prepare(c, index);
+    const up = this.policy.request(ex, ep, c.model);
+    ex.prepare(up);
+    return new Promise((resolve) => {
+      ep.dispatch({ path: up.path, method: up.method as Dispatcher.HttpMethod, headers: up.headers, body: up.body, replaySafe: this.safe }, new Relay(ex, this, ep, this.policy, this, resolve));
+    });
   }
 
   /** What this attempt is told, and the routing headers when a fallback model is tried. */
@@ -200,21 +210,13 @@ class AttemptRun<C extends Exchange> implements AttemptControl {
       }
     }
     // Said before the attempt: its reply head carries the routing headers.
-    if (fallback) this.fellBack();
-  }
-
-  private send(ep: Endpoint): Promise<Outcome> {
-    const up = this.policy.request(this.ex, ep, this.model);
-    this.ex.prepare(up);
-    return new Promise((resolve) => {
-      ep.dispatch({ path: up.path, method: up.method as Dispatcher.HttpMethod, headers: up.headers, body: up.body, replaySafe: this.safe }, new Relay(this.ex, this.rec, ep, this.policy, this, resolve));
-    });
+    if (fallback) this.markFallback();
   }
 
   /** An attempt failed before any byte reached the client: record it and say what may follow. */
   private failed(c: Candidate, step: Step, outcome: Extract<Outcome, { relayed: false }>): void {
     const index = step.index;
-    const { ex, policy, rec, x } = this;
+    const { ex, policy, x } = this;
     const ep = c.endpoint;
     const { error, sent, answered } = outcome;
     let failure: Failure;
@@ -223,18 +225,18 @@ class AttemptRun<C extends Exchange> implements AttemptControl {
       failure = { kind: error.kind, retryAfterMs: error.kind === 'status' ? Math.max(0, ep.coolingUntil - performance.now()) : undefined };
       said = error.outcome;
       // A fallback's client error never replaces the primary's failure as the answer.
-      if (error.held && !(error.kind === 'client_error' && this.held)) this.held = { ...error.held, fallback: index >= this.plan.fallbackFrom, entry: rec.tried?.length ?? 0 };
+      if (error.held && !(error.kind === 'client_error' && this.held)) this.held = { ...error.held, fallback: index >= this.plan.fallbackFrom, entry: this.tried?.length ?? 0 };
       if (error.kind === 'context_length') this.minContext = this.windowOf(c) || 1;
     } else if (error instanceof BudgetSpent) {
-      this.tried(ep, 'budget_spent');
+      this.recordFailure(ep, 'budget_spent');
       x.budgetSpent = true;
       this.walk.stop();
       return;
     } else if (error instanceof BreakerOpen) {
       // Nothing went out: not an attempt; the endpoint's token is given back.
       ep.rateGate?.refund();
-      rec.count--;
-      rec.endpoint = this.previousEp;
+      this.count--;
+      this.endpoint = this.previousEp;
       x.skipped++;
       x.testAt = Math.min(x.testAt, ep.breaker.nextTestAt);
       return;
@@ -262,33 +264,33 @@ class AttemptRun<C extends Exchange> implements AttemptControl {
     x.last = said;
     this.previous = failure;
     this.previousEp = ep;
-    this.tried(ep, said);
+    this.recordFailure(ep, said);
     const retry = policy.retry;
     if (retry) {
       const delay = retryDelay(failure, step.tries + 1, retry.backoffMs, this.budgetEnds - performance.now(), Math.random());
       if (delay !== null) this.walk.retryLater(step, performance.now() + delay);
     }
-    ex.log.warn({ req: ex.id, endpoint: ep.name, model: c.model, failure: said }, 'attempt failed; trying the next candidate');
+    ex.log.warn({ req: ex.id, endpoint: ep.name, model: c.model, candidate: c.why, failure: said }, 'attempt failed; trying the next candidate');
   }
 
   /** Nothing answered: the answer held back, the step's own answer, or the error. */
   private giveUp(): true {
-    const { ex, rec, held } = this;
+    const { ex, held } = this;
     if (held) {
       // Every attempt failed: the last backend answer held back is the most honest reply.
-      if (!held.fallback) rec.fellBack = null;
-      rec.tried![held.entry].answered = true;
-      rec.endpoint = held.endpoint;
-      rec.model = held.model;
+      if (!held.fallback) this.fellBack = null;
+      this.tried![held.entry].answered = true;
+      this.endpoint = held.endpoint;
+      this.model = held.model;
       writeWhole(ex.res, ex.method, this.policy.reply?.(ex, held.status, held.headers) ?? PIPE, held.status, held.headers, held.body);
       return true;
     }
     // The request ends with the last attempt's failure: that entry is the answer, not a retry.
-    const last = rec.tried?.[rec.tried.length - 1];
-    if (last && rec.endpoint?.name === last.endpoint) last.answered = true;
-    const err = exhaustedError(this.x, ex.provider, rec.count, this.policy.retry?.budgetMs ?? 0, Date.now());
+    const last = this.tried?.[this.tried.length - 1];
+    if (last && this.endpoint?.name === last.endpoint) last.answered = true;
+    const err = exhaustedError(this.x, ex.provider, this.count, this.policy.retry?.budgetMs ?? 0, Date.now());
     if (this.policy.unavailable && (err.key === 'ENDPOINT_UNAVAILABLE' || err.key === 'CIRCUIT_BREAKER')) {
-      rec.endpoint = null;
+      this.endpoint = null;
       return this.policy.unavailable(ex);
     }
     throw err;
@@ -299,8 +301,8 @@ class AttemptRun<C extends Exchange> implements AttemptControl {
     return true;
   }
 
-  private tried(ep: Endpoint, outcome: string): void {
-    (this.rec.tried ??= []).push({ endpoint: ep.name, family: ep.family, model: this.model ?? this.ex.model, outcome });
+  private recordFailure(ep: Endpoint, outcome: string): void {
+    (this.tried ??= []).push({ endpoint: ep.name, family: ep.family, model: this.model ?? this.ex.model, outcome });
   }
 
   private windowOf(c: Candidate): number {
@@ -318,13 +320,13 @@ class AttemptRun<C extends Exchange> implements AttemptControl {
   }
 
   /** A fallback model is tried: the routing headers say so, and why. */
-  private fellBack(): void {
-    const first = this.rec.tried?.[0];
+  private markFallback(): void {
+    const first = this.tried?.[0];
     // The primary was not served at all: the plan said so already.
     if (!first && this.plan.routing?.decision === 'fallback') return;
     const primary = this.plan.requested ?? first?.model ?? 'the requested model';
     const why = first ? `${first.outcome} from ${first.endpoint}` : 'not served';
-    this.rec.fellBack = { strategy: this.plan.routing?.strategy ?? 'fallback', decision: 'fallback', reason: `model_fallback (${primary}: ${why})` };
+    this.fellBack = { strategy: this.plan.routing?.strategy ?? 'fallback', decision: 'fallback', reason: `model_fallback (${primary}: ${why})` };
   }
 }
 

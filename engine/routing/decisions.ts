@@ -118,8 +118,8 @@ export class PlanWalk {
   /** The current name's retry round (soonest ready first) and how far it got; null: its first pass. */
   private round: Retry[] | null = null;
   private at = 0;
-  /** The candidates to try in the round after this one. */
-  private later: Retry[] = [];
+  /** The candidates to try in the round after this one (made when the first one fails). */
+  private later: Retry[] | null = null;
   private stopped = false;
 
   constructor(private readonly candidates: readonly Candidate[]) {
@@ -139,9 +139,9 @@ export class PlanWalk {
     for (;;) {
       if (this.round === null && this.pos < this.end) return { index: this.pos++, readyAt: 0, tries: 0 };
       if (this.round !== null && this.at < this.round.length) return this.round[this.at++];
-      if (this.later.length > 0) {
+      if (this.later !== null && this.later.length > 0) {
         this.round = this.later.sort((a, b) => a.readyAt - b.readyAt);
-        this.later = [];
+        this.later = null;
         this.at = 0;
         continue;
       }
@@ -162,7 +162,7 @@ export class PlanWalk {
   /** The candidate of `step`, which just failed, is tried again from `readyAt`, in its name's next
    *  retry round (if it may be: mayRetry). */
   retryLater(step: Step, readyAt: number): void {
-    if (this.mayRetry(step)) this.later.push({ index: step.index, readyAt, tries: step.tries + 1 });
+    if (this.mayRetry(step)) (this.later ??= []).push({ index: step.index, readyAt, tries: step.tries + 1 });
   }
 
   /** No further candidate (the request's budget is spent). */
@@ -175,7 +175,7 @@ export class PlanWalk {
   get waiting(): boolean {
     if (this.stopped) return false;
     if (this.round === null ? this.pos < this.end : this.at < this.round.length) return true;
-    return this.later.length > 0 || this.end < this.candidates.length;
+    return (this.later !== null && this.later.length > 0) || this.end < this.candidates.length;
   }
 }
 

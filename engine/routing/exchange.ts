@@ -45,8 +45,9 @@ export interface Exchange {
   /** A request header (lower-case name). */
   header(name: string): string | undefined;
   elapsedMs(): number;
-  /** The request's attempt record, made on first use: written by the loop and the relay only. */
-  startAttempts(): AttemptState;
+  /** Keep the attempt loop's record of this request (written by the loop and its relay only;
+   *  steps read it). One loop runs per request. */
+  track(rec: AttemptState): void;
   /** Run the route's upstream hook on one attempt's request (headers, the model's name). */
   prepare(up: UpstreamRequest): void;
 }

@@ -63,7 +63,8 @@ export interface ModelRoute {
 
 /** A plan in which every endpoint serves the same name. */
 export function planOf(endpoints: readonly Endpoint[], routing: RoutingInfo | null, requested?: string, why: Why = 'requested', model?: string): RoutePlan {
-  const candidates = endpoints.map((endpoint): Candidate => ({ endpoint, model, group: 0, why }));
+  const candidates: Candidate[] = new Array(endpoints.length);
+  for (let i = 0; i < endpoints.length; i++) candidates[i] = { endpoint: endpoints[i], model, group: 0, why };
   return { candidates, fallbackFrom: candidates.length, routing, requested };
 }
 

@@ -45,8 +45,10 @@ export type EventKind = 'none' | 'content' | 'terminator' | 'error';
 export interface StreamShape {
   /** One event's kind, from its data parsed as JSON and its SSE event name ('' when none). */
   classify(value: unknown, name: string): EventKind;
-  /** Data that is not JSON: what it means ('[DONE]'), or undefined (a malformed event). */
-  sentinel(data: string, name: string): EventKind | undefined;
+  /** Event data that is not JSON but has a meaning ('[DONE]'), looked up before parsing. */
+  readonly sentinels: ReadonlyMap<string, EventKind>;
+  /** SSE event names that are errors whatever their data (the data need not be JSON). */
+  readonly errorEvents: ReadonlySet<string>;
   /** SSE event names whose data is always parsed, even after the first content. */
   readonly alwaysParsed: ReadonlySet<string>;
   /** An SSE field besides `data` that carries an error event's data (llama.cpp's `error:`). */
@@ -297,14 +299,18 @@ export class StreamWatch {
 
   /** Classify one event's data; record what it showed. */
   private event(data: string, name: string): Seen {
+    let kind = this.shape.sentinels.get(data);
     let value: unknown = NOT_JSON;
-    try {
-      value = JSON.parse(data);
-    } catch {
-      if (this.format === 'ndjson' && data.trim() === '') return 'none'; // a line of spaces
+    if (kind === undefined) {
+      try {
+        value = JSON.parse(data);
+      } catch {
+        if (this.format === 'ndjson' && data.trim() === '') return 'none'; // a line of spaces
+      }
+      if (value !== NOT_JSON) kind = this.shape.classify(value, name);
+      else if (this.shape.errorEvents.has(name)) kind = 'error';
+      else return this.bad('malformed', `malformed stream: an event's data is not JSON (${data.length} chars: ${JSON.stringify(clip(data, EXCERPT_CHARS))})`);
     }
-    const kind = value === NOT_JSON ? this.shape.sentinel(data, name) : this.shape.classify(value, name);
-    if (kind === undefined) return this.bad('malformed', `malformed stream: an event's data is not JSON (${data.length} chars: ${JSON.stringify(clip(data, EXCERPT_CHARS))})`);
     if (kind === 'error') return this.bad('error', clip(`backend error: ${(value !== NOT_JSON && this.shape.errorMessage(value)) || data}`, PROBLEM_CHARS));
     if (kind === 'none') return 'none';
     if (kind === 'terminator') this._complete = true;

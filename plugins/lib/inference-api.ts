@@ -75,7 +75,8 @@ function errorMessage(v: any): string | undefined {
 export const INFERENCE_STREAMS: StreamShape = {
   classify,
   // The chat-completions terminator is not JSON; an error event's data need not be.
-  sentinel: (data, name) => (data === '[DONE]' ? 'terminator' : ERROR_EVENTS.has(name) ? 'error' : undefined),
+  sentinels: new Map([['[DONE]', 'terminator']]),
+  errorEvents: ERROR_EVENTS,
   alwaysParsed: new Set([...TERMINATOR_EVENTS, ...ERROR_EVENTS]),
   // llama.cpp's server reports a failure as an `error: {json}` line.
   errorField: 'error',

@@ -1,6 +1,7 @@
 // The health checker over real HTTP with short intervals.
 import { afterEach, describe, expect, it } from 'vitest';
-import { backoffDelay, retryAfterMs } from '../../engine/backends/health.js';
+import { backoffDelay } from '../../engine/backends/health.js';
+import { retryAfterMs } from '../../engine/core/head.js';
 import { FakeBackend } from '../../engine/demo/index.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 

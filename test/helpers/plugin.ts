@@ -12,6 +12,7 @@ import { RetryBudget } from '../../engine/backends/retry-budget.js';
 import { Stats } from '../../engine/backends/telemetry.js';
 import { memoryLogs } from './gateway.js';
 import { createLogger } from '../../engine/core/logger.js';
+import { AttemptState } from '../../engine/routing/attempt-state.js';
 
 export const profiles = loadProfiles('/nonexistent');
 
@@ -63,6 +64,13 @@ export function stubResponse(): StubResponse {
     },
     once() {}, on() {}, off() {},
   };
+}
+
+/** The request's attempt record, as the attempt loop would leave it (set what a test needs). */
+export function attemptOf(ctx: Context): AttemptState {
+  const rec = new AttemptState();
+  ctx.track(rec);
+  return rec;
 }
 
 export function stubContext(hooks: Hooks, opts: { method?: string; url?: string; headers?: Record<string, string>; body?: string | Buffer[]; profile?: string; prefix?: string } = {}) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import stats from '../../plugins/stats.js';
-import { applyPlugin, stubContext, testEnv } from '../helpers/plugin.js';
+import { applyPlugin, stubContext, testEnv, attemptOf } from '../helpers/plugin.js';
 
 describe('stats', () => {
   it('counts requests and 5xx failures per endpoint', () => {
@@ -8,7 +8,7 @@ describe('stats', () => {
     const hooks = applyPlugin(stats, {}, env);
     for (const status of [200, 502, 404]) {
       const { ctx } = stubContext(hooks);
-      ctx.startAttempts().endpoint = { name: 'e1' } as never;
+      attemptOf(ctx).endpoint = { name: 'e1' } as never;
       ctx.status = status;
       hooks.done.call(ctx);
     }

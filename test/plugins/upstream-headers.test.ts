@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import upstreamHeaders from '../../plugins/upstream-headers.js';
-import { applyPlugin, header, profiles, stubContext, testEnv } from '../helpers/plugin.js';
+import { applyPlugin, header, profiles, stubContext, testEnv, attemptOf } from '../helpers/plugin.js';
 
 const endpoint = { name: 'e', headers: ['x-team', 'ops', 'authorization', 'Basic abc'], headerNames: new Set(['x-team', 'authorization']) };
 
 function upstream(family: string, headers: Record<string, string>, method = 'POST') {
   const hooks = applyPlugin(upstreamHeaders, {}, testEnv({ profile: profiles.byName.get(family) }));
   const { ctx } = stubContext(hooks, { method, headers });
-  ctx.startAttempts().endpoint = { ...endpoint, profile: profiles.byName.get(family) } as never;
+  attemptOf(ctx).endpoint = { ...endpoint, profile: profiles.byName.get(family) } as never;
   const up = { method, path: '/x', headers: [] as string[], body: null };
   hooks.upstream.call(ctx, up);
   return { up, ctx };

@@ -1,4 +1,4 @@
-// How a chat-completions reply becomes a messages-API reply, as a plan for the kernel's relay:
+// How a chat-completions reply becomes a messages-API reply, as a plan for the relay (engine/routing):
 // a stream is translated chunk by chunk (each event written as soon as it is formed); anything
 // else is read whole, converted and sent. Backend errors keep their status and take the
 // messages API's error shape.

@@ -1,0 +1,74 @@
+// Instructions per request, counted by valgrind's callgrind: a measure that does not move with
+// what else the machine is doing (the CPU-time comparisons on two shared cores move by several per
+// cent from one run to the next). A gateway runs under callgrind with counting off; after a warm-up
+// it is switched on for a fixed number of sequential requests, then off. Reported: all instructions
+// per request, and those left when the JIT compiler's own work is taken out (it may still be
+// optimising new functions after the warm-up; what remains is the request path's steady cost).
+// Skipped, with a line saying so, where valgrind is not installed.
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'undici';
+import { freePort, RATE_LIMITS_OFF, endpointLines } from './lib.js';
+
+export const hasCallgrind = () => spawnSync('valgrind', ['--version']).status === 0 && spawnSync('callgrind_annotate', ['--version']).error === undefined;
+
+const COMPILER = /v8::internal::(compiler|maglev|baseline)::|Turbofan|Maglev/;
+
+async function waitReady(port, child) {
+  for (let i = 0; i < 600; i++) {
+    if (child.exitCode !== null) throw new Error('the gateway under callgrind exited');
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/internal/health`)).ok) return;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error('the gateway under callgrind did not start');
+}
+
+async function requests(port, path, body, count) {
+  const client = new Client(`http://127.0.0.1:${port}`, { pipelining: 1 });
+  for (let i = 0; i < count; i++) {
+    const res = await client.request({ path, method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    await res.body.arrayBuffer();
+    if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
+  }
+  await client.close();
+}
+
+/** Instructions per request of the gateway built in `root` ({ total, withoutCompiler }). */
+export async function instructionsPerRequest(root, backendPort, body, { warm, count }) {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'gw-callgrind-'));
+  const config = join(dir, 'config.yaml');
+  // No custom pipelines: a folder that does not exist (this one holds the config).
+  writeFileSync(config, [`server: { host: 127.0.0.1, port: ${port}, ${RATE_LIMITS_OFF} }`, `pipelines: { dir: ${join(dir, 'none')} }`, 'logging: { level: info }', ...endpointLines(backendPort)].join('\n'));
+  const out = join(dir, 'callgrind.out');
+  const child = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', '--smc-check=all-non-file', `--callgrind-out-file=${out}`, process.execPath, join(root, 'bin/gw.js'), 'serve', '--config', config], { stdio: 'ignore' });
+  try {
+    await waitReady(port, child);
+    const path = '/gw/pagedengine/v1/chat/completions';
+    await requests(port, path, body, warm);
+    spawnSync('callgrind_control', ['-i', 'on', String(child.pid)]);
+    await requests(port, path, body, count);
+    spawnSync('callgrind_control', ['-i', 'off', String(child.pid)]);
+  } finally {
+    if (child.exitCode === null) {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGINT');
+      await exited;
+    }
+  }
+  const text = spawnSync('callgrind_annotate', ['--threshold=100', out], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }).stdout;
+  let total = 0;
+  let compiler = 0;
+  for (const line of text.split('\n')) {
+    const m = /^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*)$/.exec(line);
+    if (!m) continue;
+    const n = Number(m[1].replaceAll(',', ''));
+    if (m[2].includes('PROGRAM TOTALS')) total = n;
+    else if (COMPILER.test(m[2])) compiler += n;
+  }
+  return { total: total / count, withoutCompiler: (total - compiler) / count };
+}

@@ -11,6 +11,7 @@ import type { Candidate, Context } from '../engine/kernel/context.js';
 import { gwError } from '../engine/core/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { retrySettings, sendUpstream, type ReplyPlan, type SendPolicy } from '../engine/kernel/upstream.js';
+import { INFERENCE_API } from './lib/inference-api.js';
 import { rewritePlan, type Rewritten } from './lib/rewrite-body.js';
 import { translationProblem } from './lib/msgapi/check.js';
 import { estimateInputTokens } from './lib/msgapi/estimate.js';
@@ -72,6 +73,8 @@ export default definePlugin<Options>({
     const policy: SendPolicy<Context> = {
       maxRetries: env.config.proxy.max_retries,
       retry: retrySettings(env),
+      // A context-length error goes to a fallback with a larger window, as on the messages route.
+      api: INFERENCE_API,
       // No model runs: sending it twice costs nothing.
       replaySafe: () => true,
       // Counting runs no model: it never waits behind a generation for a slot.

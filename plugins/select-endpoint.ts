@@ -53,7 +53,7 @@ export default definePlugin<Options>({
     const kinds = routeKindsOf(env.profile);
     const capabilities = env.profile && kinds.size > 0 ? new CapabilityRouter(env, env.profile.name) : null;
     const cache: AliasCache = new Map();
-    const chains: ChainRouting = { env, families, cache, order };
+    const chains: ChainRouting = { env, families, cache, order, routing: (decision, reason) => routing(decision, reason) };
     // One object per decision and reason, made once (they are few) and shared by the plans.
     const decisions = new Map<string, RoutingInfo>();
     const routing = (decision: RoutingInfo['decision'], reason: string): RoutingInfo => {
@@ -114,22 +114,24 @@ export default definePlugin<Options>({
       }
       const kind = kinds.size > 0 ? kinds.get(ctx.pathname) : undefined;
       if (kind === 'management') return ctx.setPlan(planOf(order(routable), routing('routed', 'model_management')));
-      if (!o.model_routing) return ctx.setPlan(planOf(order(routable), null));
-      const model = ctx.model;
-      if (!model) {
-        if (kind && capabilities) return planned(ctx, capabilities.choose(routable, kind));
-        return ctx.setPlan(planOf(order(routable), null));
-      }
+      // What alias-resolve made of the model: a chain (several names, or an ordered alias that
+      // stands for another name), or an alias (its real names; kept without model routing too).
       const route = ctx.requested;
-      if (route && route.groups.length > 1) {
+      if (route && o.model_routing && (route.groups.length > 1 || route.groups[0].name !== route.requested)) {
         const plan = chainPlan(chains, routable, route);
         if ('candidates' in plan) return ctx.setPlan(plan);
         ctx.setPlan(rejectedPlan(routing('rejected', plan.reason), route.requested));
         throw plan.error;
       }
       const targets = route?.groups[0].targets;
-      const alias = targets ? aliasChoice(env, families, routable, model, targets, cache) : undefined;
-      if (alias) return planned(ctx, alias, model);
+      const alias = route && targets ? aliasChoice(env, families, routable, route.requested, targets, cache) : undefined;
+      if (alias) return planned(ctx, alias, route!.requested);
+      if (!o.model_routing) return ctx.setPlan(planOf(order(routable), null));
+      const model = ctx.model;
+      if (!model) {
+        if (kind && capabilities) return planned(ctx, capabilities.choose(routable, kind));
+        return ctx.setPlan(planOf(order(routable), null));
+      }
       let c = modelChoice(env, families, routable, model, false);
       if (c === 'refresh') {
         await Promise.race([discovery.refresh(routable), new Promise((r) => setTimeout(r, refreshTimeoutMs).unref())]);

@@ -74,6 +74,13 @@ export class CircuitBreaker {
     return PROBE;
   }
 
+  /** Would admit() let a request through now? (Nothing taken: the attempt loop skips an endpoint
+   *  it would refuse before building the request for it.) */
+  get admits(): boolean {
+    const state = this.state;
+    return state === 'closed' || (state === 'half-open' && !this.probing);
+  }
+
   /** When a request may next go through (epoch milliseconds): now when closed; when its open
    *  period ends; about an initial period from now while a test request is out. */
   get nextTestAt(): number {

@@ -158,14 +158,14 @@ export class Endpoint {
     this.queue?.retire();
   }
 
-  /** May this request be sent again after a connection-level failure? Safe methods always;
-   *  others only on the paths the profile lists (inference), never on model management. */
   /** Does a request for this path take one of the endpoint's concurrency slots? Only inference
    *  does: status, model-management and tokenizer routes never wait behind a generation. */
   takesSlot(pathname: string): boolean {
     return this.slotPaths.has(pathname);
   }
 
+  /** May this request be sent again after a connection-level failure? Safe methods always;
+   *  others only on the paths the profile lists (inference), never on model management. */
   replaySafe(method: string, pathname: string): boolean {
     return method === 'GET' || method === 'HEAD' || method === 'OPTIONS' || this.replaySafePaths.has(pathname);
   }

@@ -1,5 +1,5 @@
 // How an upstream attempt can fail, told apart once for the interceptors (breaker, health) and
-// the kernel's failover decision.
+// the attempt loop's failover decision.
 
 /** `instanceof` that also knows instances made by another copy of this module (a plugin that
  *  imports the package from its own node_modules runs one). */

@@ -1,5 +1,5 @@
 // Per-endpoint concerns as undici dispatch interceptors, composed once per endpoint: every
-// attempt the kernel sends goes through them, and no plugin has to remember any of it.
+// attempt the attempt loop sends goes through them, and no plugin has to remember any of it.
 //   breaker     — admission (an open breaker skips the endpoint: BreakerOpen, nothing sent)
 //                 and the outcome recorded on the breaker, with a pause the endpoint asked for
 //                 (Retry-After on a 429 or 503: it goes last in the balancing order until then);
@@ -12,7 +12,11 @@
 import { Client, type Dispatcher } from 'undici';
 import type { Endpoint } from './endpoints.js';
 import type { ReplyHeaders } from '../core/json.js';
+import type { Ticket } from './breaker.js';
 import { BreakerOpen, connectionFailure, errorCode, notTheEndpoints } from './failures.js';
+
+/** A test request whose answer already closed the breaker: from then on an ordinary request. */
+const ANSWERED: Ticket = { probe: false };
 
 type Handler = Dispatcher.DispatchHandler;
 type Controller = Dispatcher.DispatchController;
@@ -51,18 +55,27 @@ class Forwarding implements Handler {
 
 class BreakerWatch extends Forwarding {
   private status = 0;
-  constructor(private readonly ep: Endpoint, private readonly ticket: NonNullable<ReturnType<Endpoint['breaker']['admit']>>, next: Handler) {
+  constructor(private readonly ep: Endpoint, private ticket: Ticket, next: Handler) {
     super(next);
   }
   override onResponseStart(c: Controller, status: number, headers: ReplyHeaders, message?: string): void {
     if (status >= 200) this.status = status;
     if ((status === 429 || status === 503) && headers['retry-after'] !== undefined) this.ep.pauseFor(headers['retry-after']);
+    // A test request answered: the backend is back, and the breaker closes now rather than when
+    // a long generation ends (every other request waits on it meanwhile). If the reply then
+    // breaks, that counts as an ordinary failure.
+    if (this.ticket.probe && status >= 200 && !this.fails(status)) {
+      this.ep.breaker.success(this.ticket);
+      this.ticket = ANSWERED;
+    }
     super.onResponseStart(c, status, headers, message);
   }
+  /** 5xx counts against the endpoint, unless its profile calls that status transient (asleep). */
+  private fails(status: number): boolean {
+    return status >= 500 && !this.ep.profile.health.transient_statuses.includes(status);
+  }
   override onResponseEnd(c: Controller, trailers: Trailers): void {
-    // 5xx counts against the endpoint, unless its profile calls that status transient (asleep).
-    const failed = this.status >= 500 && !this.ep.profile.health.transient_statuses.includes(this.status);
-    if (failed) this.ep.breaker.failure(this.ticket);
+    if (this.fails(this.status)) this.ep.breaker.failure(this.ticket);
     else this.ep.breaker.success(this.ticket);
     super.onResponseEnd(c, trailers);
   }

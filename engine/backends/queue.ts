@@ -1,6 +1,6 @@
 // Per-endpoint concurrency: at most `maxConcurrent` attempts in flight to one endpoint (a desktop
 // runner that handles one request at a time, say); the rest wait in a bounded FIFO queue. The
-// kernel takes a slot before it sends an attempt and gives it back exactly once when the attempt
+// attempt loop takes a slot before it sends an attempt and gives it back exactly once when the attempt
 // is over (the reply ended, failed or was abandoned; a stream holds its slot to the end). A slot
 // given back goes straight to the longest waiter. A waiter leaves the queue when it is admitted,
 // when its wait passes `timeoutMs`, when its client goes away, or when the endpoint is retired.
@@ -9,7 +9,7 @@
 export interface QueueSettings {
   /** Attempts in flight at once. */
   maxConcurrent: number;
-  /** Requests that may wait for a slot; one more is turned away (the kernel tries the next endpoint). */
+  /** Requests that may wait for a slot; one more is turned away (the attempt loop tries the next endpoint). */
   maxQueued: number;
   /** The longest a request waits for a slot. */
   timeoutMs: number;

@@ -148,7 +148,7 @@ export class RateBuckets {
   }
 }
 
-/** An endpoint's per-endpoint limit, for the kernel's attempt path (Endpoint.rateGate). */
+/** An endpoint's per-endpoint limit, for the attempt loop (Endpoint.rateGate). */
 export class EndpointRateGate {
   constructor(private readonly store: BucketStore, private readonly key: string, readonly rate: Rate) {}
 

@@ -1,5 +1,5 @@
 // Which models each endpoint has loaded now: a first token from a model that must be loaded
-// first is slow for a reason (a cold load, not a stall), and the kernel gives it the longer
+// first is slow for a reason (a cold load, not a stall), and the attempt loop gives it the longer
 // cold_first_token_timeout. Two sources, the fresher first:
 //  - the family's own report (profile api.residency_path: localrunner's api/ps lists what is
 //    loaded; mlxmulti's v1/models/status lists every model with `loaded`), fetched after each

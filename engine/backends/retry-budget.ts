@@ -19,8 +19,8 @@ export class RetryBudget {
   private settings!: RetryBudgetSettings;
   private current = 0;
   private currentSlot = 0;
-  /** Retries not made because the budget was spent, since start (for the metrics; the kernel
-   *  counts the failures it passed on for that reason too). */
+  /** Retries not made because the budget was spent, since start (for the metrics; the attempt
+   *  loop counts the failures it passed on for that reason too). */
   exhausted = 0;
   /** Retries taken since start. */
   taken = 0;

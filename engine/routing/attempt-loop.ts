@@ -33,7 +33,7 @@ import { chargesFleet, exhaustedError, PlanWalk, retryDelay, type Exhaustion, ty
 import type { Exchange, SendPolicy } from './exchange.js';
 import type { Candidate, RoutePlan } from './plan.js';
 import { Relay } from './relay.js';
-import { writeWhole, PIPE } from './reply.js';
+import { writeWhole } from './reply.js';
 import type { StreamShape } from './stream-watch.js';
 
 const FIRST_TOKEN_HEADER = 'x-gw-first-token-timeout';
@@ -74,8 +74,12 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
   private minContext = 0;
   private streaming: boolean | undefined;
   private readonly firstTokenOverrideMs: number | undefined;
-  /** The step being tried. */
+  /** The step being tried, and the jitter its retry would wait with (drawn once per step, so
+   *  what canRetry promises a relay is what failed() then does). */
   private step: Step | null = null;
+  private jitter = 0.5;
+  /** Endpoints a failure status was retried on already: once per request each. */
+  private statusRetried: Set<Endpoint> | null = null;
 
   constructor(private readonly ex: C, private readonly policy: SendPolicy<C>, private readonly plan: RoutePlan) {
     super();
@@ -90,9 +94,20 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
     const retry = this.policy.retry;
     if (!this.safe || retry === undefined || this.count > this.policy.maxRetries || performance.now() >= this.budgetEnds || !retry.fleet.canRetry()) return false;
     if (this.walk.waiting) return true;
-    if (!this.walk.mayRetry(this.step!)) return false;
-    const retryAfterMs = kind === 'status' ? Math.max(0, this.endpoint!.coolingUntil - performance.now()) : undefined;
-    return retryDelay({ kind, retryAfterMs }, this.step!.tries + 1, retry.backoffMs, this.budgetEnds - performance.now(), 0.5) !== null;
+    return this.retryAfter({ kind, retryAfterMs: kind === 'status' ? this.pauseOf(this.endpoint!) : undefined }) !== null;
+  }
+
+  /** Milliseconds after which the current step's candidate is tried again, or null: not again
+   *  (decisions.ts, retryDelay), nor twice for a failure status on one endpoint. */
+  private retryAfter(f: Failure): number | null {
+    const step = this.step!;
+    if (!this.walk.mayRetry(step) || (f.kind === 'status' && this.statusRetried?.has(this.endpoint!))) return null;
+    return retryDelay(f, step.tries + 1, this.policy.retry!.backoffMs, this.budgetEnds - performance.now(), this.jitter);
+  }
+
+  /** What is left of the pause the endpoint asked for (its last 429 or 503 with Retry-After). */
+  private pauseOf(ep: Endpoint): number {
+    return Math.max(0, ep.coolingUntil - performance.now());
   }
 
   passedOn(): void {
@@ -118,6 +133,11 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
         const wait = step.readyAt - performance.now();
         if (wait > 0 && !(await pause(ex, wait))) return this.clientGone();
       }
+      // An open breaker turns the candidate away: skipped before anything is built or charged.
+      if (!ep.breaker.admits) {
+        this.skipped(ep);
+        continue;
+      }
       if (this.count > 0 && retry) {
         // The request's budget spent (a deadline may fire a hair early): no further attempt.
         if (performance.now() >= this.budgetEnds) {
@@ -130,6 +150,7 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
         }
       }
       this.step = step;
+      this.jitter = Math.random();
       // Admission: a requests-per-minute token; a concurrency slot, at once or after a wait.
       const gate = ep.rateGate;
       if (gate && !gate.tryTake()) {
@@ -194,7 +215,6 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
   private prepare(c: Candidate, index: number): void {
     const { ex, policy } = this;
     const ep = c.endpoint;
-    this.model = c.model;
     const retry = policy.retry;
     const fallback = index >= this.plan.fallbackFrom;
     this.streams = policy.api && (policy.watched === undefined || policy.watched(ex, ep)) ? policy.api.streams : null;
@@ -222,7 +242,7 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
     let failure: Failure;
     let said: string;
     if (error instanceof AttemptFailed) {
-      failure = { kind: error.kind, retryAfterMs: error.kind === 'status' ? Math.max(0, ep.coolingUntil - performance.now()) : undefined };
+      failure = { kind: error.kind, retryAfterMs: error.kind === 'status' ? this.pauseOf(ep) : undefined };
       said = error.outcome;
       // A fallback's client error never replaces the primary's failure as the answer.
       if (error.held && !(error.kind === 'client_error' && this.held)) this.held = { ...error.held, fallback: index >= this.plan.fallbackFrom, entry: this.tried?.length ?? 0 };
@@ -233,12 +253,12 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
       this.walk.stop();
       return;
     } else if (error instanceof BreakerOpen) {
-      // Nothing went out: not an attempt; the endpoint's token is given back.
+      // Its test request went out with another request meanwhile: nothing was sent, not an
+      // attempt; the endpoint's token is given back.
       ep.rateGate?.refund();
       this.count--;
       this.endpoint = this.previousEp;
-      x.skipped++;
-      x.testAt = Math.min(x.testAt, ep.breaker.nextTestAt);
+      this.skipped(ep);
       return;
     } else {
       if (error instanceof StepFailed) throw error.failure;
@@ -265,10 +285,12 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
     this.previous = failure;
     this.previousEp = ep;
     this.recordFailure(ep, said);
-    const retry = policy.retry;
-    if (retry) {
-      const delay = retryDelay(failure, step.tries + 1, retry.backoffMs, this.budgetEnds - performance.now(), Math.random());
-      if (delay !== null) this.walk.retryLater(step, performance.now() + delay);
+    if (policy.retry) {
+      const delay = this.retryAfter(failure);
+      if (delay !== null) {
+        this.walk.retryLater(step, performance.now() + delay);
+        if (failure.kind === 'status') (this.statusRetried ??= new Set()).add(ep);
+      }
     }
     ex.log.warn({ req: ex.id, endpoint: ep.name, model: c.model, candidate: c.why, failure: said }, 'attempt failed; trying the next candidate');
   }
@@ -282,7 +304,7 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
       this.tried![held.entry].answered = true;
       this.endpoint = held.endpoint;
       this.model = held.model;
-      writeWhole(ex.res, ex.method, this.policy.reply?.(ex, held.status, held.headers) ?? PIPE, held.status, held.headers, held.body);
+      writeWhole(ex.res, ex.method, held.plan, held.status, held.headers, held.body);
       return true;
     }
     // The request ends with the last attempt's failure: that entry is the answer, not a retry.
@@ -294,6 +316,12 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
       return this.policy.unavailable(ex);
     }
     throw err;
+  }
+
+  /** A candidate passed over for its open breaker: counted, with when its next test goes. */
+  private skipped(ep: Endpoint): void {
+    this.x.skipped++;
+    this.x.testAt = Math.min(this.x.testAt, ep.breaker.nextTestAt);
   }
 
   private clientGone(): true {

@@ -2,6 +2,7 @@
 // the loop tells it (AttemptControl) and how it ends (Outcome, and the failures the loop reads).
 import type { Endpoint } from '../backends/endpoints.js';
 import type { ReplyHeaders } from '../core/json.js';
+import type { ReplyPlan } from './reply.js';
 import type { StreamShape } from './stream-watch.js';
 
 /** The failures the relay holds a reply back for, to give the request to another attempt. */
@@ -12,6 +13,8 @@ export interface HeldReply {
   status: number;
   headers: ReplyHeaders;
   body: Buffer;
+  /** How it is shaped if it becomes the answer: decided when it arrived, by its own attempt. */
+  plan: ReplyPlan;
   endpoint: Endpoint;
   model: string | undefined;
 }

@@ -48,7 +48,7 @@ export const backoff = (backoffMs: number, tries: number, random: number) => bac
 /** Milliseconds after which a candidate that failed may be tried again in its name's next retry
  *  round, or null when another try would not help. `tries`: how often it was tried, this one
  *  included. A failure status (429, 5xx) is tried once more at most, after the backend's
- *  Retry-After or the backoff; a dropped connection or a stream that failed before its first
+ *  Retry-After or the backoff (and once per endpoint in a request: the loop keeps count); a dropped connection or a stream that failed before its first
  *  content again while the attempts and the budget last. Never again: nothing reached it (it is
  *  down), it never answered in time (waiting again doubles the wait), or it gave its answer (a
  *  client or context-length error). A wait the budget cannot hold is none. */

@@ -358,7 +358,8 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
   }
 
   private heldReply(body: Buffer): HeldReply {
-    return { status: this.status, headers: this.headers, body, endpoint: this.ep, model: this.ctl.model };
+    const plan = this.policy.reply?.(this.ex, this.status, this.headers) ?? PIPE;
+    return { status: this.status, headers: this.headers, body, plan, endpoint: this.ep, model: this.ctl.model };
   }
 
   /** undici turns a throw from here into an 'error' event nobody listens to (a crash): never throw. */

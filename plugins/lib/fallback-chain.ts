@@ -6,7 +6,7 @@
 // the request goes straight to its fallback (X-Gw-Routing-Decision: fallback).
 import type { Endpoint } from '../../engine/backends/endpoints.js';
 import { gwError, type GatewayError } from '../../engine/core/errors.js';
-import type { ModelRoute, RoutePlan } from '../../engine/kernel/context.js';
+import type { ModelRoute, RoutePlan, RoutingInfo } from '../../engine/kernel/context.js';
 import type { PluginEnv } from '../../engine/kernel/plugin.js';
 import type { Profile } from '../../engine/core/profiles.js';
 import { PlanBuilder } from '../../engine/routing/plan.js';
@@ -18,6 +18,8 @@ export interface ChainRouting {
   families: readonly Profile[];
   cache: AliasCache;
   order: Order;
+  /** The step's shared routing decisions (one object per reason). */
+  routing: (decision: RoutingInfo['decision'], reason: string) => RoutingInfo;
 }
 
 /** The chain's plan, or why nothing of it can be served (the first name's rejection). */
@@ -38,11 +40,8 @@ export function chainPlan(r: ChainRouting, routable: readonly Endpoint[], route:
     const error = rejection?.error ?? gwError('MODEL_NOT_FOUND', { model: route.requested, hint: `no routable endpoint serves any of ${route.groups.map((g) => g.name).join(', ')}` });
     return { error, reason: rejection?.reason ?? 'model_not_found' };
   }
-  const strategy = r.env.config.model_registry.routing_strategy.type;
   return plan.build(
-    primaryServed
-      ? { strategy, decision: 'routed', reason: 'model_found' }
-      : { strategy, decision: 'fallback', reason: `model_fallback (${route.requested}: not served by any routable endpoint)` },
+    primaryServed ? r.routing('routed', 'model_found') : r.routing('fallback', `model_fallback (${route.requested}: not served by any routable endpoint)`),
     route.requested,
   );
 }

@@ -122,6 +122,23 @@ describe('one endpoint failing with 500', () => {
     expect(await breakerOf(r)).toMatchObject({ state: 'open', consecutive_openings: 2 });
   });
 
+  it('a test request closes the breaker when its answer starts: a long stream does not hold the others off', async () => {
+    r = await rig('one endpoint', { proxy: { retry: { backoff: '20ms' }, circuit_breaker: { initial_open_timeout: '200ms', open_timeout: '30s', jitter: 0 } } });
+    r.primary.always({ status: 500 });
+    for (let i = 0; i < 10 && (await breakerOf(r)).state === 'closed'; i++) await send(r);
+    await waitFor(async () => (await breakerOf(r!)).state === 'half-open', 'the breaker to let a test request through');
+    // The test request: a stream that takes its time (released at the end of the test).
+    r.primary.script({ ok: { chunkDelayMs: 60_000 } });
+    r.primary.always({ ok: {} });
+    const test = await request(`${r.gw.url}${r.path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'primary-model', messages: [{ role: 'user', content: 'hi' }], stream: true }) });
+    expect(test.statusCode).toBe(200);
+    // While it streams, the others are served.
+    expect((await send(r)).status).toBe(200);
+    expect((await breakerOf(r)).state).toBe('closed');
+    r.primary.release();
+    await test.body.text().catch(() => undefined);
+  });
+
   it('a test request that succeeds closes the breaker; passing health checks alone do not', async () => {
     r = await rig('one endpoint', { proxy: { retry: { backoff: '20ms' }, circuit_breaker: { initial_open_timeout: '200ms', open_timeout: '30s', jitter: 0 } }, endpointExtra: { check_interval: '100ms' } });
     r.primary.always({ status: 500 });
@@ -159,6 +176,25 @@ describe('the requested model first, the fallback model after', () => {
     expect(reply.headers['x-gw-endpoint']).toBe('primary');
     expect(r.other!.generations).toHaveLength(0);
     expect(r.primary.generations.map((g) => g.model)).toEqual(['primary-model', 'primary-model']);
+  });
+
+  it('one endpoint serving the model and its fallback: a 5xx is retried on it once per request, whatever the model', async () => {
+    r = await rig('one endpoint', {
+      proxy: { retry: { backoff: '20ms' } },
+      primaryModels: [{ name: 'primary-model' }, { name: 'fallback-model' }],
+      config: { model_fallbacks: { 'primary-model': ['fallback-model'] } },
+    });
+    r.primary.always({ status: 500 });
+    const reply = await send(r);
+    expect(reply.status).toBe(500);
+    expect(r.primary.generations.map((g) => g.model)).toEqual(['primary-model', 'primary-model', 'fallback-model']);
+  });
+
+  it('an ordered alias of one model routes to it', async () => {
+    r = await rig('one endpoint', { config: { model_aliases: { fast: { models: ['primary-model'], ordered: true } } } });
+    const reply = await send(r, { model: 'fast', messages: [{ role: 'user', content: 'hi' }], stream: false });
+    expect(reply.status).toBe(200);
+    expect(r.primary.generations.map((g) => g.model)).toEqual(['primary-model']);
   });
 
   it('a second 500 goes to the fallback model: a 5xx is retried on the same endpoint once', async () => {

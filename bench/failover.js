@@ -36,7 +36,7 @@ function buildBaseline(rev) {
  *  valgrind is there, since CPU time on two shared cores moves by several per cent between runs. */
 async function instructionTable(backendPort, root) {
   if (!hasCallgrind()) return { text: '(Instructions per request not counted: valgrind is not installed.)\n', added: null };
-  const kinds = [['chat', chatBody, { warm: quick ? 500 : 3000, count: quick ? 500 : 4000 }], ['stream (10 events)', streamBody, { warm: quick ? 100 : 500, count: quick ? 100 : 800 }]];
+  const kinds = [['chat', chatBody, { warm: quick ? 500 : 10000, count: quick ? 500 : 4000 }], ['stream (10 events)', streamBody, { warm: quick ? 100 : 2000, count: quick ? 100 : 800 }]];
   const rows = [];
   const added = [];
   for (const [name, body, n] of kinds) {
@@ -47,8 +47,8 @@ async function instructionTable(backendPort, root) {
   }
   const text = `Instructions per request, counted by callgrind over ${kinds[0][2].count} sequential chat requests and ${kinds[1][2].count} streams after a
 warm-up of ${kinds[0][2].warm} and ${kinds[1][2].warm} (bench/instructions.js): a count the machine's other load does not move
-(repeated runs of one build agree within 0.5 %). "Steady" leaves out the JIT compiler's own instructions (it may still be
-optimising functions after the warm-up): the cost of the request path itself, which the verdict uses.
+(repeated runs of one build agree within about 0.5 %). "Steady" leaves out the JIT compiler's own instructions (it may
+still be optimising functions after the warm-up): the cost of the request path itself, which the verdict uses.
 
 | request | before, all | now, all | added | before, steady | now, steady | added |
 |---|---|---|---|---|---|---|

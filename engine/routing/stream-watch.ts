@@ -299,7 +299,8 @@ export class StreamWatch {
 
   /** Classify one event's data; record what it showed. */
   private event(data: string, name: string): Seen {
-    let kind = this.shape.sentinels.get(data);
+    // A JSON event starts with `{`: only other data is looked up (no hashing of every event).
+    let kind = data.charCodeAt(0) === OPEN_BRACE ? undefined : this.shape.sentinels.get(data);
     let value: unknown = NOT_JSON;
     if (kind === undefined) {
       try {

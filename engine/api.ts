@@ -1,4 +1,5 @@
-// The plugin API: what a third-party plugin imports from the package (`inference-gateway`).
+// The plugin API: what a third-party plugin imports from the package (`inference-gateway`), which
+// resolves to the running gateway wherever the plugin is (kernel/plugin-imports.ts).
 // A plugin is one object { name, schema, apply(hooks, options, env) }; see README "Writing a plugin".
 export { definePlugin, type Facts, type Plugin, type PluginEnv } from './kernel/plugin.js';
 export type { Hooks } from './kernel/hooks.js';

@@ -3,7 +3,7 @@
 // third-party ones imported) and the pipelines. Nothing here touches the backends' state.
 import type { EndpointPlan } from '../backends/endpoint-plans.js';
 import { planEndpoints } from '../backends/endpoint-plans.js';
-import { compileGraph, type Graph } from './compile.js';
+import { compileGraph, writtenIn, type Graph } from './compile.js';
 import { loadConfig, type GatewayConfig } from '../core/config.js';
 import { ConfigError } from '../core/errors.js';
 import { checkPipelines, type PipelineLoad } from '../core/pipelines.js';
@@ -42,7 +42,7 @@ export async function loadInputs(o: BuildOptions): Promise<Inputs> {
   const registry = new PluginRegistry(o.plugins);
   const loaded = await registry.loadThirdParty(config.plugins, process.cwd());
   loaded.forEach((r, i) => {
-    if (r.error) throw new ConfigError(source, `plugins[${i}]`, `plugin ${r.spec}: ${r.error}`, 'fix the plugin or remove it from plugins:');
+    if (r.error) throw new ConfigError(source, `plugins[${i}]`, `plugin ${r.spec}: ${r.error}`, r.fix ?? 'fix the plugin, or remove it from plugins: in the config');
   });
   const pipelines = checkPipelines(config.pipelines.dir);
   for (const f of pipelines.files) {
@@ -58,5 +58,6 @@ export function compile(inputs: Inputs, runtime: Runtime, run: RouteRunner): Gra
   if (graph) return graph;
   const bad = problems.find((c) => c.problems.some((p) => p.level === 'fail'))!;
   const fail = bad.problems.find((p) => p.level === 'fail')!;
-  throw new ConfigError(bad.file, fail.field, fail.message, fail.fix);
+  const where = writtenIn(fail.field, bad.file, inputs.pipelines, inputs.source);
+  throw new ConfigError(where.file, where.field, fail.message, fail.fix);
 }

@@ -46,6 +46,19 @@ function appliesTo(s: SharedStepDef, pipeline: string): boolean {
   return !(s.except ?? []).some((p) => nameMatches(p, pipeline));
 }
 
+// The field of a shared step's problem says where it is written: the config's pipelines.before /
+// after, or the shared steps file.
+const CONFIG_STEP = 'config ';
+const SHARED_STEP = 'shared steps ';
+
+/** Where a step problem is written: the pipeline's file, or for a shared step (which wraps every
+ *  pipeline and so fails the same way in each) the config or the shared steps file. */
+export function writtenIn(field: string, pipelineFile: string, load: PipelineLoad, configSource: string): { file: string; field: string; shared: boolean } {
+  if (field.startsWith(CONFIG_STEP)) return { file: configSource, field: field.slice(CONFIG_STEP.length), shared: true };
+  if (field.startsWith(SHARED_STEP)) return { file: load.shared.file, field: field.slice(SHARED_STEP.length), shared: true };
+  return { file: pipelineFile, field, shared: false };
+}
+
 /** The pipeline's steps wrapped in the shared ones (built-in first, then the config's); a shared
  *  step whose plugin the pipeline lists itself gives way to it. */
 function compose(def: PipelineDef, load: PipelineLoad, config: Runtime['config']): Omit<Placed, 'options'>[] {
@@ -58,11 +71,11 @@ function compose(def: PipelineDef, load: PipelineLoad, config: Runtime['config']
       own.add(step.use);
       return [{ step, field: where(i), label: `${step.use} (${where(i)})`, shared: true }];
     });
-  const builtInBefore = wrap(load.shared.before, (i) => `shared steps /before/${i}`);
-  const configBefore = wrap(config.pipelines.before, (i) => `config pipelines.before[${i}]`);
+  const builtInBefore = wrap(load.shared.before, (i) => `${SHARED_STEP}/before/${i}`);
+  const configBefore = wrap(config.pipelines.before, (i) => `${CONFIG_STEP}pipelines.before[${i}]`);
   const steps = def.steps.map((step, i) => ({ step, field: `/steps/${i}`, label: `${step.use} (/steps/${i})`, shared: false }));
-  const configAfter = wrap(config.pipelines.after, (i) => `config pipelines.after[${i}]`);
-  const builtInAfter = wrap(load.shared.after, (i) => `shared steps /after/${i}`);
+  const configAfter = wrap(config.pipelines.after, (i) => `${CONFIG_STEP}pipelines.after[${i}]`);
+  const builtInAfter = wrap(load.shared.after, (i) => `${SHARED_STEP}/after/${i}`);
   return [...builtInBefore, ...configBefore, ...steps, ...configAfter, ...builtInAfter];
 }
 
@@ -74,8 +87,7 @@ function checkSteps(def: PipelineDef, steps: Omit<Placed, 'options'>[], registry
   for (const s of steps) {
     const reg = registry.get(s.step.use);
     if (!reg) {
-      const guess = closest(s.step.use, registry.names());
-      problems.push({ level: 'fail', field: `${s.field}/use`, message: `unknown plugin "${s.step.use}"`, fix: guess ? `did you mean "${guess}"?` : `built-in and loaded plugins: ${registry.names().sort().join(', ')}; third-party plugins are listed under plugins: in the config` });
+      problems.push({ level: 'fail', field: `${s.field}/use`, message: `unknown plugin "${s.step.use}"`, fix: unknownPluginFix(s.step.use, registry) });
       continue;
     }
     const options = structuredClone(s.step.with ?? {});
@@ -94,6 +106,15 @@ function checkSteps(def: PipelineDef, steps: Omit<Placed, 'options'>[], registry
     });
   }
   return { problems, placed };
+}
+
+/** A misspelling gets the closest name; a step whose plugin did not load points at that failure,
+ *  reported once above, rather than listing every plugin there is. */
+function unknownPluginFix(name: string, registry: PluginRegistry): string {
+  const guess = closest(name, registry.names());
+  if (guess) return `did you mean "${guess}"?`;
+  if (registry.failed.length) return `${registry.failed.map((f) => `plugins[${f.index}] ${f.spec}`).join(', ')} did not load (see above); fix that first`;
+  return 'no built-in or loaded plugin has this name: check the spelling (README, "Built-in steps"), or list the file that provides it under plugins: in the config';
 }
 
 /** YAML order is the order steps run: a step comes after the steps whose facts it needs (or

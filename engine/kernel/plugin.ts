@@ -3,12 +3,13 @@
 import type { ValidateFunction } from 'ajv';
 import { existsSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Hooks } from './hooks.js';
 import type { Profile } from '../core/profiles.js';
 import type { Runtime } from './runtime.js';
 import { createAjv } from '../core/schema.js';
+import { routePluginImports } from './plugin-imports.js';
 
 /** What a plugin sees when it is applied: the runtime, plus the family for per-profile routes. */
 export interface PluginEnv extends Runtime {
@@ -60,6 +61,8 @@ const NAME = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
 export class PluginRegistry {
   private readonly map = new Map<string, Registered>();
   private readonly ajv = createAjv({ useDefaults: true });
+  /** Third-party plugins that did not load (index in plugins:), for the steps that name them. */
+  readonly failed: { index: number; spec: string }[] = [];
 
   constructor(builtins: readonly Plugin[]) {
     for (const p of builtins) this.add(p, 'built-in');
@@ -95,36 +98,70 @@ export class PluginRegistry {
   /** Load third-party plugins; each spec is a file path (./x.js, /abs/x.js), a package folder
    *  or a package name. A file is imported afresh when it changed since the last import (hot
    *  reload); an unchanged one is the module already loaded. */
-  async loadThirdParty(specs: readonly string[], cwd = process.cwd()): Promise<{ spec: string; names: string[]; error?: string }[]> {
-    const results = [];
-    for (const spec of specs) {
-      const isPath = spec.startsWith('.') || spec.startsWith('/');
-      const target = isPath ? resolve(cwd, spec) : spec;
-      try {
-        if (isPath && !existsSync(target)) {
-          results.push({ spec, names: [], error: `cannot load: ${target} does not exist (relative paths resolve against the working directory, ${cwd})` });
-          continue;
-        }
-        // A file, a package folder (its package.json main), or an installed package by name.
-        const file = isPath ? (statSync(target).isDirectory() ? createRequire(join(target, 'index.js')).resolve(target) : target) : createRequire(join(cwd, 'package.json')).resolve(spec);
-        const url = pathToFileURL(file);
-        url.searchParams.set('mtime', String(statSync(file).mtimeMs));
-        const mod = await import(url.href);
-        const exported: unknown[] = Array.isArray(mod.plugins) ? mod.plugins : [mod.default ?? mod.plugin];
-        const names: string[] = [];
-        let error: string | undefined;
-        for (const p of exported) {
-          error = this.add(p, spec);
-          if (error) break;
-          names.push((p as Plugin).name);
-        }
-        results.push({ spec, names, error });
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        const notFound = !isPath && (code === 'MODULE_NOT_FOUND' || code === 'ERR_MODULE_NOT_FOUND') && (err as Error).message.includes(spec);
-        results.push({ spec, names: [], error: `cannot load: ${notFound ? `package ${spec} is not installed (npm install ${spec})` : (err as Error).message}` });
-      }
+  async loadThirdParty(specs: readonly string[], cwd = process.cwd()): Promise<LoadResult[]> {
+    if (specs.length) routePluginImports();
+    const results: LoadResult[] = [];
+    for (const [index, spec] of specs.entries()) {
+      const result = await this.loadOne(spec, cwd);
+      if (result.error) this.failed.push({ index, spec });
+      results.push(result);
     }
     return results;
   }
+
+  private async loadOne(spec: string, cwd: string): Promise<LoadResult> {
+    const isPath = spec.startsWith('.') || spec.startsWith('/');
+    const target = isPath ? resolve(cwd, spec) : spec;
+    if (isPath && !existsSync(target)) {
+      return { spec, names: [], error: `cannot load: ${target} does not exist (relative paths resolve against the working directory, ${cwd})`, fix: 'correct the path in plugins: or run the gateway from the folder it is relative to' };
+    }
+    let file: string;
+    try {
+      // A file, a package folder (its package.json main), or an installed package by name.
+      file = isPath ? (statSync(target).isDirectory() ? createRequire(join(target, 'index.js')).resolve(target) : target) : createRequire(join(cwd, 'package.json')).resolve(spec);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (isPath) return { spec, names: [], error: `cannot load: ${(err as Error).message.split('\n')[0]}`, fix: `give ${target} a package.json "main" or an index.js, or name the plugin's file` };
+      if (code !== 'MODULE_NOT_FOUND') return { spec, names: [], error: `cannot load: ${(err as Error).message.split('\n')[0]}`, fix: `reinstall ${spec}, or name the plugin's file by its path` };
+      return { spec, names: [], error: `cannot load: package ${spec} is not installed`, fix: `npm install ${spec} in ${cwd} (package names resolve from the working directory), or name the plugin's file or folder by its path` };
+    }
+    let mod: Record<string, unknown>;
+    try {
+      const url = pathToFileURL(file);
+      url.searchParams.set('mtime', String(statSync(file).mtimeMs));
+      mod = await import(url.href);
+    } catch (err) {
+      return { spec, names: [], ...importFailure(err as NodeJS.ErrnoException, file, isPath && statSync(target).isDirectory() ? target : dirname(file)) };
+    }
+    const exported: unknown[] = Array.isArray(mod.plugins) ? mod.plugins : [mod.default ?? mod.plugin];
+    const names: string[] = [];
+    for (const p of exported) {
+      const error = this.add(p, spec);
+      if (error) return { spec, names, error };
+      names.push((p as Plugin).name);
+    }
+    return { spec, names };
+  }
+}
+
+export interface LoadResult {
+  spec: string;
+  /** The plugins it registered. */
+  names: string[];
+  error?: string;
+  /** What to do about the error, when more can be said than "fix the plugin". */
+  fix?: string;
+}
+
+/** A plugin file that did not import: the file, what went wrong, and what to do. */
+function importFailure(err: NodeJS.ErrnoException, file: string, folder: string): { error: string; fix: string } {
+  const missing = /^Cannot find package '([^']+)'/.exec(err.message)?.[1];
+  if (err.code === 'ERR_MODULE_NOT_FOUND' && missing && !missing.startsWith('/')) {
+    return { error: `cannot load ${file}: ${err.message}`, fix: `install it for the plugin: npm install ${missing} in ${folder} (inference-gateway itself needs no install)` };
+  }
+  if (err.name === 'SyntaxError') return { error: `cannot load ${file}: SyntaxError: ${err.message}`, fix: `node --check ${file} shows the line (or the file it imports that has it)` };
+  // Where it threw, when it threw while running: the first frame in a file.
+  const frame = /(file:\/\/[^\s)]+?)(:\d+:\d+)/.exec(err.stack ?? '');
+  const at = frame ? ` (at ${fileURLToPath(frame[1])}${frame[2]})` : '';
+  return { error: `cannot load ${file}: ${err.message}${at}`, fix: 'fix the plugin, or remove it from plugins: in the config' };
 }

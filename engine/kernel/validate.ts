@@ -1,11 +1,11 @@
 // `gw validate`: load config, profiles, endpoints, plugins and pipelines exactly as serving would,
 // print one PASS/WARN/FAIL line per check and a summary; never listens. Exit 0 unless something failed.
 import { relative } from 'node:path';
-import { compileGraph } from './compile.js';
+import { compileGraph, writtenIn, type CompileResult } from './compile.js';
 import { checkConfig } from '../core/config.js';
 import { planEndpoints, type EffectiveSettings } from '../backends/endpoint-plans.js';
 import { createLogger } from '../core/logger.js';
-import { checkPipelines } from '../core/pipelines.js';
+import { checkPipelines, type PipelineLoad } from '../core/pipelines.js';
 import { PluginRegistry } from './plugin.js';
 import { checkProfiles } from '../core/profiles.js';
 import { runtimeOf } from './runtime.js';
@@ -21,6 +21,22 @@ export function settingsText(s: EffectiveSettings): string {
   return Object.entries(s).map(([key, e]) => `${key} ${Array.isArray(e.value) ? `[${e.value.join(', ')}]` : e.value} (${e.from})`).join(', ');
 }
 
+/** A shared step's problem once, however many pipelines it wraps. */
+function foldShared(compiled: CompileResult['problems'], load: PipelineLoad, source: string): { problem: Problem; file: string; pipelines: string[] }[] {
+  const once = new Map<string, { problem: Problem; file: string; pipelines: string[] }>();
+  for (const c of compiled) {
+    for (const p of c.problems) {
+      const where = writtenIn(p.field, c.file, load, source);
+      if (!where.shared) continue;
+      const key = `${p.level}\0${p.field}\0${p.message}\0${p.fix}`;
+      const seen = once.get(key);
+      if (seen) seen.pipelines.push(c.pipeline);
+      else once.set(key, { problem: { ...p, field: where.field }, file: where.file, pipelines: [c.pipeline] });
+    }
+  }
+  return [...once.values()];
+}
+
 export async function validate(configFile: string | null, env: NodeJS.ProcessEnv, print: (line: string) => void, builtins: readonly Plugin[]): Promise<number> {
   const counts: Record<Level, number> = { PASS: 0, WARN: 0, FAIL: 0 };
   const line = (level: Level, text: string) => {
@@ -31,9 +47,11 @@ export async function validate(configFile: string | null, env: NodeJS.ProcessEnv
     const rel = relative(process.cwd(), f);
     return f.startsWith('(') || !rel || rel.startsWith('..') ? f : rel;
   };
-  const report = (what: string, problems: Problem[], passText: string) => {
-    for (const p of problems) line(p.level === 'fail' ? 'FAIL' : 'WARN', `${what}: ${p.field ? `${p.field}: ` : ''}${p.message}${p.fix ? ` — fix: ${p.fix}` : ''}`);
-    if (!problems.some((p) => p.level === 'fail')) line('PASS', `${what}${passText ? `: ${passText}` : ''}`);
+  const problemLine = (what: string, p: Problem, where = '') => line(p.level === 'fail' ? 'FAIL' : 'WARN', `${what}: ${p.field ? `${p.field}: ` : ''}${p.message}${where}${p.fix ? ` — fix: ${p.fix}` : ''}`);
+  /** The problems, then PASS when none failed; passText null: no PASS line (it failed elsewhere). */
+  const report = (what: string, problems: Problem[], passText: string | null) => {
+    for (const p of problems) problemLine(what, p);
+    if (passText !== null && !problems.some((p) => p.level === 'fail')) line('PASS', `${what}${passText ? `: ${passText}` : ''}`);
   };
 
   const source = configFile ?? '(built-in default)';
@@ -66,7 +84,7 @@ export async function validate(configFile: string | null, env: NodeJS.ProcessEnv
   line('PASS', `plugins: ${builtins.length} built-in`);
   const thirdParty = await plugins.loadThirdParty(config.plugins);
   thirdParty.forEach((r, i) => {
-    if (r.error) line('FAIL', `plugin plugins[${i}] ${r.spec}: ${r.error}`);
+    if (r.error) line('FAIL', `plugin plugins[${i}] ${r.spec}: ${r.error}${r.fix ? ` — fix: ${r.fix}` : ''}`);
     else line('PASS', `plugin ${r.spec}: ${r.names.join(', ')}`);
   });
 
@@ -79,11 +97,18 @@ export async function validate(configFile: string | null, env: NodeJS.ProcessEnv
     const backends = new Backends(config, plans, log);
     const runtime = runtimeOf({ config, source, profiles: profileLoad.profiles, backends, log, version: VERSION, startedAt: new Date(), reload: { generation: 0, last_attempt: null, ok: true, error: null } });
     const { problems: compiled, graph } = compileGraph(pipelineLoad, plugins, runtime, () => undefined);
+    for (const { problem, file, pipelines } of foldShared(compiled, pipelineLoad, source)) {
+      const where = pipelines.length === 1 ? ` (pipeline ${pipelines[0]})` : ` (in ${pipelines.length} pipelines: ${pipelines.slice(0, 3).join(', ')}${pipelines.length > 3 ? ', …' : ''})`;
+      problemLine(file === source ? `config ${show(source)}` : `shared steps (${show(file)})`, problem, where);
+    }
     for (const c of compiled) {
       const routes = graph?.routes.filter((r) => r.pipeline === c.pipeline) ?? [];
       const paths = new Set(routes.map((r) => r.path)).size;
       const replaced = pipelineLoad.files.find((f) => f.file === c.file)?.replaces;
-      report(`pipeline ${c.pipeline} (${show(c.file)})`, c.problems, graph ? `${c.pipeline === 'proxy' ? `${paths} routes` : `${paths} route${paths === 1 ? '' : 's'}`}${replaced ? `, replaces the built-in ${show(replaced)}` : ''}` : 'steps valid');
+      const own = c.problems.filter((p) => !writtenIn(p.field, c.file, pipelineLoad, source).shared);
+      // A pipeline a failing shared step wraps has its FAIL line above, not a PASS here.
+      const sharedFailed = c.problems.some((p) => p.level === 'fail' && !own.includes(p));
+      report(`pipeline ${c.pipeline} (${show(c.file)})`, own, sharedFailed ? null : graph ? `${c.pipeline === 'proxy' ? `${paths} routes` : `${paths} route${paths === 1 ? '' : 's'}`}${replaced ? `, replaces the built-in ${show(replaced)}` : ''}` : 'steps valid');
     }
     await backends.stop();
   }

@@ -97,11 +97,12 @@ describe('third-party plugins', () => {
     writeFileSync(join(dir, 'bad.mjs'), 'export default { name: "Bad Name", schema: {}, apply() {} };');
     writeFileSync(join(dir, 'clash.mjs'), 'export default { name: "forward", schema: {}, apply() {} };');
     const results = await registry.loadThirdParty(['./nope.mjs', join(dir, 'bad.mjs'), join(dir, 'clash.mjs'), 'no-such-package-xyz']);
-    expect(results.map((r) => r.error)).toEqual([
-      `cannot load: ${join(process.cwd(), 'nope.mjs')} does not exist (relative paths resolve against the working directory, ${process.cwd()})`,
-      'plugin name "Bad Name" must be kebab-case (e.g. my-plugin)',
-      'plugin name forward is already taken by a built-in plugin; rename it',
-      'cannot load: package no-such-package-xyz is not installed (npm install no-such-package-xyz)',
+    expect(results.map((r) => [r.error, r.fix])).toEqual([
+      [`cannot load: ${join(process.cwd(), 'nope.mjs')} does not exist (relative paths resolve against the working directory, ${process.cwd()})`, 'correct the path in plugins: or run the gateway from the folder it is relative to'],
+      ['plugin name "Bad Name" must be kebab-case (e.g. my-plugin)', undefined],
+      ['plugin name forward is already taken by a built-in plugin; rename it', undefined],
+      ['cannot load: package no-such-package-xyz is not installed', `npm install no-such-package-xyz in ${process.cwd()} (package names resolve from the working directory), or name the plugin's file or folder by its path`],
     ]);
+    expect(registry.failed.map((f) => f.index)).toEqual([0, 1, 2, 3]);
   });
 });

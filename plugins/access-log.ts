@@ -1,4 +1,4 @@
-// One log line per finished request: method, path (never the query, which may carry keys),
+// One log line per finished request: method, path as the client sent it (never the query, which may carry keys),
 // status, endpoint, model, time. Status routes follow the polling rule (the spec's): successful
 // GET/HEAD polls (2xx, 304) log at debug, everything else at info — under /internal/ by default
 // (`polling: auto`), or wherever `polling: true` says.
@@ -20,14 +20,15 @@ export default definePlugin<Options>({
     const log = env.log;
     hooks.done.tap('access-log', (ctx) => {
       const method = ctx.method;
-      const polling = o.polling === 'auto' ? ctx.pathname.startsWith('/internal/') : o.polling;
+      const polling = o.polling === 'auto' ? ctx.requestPath.startsWith('/internal/') : o.polling;
       const quietPoll = polling && (method === 'GET' || method === 'HEAD') && ((ctx.status >= 200 && ctx.status < 300) || ctx.status === 304);
       const level = polling ? (quietPoll ? 'debug' : 'info') : o.level;
       if (!log.isLevelEnabled(level)) return;
       const aborted = !ctx.res.writableFinished;
       const model = ctx.model;
       log[level]({
-        req: ctx.id, method, path: clip(ctx.route.prefix ? ctx.route.prefix + ctx.pathname : ctx.pathname),
+        // The path as the client sent it, whether or not a step stripped the prefix before a refusal.
+        req: ctx.id, method, path: clip(ctx.requestPath),
         status: ctx.status, endpoint: ctx.endpoint?.name, model: model === undefined ? undefined : clip(model),
         ms: Math.round(ctx.totalMs * 1000) / 1000, attempts: ctx.attempt.count || undefined, aborted: aborted || undefined,
         // Each attempt that failed before the one that answered: which endpoint and model, and how.

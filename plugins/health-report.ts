@@ -1,7 +1,8 @@
-// GET /internal/health: overall status and one record per endpoint (the readiness probe).
+// GET /internal/health: overall status and one record per endpoint (the readiness probe). The
+// verdict is /internal/status's, in the spec's words for this route (critical reads unhealthy).
 import { formatDuration } from '../engine/core/duration.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
-import { healthRecord, overall } from './lib/endpoint-view.js';
+import { HEALTH_WORDS, healthRecord, verdict } from './lib/endpoint-view.js';
 import { replyStatus } from './lib/status-json.js';
 
 export default definePlugin<Record<string, never>>({
@@ -12,7 +13,7 @@ export default definePlugin<Record<string, never>>({
     hooks.dispatch.tap('health-report', (ctx) => {
       const all = env.endpoints.all;
       return replyStatus(ctx, {
-        status: overall(all),
+        status: HEALTH_WORDS[verdict(env.stats, all)],
         timestamp: new Date().toISOString(),
         uptime: formatDuration(Date.now() - env.startedAt.getTime()),
         endpoints: all.map(healthRecord),

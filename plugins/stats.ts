@@ -1,9 +1,10 @@
 // Count the finished request against its endpoint and model for the status routes (and each failed
-// attempt before it against its endpoint); and the 429s
-// of the per-endpoint rate limits, which the attempt loop answers as it tries the candidates (the
-// rate-limit step counts its own).
+// attempt before it against its endpoint); and the 429s of the per-endpoint rate limits, which the
+// attempt loop answers as it tries the candidates (the rate-limit step counts its own). Client
+// errors (4xx) are counted apart from failures (lib/request-outcome.ts).
 import { GatewayError } from '../engine/core/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
+import { outcomeOf } from './lib/request-outcome.js';
 
 interface Options { per_model: boolean }
 
@@ -16,18 +17,17 @@ export default definePlugin<Options>({
   apply(hooks, o, env) {
     const stats = env.stats;
     hooks.done.tap('stats', (ctx) => {
-      // A stream that broke after its 200 head is an upstream failure too.
-      const failed = ctx.status >= 500 || ctx.brokeOff;
-      stats.record(ctx.endpoint, ctx.totalMs, failed, o.per_model ? ctx.model : undefined);
+      stats.record(ctx.endpoint, ctx.totalMs, outcomeOf(ctx), o.per_model ? ctx.model : undefined);
       // Attempts that failed before the answer count against their endpoints too (the one whose
-      // failure is the answer is the request itself, counted above).
+      // failure is the answer is the request itself, counted above); a backend's 4xx as a client error.
       const tried = ctx.attempt.tried;
       if (tried) {
         for (const t of tried) {
           if (t.answered) continue;
           const c = stats.endpoint(t.endpoint);
           c.requests++;
-          c.errors++;
+          if (t.clientError) c.clientErrors++;
+          else c.errors++;
         }
       }
       if (ctx.status === 429 && ctx.error instanceof GatewayError && ctx.error.key === 'ENDPOINT_RATE_LIMITED') stats.rateLimited.endpoint++;

@@ -1,9 +1,10 @@
 // GET /internal/status: version, configuration summary, traffic statistics, endpoints, models and
-// the system's state, and hot reload's last outcome. Before any traffic the state comes from
-// endpoint health alone.
+// the system's state, and hot reload's last outcome. The state is the verdict /internal/health gives
+// (lib/endpoint-view.ts): endpoint health, then the success rate of the recent requests that were
+// not client errors; before any such traffic, endpoint health alone.
 import { formatDuration } from '../engine/core/duration.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
-import { averageLatency, percent, systemStatus } from './lib/endpoint-view.js';
+import { averageLatency, isHealthy, percent, SYSTEM_WORDS, verdict } from './lib/endpoint-view.js';
 import { replyStatus } from './lib/status-json.js';
 import { buildInfo } from './version.js';
 
@@ -20,8 +21,7 @@ export default definePlugin<Record<string, never>>({
       const byProvider: Record<string, string[]> = {};
       for (const m of models) (byProvider[m.family] ??= []).push(m.id);
       const hasTraffic = stats.requestsTotal > 0;
-      const succeeded = stats.requestsTotal - stats.requestsFailed;
-      const status = systemStatus(stats, all);
+      const rate = stats.recentSuccessRate();
       return replyStatus(ctx, {
         version: env.version,
         build,
@@ -35,6 +35,7 @@ export default definePlugin<Record<string, never>>({
           requests_total: stats.requestsTotal,
           requests_active: all.reduce((n, e) => n + e.active, 0),
           requests_failed: stats.requestsFailed,
+          requests_client_errors: stats.requestsClientErrors,
           average_latency: averageLatency(stats.totalLatencyMs, stats.requestsTotal),
           p95_latency: formatDuration(stats.percentile(95)),
           p99_latency: formatDuration(stats.percentile(99)),
@@ -42,14 +43,15 @@ export default definePlugin<Record<string, never>>({
         endpoints: Object.fromEntries(all.map((ep) => {
           const c = stats.endpoint(ep);
           const served = catalogue.listOf(ep)?.length ?? 0;
-          return [ep.name, { id: ep.id, healthy: ep.state === 'healthy', status: ep.state, models: served, requests: c.requests, errors: c.errors, average_latency: averageLatency(c.totalLatencyMs, c.requests) }];
+          return [ep.name, { id: ep.id, healthy: isHealthy(ep), status: ep.state, models: served, requests: c.requests, errors: c.errors, client_errors: c.clientErrors, average_latency: averageLatency(c.totalLatencyMs, c.requests) }];
         })),
         models: { total: models.length, by_provider: byProvider },
         reload: { ...env.reload },
         system: {
-          status,
+          status: SYSTEM_WORDS[verdict(stats, all)],
           has_traffic: hasTraffic,
-          success_rate: hasTraffic ? percent(succeeded, stats.requestsTotal) : 'N/A',
+          // Of the last 2048 requests that were not client errors; N/A before any.
+          success_rate: rate === null ? 'N/A' : percent(rate, 1),
           endpoints_routable: all.filter((e) => e.routable).length,
           endpoints_total: all.length,
           uptime: formatDuration(Date.now() - env.startedAt.getTime()),

@@ -11,8 +11,8 @@ import { setInConfig, type EndpointConfig, type GatewayConfig } from '../core/co
 import { parseDuration } from '../core/duration.js';
 import { ConfigError } from '../core/errors.js';
 import { fnv1a36 } from '../core/hash.js';
-import { isBuiltIn, type Profile, type ProfileSet } from '../core/profiles.js';
-import { closest, type Problem } from '../core/schema.js';
+import { familyLabel, isBuiltIn, suggestFamilies, type Profile, type ProfileSet } from '../core/profiles.js';
+import type { Problem } from '../core/schema.js';
 
 /** Everything about an endpoint that follows from config, before any connection exists. */
 export interface EndpointPlan {
@@ -132,14 +132,15 @@ export function planEndpoint(ep: EndpointConfig, index: number, config: GatewayC
   const where = `discovery.static.endpoints[${index}]`;
   let profile = profiles.byType.get(ep.type);
   if (!profile) {
-    const guess = closest(ep.type, profiles.byType.keys());
+    const guesses = suggestFamilies(ep.type, profiles);
+    const guess = guesses.length ? `did you mean ${guesses.map((p) => familyLabel(p)).join(' or ')}? ` : '';
     profile = profiles.byType.get(AUTO_TYPE);
-    const known = `known families: ${[...profiles.byType.keys()].sort().join(', ')}`;
-    if (!profile) throw new ConfigError(source, `${where}.type`, `unknown backend family "${ep.type}" for endpoint "${ep.name}"`, `${guess ? `did you mean "${guess}"? ` : ''}${known}`);
+    const known = `known families: ${[...profiles.list].sort((a, b) => a.name.localeCompare(b.name)).map((p) => familyLabel(p, true)).join(', ')}`;
+    if (!profile) throw new ConfigError(source, `${where}.type`, `unknown backend family "${ep.type}" for endpoint "${ep.name}"`, `${guess}${known}`);
     warn({
       level: 'warn', field: `${where}.type`,
       message: `unknown backend family "${ep.type}" for endpoint "${ep.name}"; treated as ${AUTO_TYPE} (a generic OpenAI-compatible backend: health /, models /v1/models, routes under /gw/${AUTO_TYPE}/)`,
-      fix: `${guess ? `did you mean "${guess}"? ` : ''}write type: ${AUTO_TYPE} to keep it so; ${known}`,
+      fix: `${guess}write type: ${AUTO_TYPE} to keep it so; ${known}`,
     });
   }
   let url: URL;

@@ -6,9 +6,16 @@ import { clip, ECHO_MAX } from '../core/head.js';
 
 export interface EndpointCounters {
   requests: number;
+  /** Failures: 5xx, timeouts, connection errors, replies that broke off. */
   errors: number;
+  /** Client errors (4xx): counted as requests, never as failures. */
+  clientErrors: number;
   totalLatencyMs: number;
 }
+
+/** How a finished request ended, for the counters: served, refused or answered with a 4xx (the
+ *  request's fault: a client error), or failed (the gateway or a backend could not serve it). */
+export type Outcome = 'ok' | 'client_error' | 'failed';
 
 export type ModelCounters = EndpointCounters;
 
@@ -36,6 +43,8 @@ export class Stats {
   /** Requests of any route being handled now (shutdown waits for these). */
   inFlight = 0;
   requestsFailed = 0;
+  /** Requests answered with a client error (4xx): neither a success nor a failure of the system. */
+  requestsClientErrors = 0;
   /** 429s sent by the rate limiter, by scope (global, ip, health, internal, endpoint). */
   readonly rateLimited = { global: 0, ip: 0, health: 0, internal: 0, endpoint: 0 };
   totalLatencyMs = 0;
@@ -47,6 +56,11 @@ export class Stats {
   readonly refused = { unsafePath: 0, routeNotFound: 0 };
   private readonly recent = new Float64Array(WINDOW);
   private samples = 0;
+  /** The last WINDOW requests that were not client errors: 1 for a failure. The success rate of
+   *  the status routes is read here, so an outage an hour ago does not colour the verdict now. */
+  private readonly judged = new Uint8Array(WINDOW);
+  private judgedCount = 0;
+  private judgedFailures = 0;
   private readonly perEndpoint = new Map<string, EndpointCounters>();
   readonly perModel = new Map<string, ModelCounters>();
   readonly translators = new Map<string, TranslatorCounters>();
@@ -55,30 +69,41 @@ export class Stats {
   endpoint(ep: Endpoint | string): EndpointCounters {
     const name = typeof ep === 'string' ? ep : ep.name;
     let c = this.perEndpoint.get(name);
-    if (!c) this.perEndpoint.set(name, (c = { requests: 0, errors: 0, totalLatencyMs: 0 }));
+    if (!c) this.perEndpoint.set(name, (c = { requests: 0, errors: 0, clientErrors: 0, totalLatencyMs: 0 }));
     return c;
   }
 
-  record(ep: Endpoint | null, latencyMs: number, failed: boolean, model?: string): void {
+  record(ep: Endpoint | null, latencyMs: number, outcome: Outcome, model?: string): void {
+    const failed = outcome === 'failed';
+    const clientError = outcome === 'client_error';
     if (model) {
       // Clients choose model names: keep the table bounded, in entries and in key size.
       if (model.length > ECHO_MAX) model = clip(model);
       if (!this.perModel.has(model) && this.perModel.size >= MAX_MODELS) model = '(other)';
       let m = this.perModel.get(model);
-      if (!m) this.perModel.set(model, (m = { requests: 0, errors: 0, totalLatencyMs: 0 }));
+      if (!m) this.perModel.set(model, (m = { requests: 0, errors: 0, clientErrors: 0, totalLatencyMs: 0 }));
       m.requests++;
       m.totalLatencyMs += latencyMs;
       if (failed) m.errors++;
+      else if (clientError) m.clientErrors++;
     }
     this.requestsTotal++;
     this.totalLatencyMs += latencyMs;
     this.recent[this.samples++ % WINDOW] = latencyMs;
     if (failed) this.requestsFailed++;
+    else if (clientError) this.requestsClientErrors++;
+    if (!clientError) {
+      const i = this.judgedCount++ % WINDOW;
+      const now = failed ? 1 : 0;
+      this.judgedFailures += now - this.judged[i];
+      this.judged[i] = now;
+    }
     if (ep) {
       const c = this.endpoint(ep);
       c.requests++;
       c.totalLatencyMs += latencyMs;
       if (failed) c.errors++;
+      else if (clientError) c.clientErrors++;
     }
   }
 
@@ -92,6 +117,12 @@ export class Stats {
       this.translators.set(name, t);
     }
     return t;
+  }
+
+  /** Success rate (0..1) of the last WINDOW requests that were not client errors; null before any. */
+  recentSuccessRate(): number | null {
+    const n = Math.min(this.judgedCount, WINDOW);
+    return n === 0 ? null : (n - this.judgedFailures) / n;
   }
 
   /** Latency percentile over the recent window, in milliseconds (0 before any traffic). */

@@ -5,7 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { deepFreeze } from './config.js';
 import { ConfigError } from './errors.js';
 import { BUILTIN_PROFILES_DIR } from './paths.js';
-import { createAjv, explain, loadSchema, type Problem } from './schema.js';
+import { createAjv, editDistance, explain, loadSchema, type Problem } from './schema.js';
 import { readYaml } from './yaml-file.js';
 
 export interface Profile {
@@ -14,6 +14,8 @@ export interface Profile {
   version: string;
   display_name?: string;
   description?: string;
+  /** The servers this family is for, by their own names ("llama.cpp server (llama-server)"). */
+  engines: string[];
   routing: { prefixes: string[]; optional_prefixes: string[] };
   api: {
     openai_compatible: boolean;
@@ -246,4 +248,39 @@ export function loadProfilesReporting(customDir: string): { profiles: ProfileSet
   const bad = files.find((f) => f.problems.some((p) => p.level === 'fail'))!;
   const fail = bad.problems.find((p) => p.level === 'fail')!;
   throw new ConfigError(bad.file, fail.field, fail.message, fail.fix);
+}
+
+/** Lower case, letters and digits only: "llama.cpp server" and "LlamaCpp" meet as llamacppserver, llamacpp. */
+const squash = (text: string) => text.toLowerCase().replace(/[^a-z0-9]/g, '');
+
+/** A family and the servers it is for, as messages name it: `"cppengine" (llama.cpp server (llama-server))`;
+ *  its type aliases too when asked (`"hosted-compatible"/"hosted" (…)`). */
+export function familyLabel(p: Profile, aliases = false): string {
+  const names = (aliases ? [p.name, ...p.type_aliases] : [p.name]).map((n) => `"${n}"`).join('/');
+  return p.engines.length ? `${names} (${p.engines.join(', ')})` : names;
+}
+
+/** The families an unknown endpoint `type` most likely means, matched against each family's name,
+ *  type aliases and engines (llamacpp → cppengine, vllm → pagedengine, ollama → localrunner): a
+ *  name that contains the other (either way), else a near spelling. Best first; empty when none. */
+export function suggestFamilies(type: string, set: ProfileSet): Profile[] {
+  const word = squash(type);
+  if (word.length < 3) return [];
+  const allowed = Math.max(1, Math.min(3, Math.floor(word.length / 3)));
+  const scored: { p: Profile; score: number }[] = [];
+  for (const p of set.list) {
+    // Engine names in parts: "llama.cpp server (llama-server)" → llama.cpp server, llama-server.
+    const names = [p.name, ...p.type_aliases, ...p.engines.flatMap((e) => e.split(/[(),/]/))].map(squash).filter((n) => n.length >= 3);
+    let score = Infinity;
+    for (const n of names) {
+      if (n === word) score = 0;
+      else if (n.includes(word) || (n.length >= 4 && word.includes(n))) score = Math.min(score, 1);
+      else {
+        const d = editDistance(word, n);
+        if (d <= allowed) score = Math.min(score, 1 + d);
+      }
+    }
+    if (score < Infinity) scored.push({ p, score });
+  }
+  return scored.sort((a, b) => a.score - b.score).slice(0, 3).map((s) => s.p);
 }

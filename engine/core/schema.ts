@@ -3,6 +3,7 @@
 import AjvImport, { type ErrorObject, type ValidateFunction } from 'ajv';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { DURATION, durationHint, isDurationPattern } from './duration.js';
 import { SCHEMAS_DIR } from './paths.js';
 
 const Ajv = AjvImport as unknown as typeof AjvImport.default;
@@ -78,9 +79,48 @@ function kindOf(value: unknown): string {
   return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
 
-const DURATION = /^[0-9]+(\.[0-9]+)?(ms|s|m|h)$/;
+type SchemaNode = { properties?: Record<string, SchemaNode>; items?: SchemaNode; $ref?: string; definitions?: Record<string, SchemaNode> };
 
-function describe(e: ErrorObject, base: string): Problem {
+/** Where each key lives in a schema (dotted paths; `[]` marks a list's items), so that a key
+ *  written at the wrong level is named with its home. Built once per schema. */
+const homesOf = new WeakMap<object, Map<string, string[]>>();
+function keyHomes(root: SchemaNode): Map<string, string[]> {
+  let homes = homesOf.get(root);
+  if (homes) return homes;
+  const found = new Map<string, string[]>();
+  const walk = (node: SchemaNode | undefined, path: string, depth: number) => {
+    if (node?.$ref?.startsWith('#/definitions/')) node = root.definitions?.[node.$ref.slice('#/definitions/'.length)];
+    if (!node || depth > 5) return;
+    if (node.items) walk(node.items, `${path}[]`, depth + 1);
+    for (const [key, child] of Object.entries(node.properties ?? {})) {
+      const full = path ? `${path}.${key}` : key;
+      const list = found.get(key);
+      if (list) list.push(full);
+      else found.set(key, [full]);
+      walk(child, full, depth + 1);
+    }
+  };
+  walk(root, '', 0);
+  homesOf.set(root, (homes = found));
+  return homes;
+}
+
+/** The one other place a key belongs (`endpoints` → discovery.static.endpoints), when it has
+ *  exactly one outside a list. A short plain word (type, timeout, window) is named only when its
+ *  home is one level down (port → server.port): deeper, a guess would more often mislead. */
+function homeOf(key: string, field: string, root: SchemaNode | undefined): string | undefined {
+  const homes = root ? keyHomes(root).get(key) : undefined;
+  if (homes?.length !== 1) return undefined;
+  const home = homes[0];
+  const depth = home.split('.').length;
+  if (home.includes('[]') || home === (field ? `${field}.${key}` : key)) return undefined;
+  return key.includes('_') || key.length >= 8 || depth === 2 ? home : undefined;
+}
+
+/** The dotted home as YAML, to paste: discovery.static.endpoints → "discovery: static: endpoints:". */
+const asYaml = (home: string) => home.split('.').map((k) => `${k}:`).join(' ');
+
+function describe(e: ErrorObject, base: string, root?: SchemaNode): Problem {
   const field = fieldName(e.instancePath, base);
   const where = field || '(top level)';
   // Objects and arrays are never printed: a misplaced endpoint would bring its headers along.
@@ -93,6 +133,9 @@ function describe(e: ErrorObject, base: string): Problem {
       const full = field ? `${field}.${key}` : key;
       const guess = closest(key, known);
       if (guess) return { level: 'fail', field: full, message: `unknown key "${key}"`, fix: `did you mean "${guess}"? rename it to ${field ? `${field}.` : ''}${guess}` };
+      // A key with a home elsewhere is misplaced, not extra: ignoring it would run without it.
+      const home = homeOf(key, field, root);
+      if (home) return { level: 'fail', field: full, message: `unknown key "${key}" ${field ? `under ${field}` : 'at the top level'}`, fix: `did you mean ${home}? move it there (${asYaml(home)} …)` };
       return { level: 'warn', field: full, message: `unknown key "${key}" is ignored`, fix: known.length ? `known keys here: ${known.join(', ')}` : undefined };
     }
     case 'enum':
@@ -102,9 +145,18 @@ function describe(e: ErrorObject, base: string): Problem {
     case 'required':
       return { level: 'fail', field: where, message: `missing required key "${e.params.missingProperty}"`, fix: `add ${field ? `${field}.` : ''}${e.params.missingProperty}` };
     case 'type':
+      // A duration written as a bare number: say which unit to add.
+      if (isDurationPattern((e.parentSchema as { pattern?: unknown })?.pattern)) {
+        const number = typeof e.data === 'number' && !isSecret(e.instancePath);
+        return {
+          level: 'fail', field: where,
+          message: `must be a duration string such as "5s" (got ${number ? `the number ${shown}; ${durationHint(e.data as number)}` : shown})`,
+          fix: 'a duration is a number with a unit: 500ms, 5s, 5m, 1h',
+        };
+      }
       return { level: 'fail', field: where, message: `must be ${e.params.type}, got ${shown}` };
     case 'pattern':
-      if (String(e.params.pattern).includes('ms|s|m|h')) {
+      if (isDurationPattern(e.params.pattern)) {
         if (typeof e.data === 'string' && DURATION.test(e.data)) {
           return { level: 'fail', field: where, message: `${shown} must be more than zero`, fix: 'write a duration above zero, such as 5s; zero would make the gateway spin or time out at once' };
         }
@@ -123,7 +175,7 @@ export function explain(validate: ValidateFunction, data: unknown, base = ''): P
   const seen = new Set<string>();
   const out: Problem[] = [];
   for (const e of validate.errors ?? []) {
-    const p = describe(e, base);
+    const p = describe(e, base, validate.schema as SchemaNode);
     const key = `${p.field}|${p.message}`;
     if (!seen.has(key)) {
       seen.add(key);

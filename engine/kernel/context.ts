@@ -40,6 +40,9 @@ const NOT_PARSED = Symbol('not parsed');
 export class Context implements Exchange {
   readonly start = performance.now();
   readonly id: string;
+  /** The path the client asked for, without the query, as it came (prefix included): what logs
+   *  show, whichever step refused the request. Never changed. */
+  readonly requestPath: string;
   /** Path and query as the backend should see them. Owner: match-prefix (the URL until then). */
   path: string;
   /** `path` without the query. Owner: match-prefix. */
@@ -57,6 +60,9 @@ export class Context implements Exchange {
   responseStarted = false;
   /** What went wrong, if anything (a GatewayError, an upstream error, ClientGone). Owner: the kernel. */
   error: unknown = null;
+  /** The error was answered as the reply (its envelope is the head), so it did not break a reply
+   *  off. Owner: the kernel (run.ts). */
+  errorAnswered = false;
   /** Milliseconds from arrival to the reply head, and to the end. Owner: the kernel (hooks.ts). */
   headMs = 0;
   totalMs = 0;
@@ -76,6 +82,7 @@ export class Context implements Exchange {
     this.path = url;
     const q = url.indexOf('?');
     this.pathname = q < 0 ? url : url.slice(0, q);
+    this.requestPath = this.pathname;
   }
 
   get hooks(): Hooks {
@@ -188,7 +195,7 @@ export class Context implements Exchange {
 
   /** The reply broke off after its head reached the client (an upstream failure, not the client's). */
   get brokeOff(): boolean {
-    return this.responseStarted && this.error !== null && !(this.error instanceof ClientGone);
+    return this.responseStarted && this.error !== null && !this.errorAnswered && !(this.error instanceof ClientGone);
   }
 
   elapsedMs(): number {

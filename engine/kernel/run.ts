@@ -24,6 +24,7 @@ function fail(ctx: Context, err: unknown): void {
     return;
   }
   ctx.status = gw.status;
+  ctx.errorAnswered = true;
   try {
     renderError(ctx.res, gw, ctx.route.errorFormat);
   } catch (e) {

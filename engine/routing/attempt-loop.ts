@@ -27,7 +27,7 @@ import { gwError } from '../core/errors.js';
 import type { EndpointQueue, Turn } from '../backends/queue.js';
 import { waitForSlot } from './admission.js';
 import { AttemptFailed, BudgetSpent, type AttemptControl, type HeldReply, type Outcome, type RetryableKind } from './attempt.js';
-import { AttemptState } from './attempt-state.js';
+import { AttemptState, type FailedAttempt } from './attempt-state.js';
 import { brokenReason } from './broken-stream.js';
 import { chargesFleet, exhaustedError, PlanWalk, retryDelay, type Exhaustion, type Failure, type Step } from './decisions.js';
 import type { Exchange, SendPolicy } from './exchange.js';
@@ -241,7 +241,9 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
     const { error, sent, answered } = outcome;
     let failure: Failure;
     let said: string;
+    let clientError = false;
     if (error instanceof AttemptFailed) {
+      clientError = error.held !== null && error.held.status < 500;
       failure = { kind: error.kind, retryAfterMs: error.kind === 'status' ? this.pauseOf(ep) : undefined };
       said = error.outcome;
       // A fallback's client error never replaces the primary's failure as the answer.
@@ -284,7 +286,7 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
     x.last = said;
     this.previous = failure;
     this.previousEp = ep;
-    this.recordFailure(ep, said);
+    this.recordFailure(ep, said, clientError);
     if (policy.retry) {
       const delay = this.retryAfter(failure);
       if (delay !== null) {
@@ -329,8 +331,10 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
     return true;
   }
 
-  private recordFailure(ep: Endpoint, outcome: string): void {
-    (this.tried ??= []).push({ endpoint: ep.name, family: ep.family, model: this.model ?? this.ex.model, outcome });
+  private recordFailure(ep: Endpoint, outcome: string, clientError = false): void {
+    const failed: FailedAttempt = { endpoint: ep.name, family: ep.family, model: this.model ?? this.ex.model, outcome };
+    if (clientError) failed.clientError = true;
+    (this.tried ??= []).push(failed);
   }
 
   private windowOf(c: Candidate): number {

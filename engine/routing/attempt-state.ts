@@ -13,6 +13,9 @@ export interface FailedAttempt {
   model: string | undefined;
   /** What happened, short: "503", "reset", "first_token_timeout", "stream_error"… */
   outcome: string;
+  /** The backend answered a 4xx (a client error, a context too long, a 429): the request's fault
+   *  or the backend's load, not a sign that the endpoint is failing (status counters). */
+  clientError?: boolean;
   /** This attempt's failure is the request's answer (held back, or the last one): it is not a
    *  retry, and counts once against its endpoint. */
   answered?: boolean;

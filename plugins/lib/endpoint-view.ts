@@ -10,13 +10,15 @@ export function averageLatency(totalMs: number, count: number): string {
   return formatDuration(count === 0 ? 0 : totalMs / count);
 }
 
-/** The endpoint health record of /internal/health. */
+/** The endpoint health record of /internal/health (the spec's healthy/unhealthy, and the state). */
 export function healthRecord(ep: Endpoint) {
   return {
     id: ep.id,
     name: ep.name,
     url: ep.url,
-    status: ep.routable ? 'healthy' : 'unhealthy',
+    status: isHealthy(ep) ? 'healthy' : 'unhealthy',
+    /** The state behind it (healthy, busy, warming, offline, unhealthy, unknown): as /internal/status says. */
+    state: ep.state,
     latency: formatDuration(ep.lastLatencyMs),
     last_check: ep.lastCheck?.toISOString() ?? null,
   };
@@ -33,10 +35,12 @@ export function endpointDetail(ep: Endpoint, stats: Stats) {
     url: ep.url,
     priority: ep.priority,
     status: ep.state,
-    healthy: ep.state === 'healthy',
+    healthy: isHealthy(ep),
     routable: ep.routable,
     requests: c.requests,
     errors: c.errors,
+    /** 4xx answers (the request's fault): counted as requests, never as errors. */
+    client_errors: c.clientErrors,
     error_rate: c.requests === 0 ? '0.00%' : percent(c.errors, c.requests),
     average_latency: averageLatency(c.totalLatencyMs, c.requests),
     /** Time to the backend's reply head, from the endpoint's own interceptor. */
@@ -88,24 +92,32 @@ function queueView(q: EndpointQueue) {
   };
 }
 
-/** Overall state: all routable → healthy, some → degraded, none → unhealthy. */
-export function overall(endpoints: readonly Endpoint[]): 'healthy' | 'degraded' | 'unhealthy' {
-  const routable = endpoints.filter((e) => e.routable).length;
-  if (endpoints.length > 0 && routable === endpoints.length) return 'healthy';
-  return routable > 0 ? 'degraded' : 'unhealthy';
-}
+/** How one verdict reads on each route (the spec's words): /internal/health says `unhealthy` where
+ *  /internal/status (and gw_system_status) says `critical`; the facts behind them are the same. */
+export const HEALTH_WORDS = ['healthy', 'degraded', 'unhealthy'] as const;
+export const SYSTEM_WORDS = ['healthy', 'degraded', 'critical'] as const;
+export type SystemStatus = (typeof SYSTEM_WORDS)[number];
 
-export type SystemStatus = 'healthy' | 'degraded' | 'critical';
+/** 0: every endpoint routable and requests succeed; 1: degraded; 2: down. */
+export type Verdict = 0 | 1 | 2;
 
-/** The system's state (/internal/status, /internal/metrics): endpoint health, then, once there
- *  was traffic, the success rate (below 95% degraded, below 50% critical). */
-export function systemStatus(stats: Stats, endpoints: readonly Endpoint[]): SystemStatus {
-  const health = overall(endpoints);
-  let status: SystemStatus = health === 'unhealthy' ? 'critical' : health;
-  if (stats.requestsTotal > 0 && status !== 'critical') {
-    const rate = (stats.requestsTotal - stats.requestsFailed) / stats.requestsTotal;
-    if (rate < 0.5) status = 'critical';
-    else if (rate < 0.95) status = 'degraded';
+/** The one verdict of the status routes. Endpoint health first: every endpoint routable → 0, some
+ *  → 1, none (or no endpoint at all) → 2. Then the success rate of the recent requests that were
+ *  not client errors (a client's 4xx says nothing about the gateway or its backends): under 95%
+ *  makes it at least 1, under 50% makes it 2. Before such traffic, endpoint health alone. */
+export function verdict(stats: Stats, endpoints: readonly Endpoint[]): Verdict {
+  let routable = 0;
+  for (const e of endpoints) if (e.routable) routable++;
+  if (routable === 0) return 2;
+  let level: Verdict = routable === endpoints.length ? 0 : 1;
+  const rate = stats.recentSuccessRate();
+  if (rate !== null) {
+    if (rate < 0.5) level = 2;
+    else if (rate < 0.95 && level === 0) level = 1;
   }
-  return status;
+  return level;
 }
+
+/** An endpoint is healthy on every status route when it takes traffic (routable: healthy, busy or
+ *  warming); `status`/`state` beside it says which state, in the spec's words (offline, unhealthy…). */
+export const isHealthy = (ep: Endpoint): boolean => ep.routable;

@@ -20,7 +20,7 @@ describe('type auto', () => {
   it('starts with a warning for the unknown type that names the fix and the known families', () => {
     const warn = gw.logs.find((l) => l.level === 40 && l.field === 'discovery.static.endpoints[1].type');
     expect(warn?.msg).toMatch(/unknown backend family "pagedengin" for endpoint "typo"; treated as auto/);
-    expect(warn?.msg).toMatch(/did you mean "pagedengine"\?.*known families: .*localrunner/);
+    expect(warn?.msg).toMatch(/did you mean "pagedengine" \(vLLM\)\?.*known families: .*localrunner/);
     expect(gw.gw.runtime.endpoints.all.map((e) => [e.name, e.family])).toEqual([['generic', 'auto'], ['typo', 'auto']]);
   });
 

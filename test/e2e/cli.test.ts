@@ -45,8 +45,15 @@ describe('gw validate', () => {
     expect(r.code).toBe(0);
     expect(r.out).toContain('WARN endpoints in');
     expect(r.out).toContain('discovery.static.endpoints[0].type: unknown backend family "localruner" for endpoint "x"; treated as auto');
-    expect(r.out).toContain('— fix: did you mean "localrunner"?');
+    expect(r.out).toContain('— fix: did you mean "localrunner" (Ollama)?');
     expect(r.out).toMatch(/^PASS endpoints in .*: 1 endpoint \(x: auto\)$/m);
+  });
+
+  it('fails a top-level endpoints list, naming where it belongs', async () => {
+    const file = configFile('endpoints:\n  - { name: x, type: cppengine, url: "http://127.0.0.1:1" }\n');
+    const r = await run(['validate', '--config', file]);
+    expect(r.code).toBe(1);
+    expect(r.out).toContain(`FAIL config ${file}: endpoints: unknown key "endpoints" at the top level — fix: did you mean discovery.static.endpoints?`);
   });
 
   it('warns about an unknown key but passes', async () => {
@@ -124,6 +131,13 @@ describe('gw serve', () => {
     expect(r.err).toContain('discovery.static.endpoints[0].url');
     expect(r.err).toContain('auth: { type: basic');
     expect(r.out + r.err).not.toContain('hunter2');
+  });
+
+  it('refuses to start on a top-level endpoints list instead of serving the built-in default endpoint', async () => {
+    const file = configFile('endpoints:\n  - { name: x, type: cppengine, url: "http://127.0.0.1:1" }\n');
+    const r = await run(['serve', '--config', file]);
+    expect(r.code).toBe(1);
+    expect(r.err).toContain('did you mean discovery.static.endpoints?');
   });
 
   it('listens on 40114 with the built-in default (npm start)', async () => {

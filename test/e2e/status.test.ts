@@ -38,7 +38,7 @@ describe('/internal/status', () => {
     const { json } = await get('/internal/status');
     expect(Object.keys(json)).toEqual(['version', 'build', 'config', 'statistics', 'endpoints', 'models', 'reload', 'system']);
     expect(json.config).toEqual({ proxy_engine: 'undici', load_balancer: 'priority', endpoints_configured: 1, models_discovered: 2 });
-    expect(Object.keys(json.statistics)).toEqual(['requests_total', 'requests_active', 'requests_failed', 'average_latency', 'p95_latency', 'p99_latency']);
+    expect(Object.keys(json.statistics)).toEqual(['requests_total', 'requests_active', 'requests_failed', 'requests_client_errors', 'average_latency', 'p95_latency', 'p99_latency']);
     expect(json.system).toMatchObject({ status: 'healthy', has_traffic: false, success_rate: 'N/A' });
     expect(json.endpoints.gpu).toMatchObject({ healthy: true, models: 2, requests: 0, errors: 0 });
     expect(json.models).toEqual({ total: 2, by_provider: { pagedengine: ['pagedengine-model-1', 'test-model'] } });

@@ -67,6 +67,30 @@ describe('config problems', () => {
     expect(() => loadConfig(file, {})).toThrow(/server\.prot.*unknown key "prot"[\s\S]*did you mean "port"/);
   });
 
+  it('fails a key written where it does not belong, naming its home', () => {
+    const top = writeConfig({ endpoints: [{ name: 'x', type: 'cppengine', url: 'http://127.0.0.1:1' }] });
+    expect(checkConfig(top, {}).problems).toEqual([{
+      level: 'fail', field: 'endpoints', message: 'unknown key "endpoints" at the top level',
+      fix: 'did you mean discovery.static.endpoints? move it there (discovery: static: endpoints: …)',
+    }]);
+    expect(() => loadConfig(top, {})).toThrow(/did you mean discovery\.static\.endpoints/);
+    expect(checkConfig(writeConfig({ discovery: { endpoints: [] } }), {}).problems[0]).toMatchObject({ level: 'fail', field: 'discovery.endpoints', fix: expect.stringContaining('discovery.static.endpoints') });
+    expect(checkConfig(writeConfig({ port: 8080 }), {}).problems[0]).toMatchObject({ level: 'fail', field: 'port', fix: expect.stringMatching(/^did you mean server\.port\?/) });
+    // A plain word deeper down is not guessed at (timeout is also discovery.model_discovery.timeout).
+    expect(checkConfig(writeConfig({ timeout: '5s' }), {}).problems[0]).toMatchObject({ level: 'warn', field: 'timeout' });
+  });
+
+  it('says which unit a duration written as a bare number needs', () => {
+    const { problems } = checkConfig(writeConfig({ proxy: { response_timeout: 5, connection_timeout: 5000 } }), {});
+    expect(problems).toHaveLength(2);
+    expect(problems).toEqual(expect.arrayContaining([
+      { level: 'fail', field: 'proxy.connection_timeout', message: 'must be a duration string such as "5s" (got the number 5000; write 5000ms, or 5s)', fix: 'a duration is a number with a unit: 500ms, 5s, 5m, 1h' },
+      { level: 'fail', field: 'proxy.response_timeout', message: 'must be a duration string such as "5s" (got the number 5; write 5s)', fix: 'a duration is a number with a unit: 500ms, 5s, 5m, 1h' },
+    ]));
+    const endpoint = checkConfig(writeConfig({ discovery: { static: { endpoints: [{ name: 'x', type: 'cppengine', url: 'http://h', check_interval: 5 }] } } }), {});
+    expect(endpoint.problems[0]).toMatchObject({ field: 'discovery.static.endpoints[0].check_interval', message: expect.stringContaining('write 5s') });
+  });
+
   it('warns about an unknown key that resembles nothing, and ignores it', () => {
     const file = writeConfig({ server: { flavour: 'vanilla' } });
     const { config, problems } = loadConfig(file, {});

@@ -68,9 +68,16 @@ describe('endpoint records', () => {
     expect(problems).toHaveLength(1);
     expect(problems[0]).toMatchObject({ level: 'warn', field: 'discovery.static.endpoints[0].type' });
     expect(problems[0].message).toMatch(/^unknown backend family "pagedengin" for endpoint "x"; treated as auto/);
-    expect(problems[0].fix).toMatch(/^did you mean "pagedengine"\? write type: auto to keep it so; known families: .*localrunner/);
+    expect(problems[0].fix).toMatch(/^did you mean "pagedengine" \(vLLM\)\? write type: auto to keep it so; known families: .*"localrunner" \(Ollama\)/);
     // auto (named or assumed) is a generic OpenAI-compatible backend: health /, models /v1/models.
     expect(plans.map((p) => [p.profile.name, p.healthUrl, p.modelUrl])).toEqual([['auto', 'http://h/', 'http://h/v1/models'], ['auto', 'http://g/', 'http://g/v1/models']]);
+  });
+
+  it('suggests the family of the engine an unknown type names (llamacpp → cppengine, vllm → pagedengine)', () => {
+    const { problems } = plan([{ name: 'a', type: 'llamacpp', url: 'http://h' }, { name: 'b', type: 'vllm', url: 'http://g' }, { name: 'c', type: 'LM-Studio', url: 'http://i' }]);
+    expect(problems.map((p) => p.fix?.slice(0, p.fix.indexOf('?') + 1))).toEqual([
+      'did you mean "cppengine" (llama.cpp server (llama-server))?', 'did you mean "pagedengine" (vLLM)?', 'did you mean "deskrunner" (LM Studio)?',
+    ]);
   });
 
   it('refuses duplicate names and unreadable secret files', () => {

@@ -10,6 +10,16 @@ import { startGateway } from '../helpers/gateway.js';
 const builtins = loadProfiles('/nonexistent');
 
 describe('built-in profiles', () => {
+  it('name the engines each family is for, and the README family table says the same', () => {
+    const readme = readFileSync('README.md', 'utf8').split('\n');
+    for (const p of builtins.list) {
+      expect(p.engines.length, `${p.name}: profiles/${p.name}.yaml needs engines`).toBeGreaterThan(0);
+      const row = readme.find((l) => l.startsWith(`| \`${p.name}\``) || l.startsWith(`| \`${p.type_aliases[0]}\`, \`${p.name}\``));
+      expect(row, `README.md family table needs a row for ${p.name}`).toBeDefined();
+      expect(row!.split(' | ')[1], `README.md family table, ${p.name}: engines as in profiles/${p.name}.yaml`).toBe(p.engines.join(', '));
+    }
+  });
+
   it('has the 12 families with their prefixes, and auto', () => {
     const prefixes = Object.fromEntries(builtins.list.map((p) => [p.name, p.routing.prefixes]));
     expect(prefixes).toEqual({

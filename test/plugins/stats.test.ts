@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { gwError } from '../../engine/core/errors.js';
 import stats from '../../plugins/stats.js';
 import { applyPlugin, stubContext, testEnv, attemptOf } from '../helpers/plugin.js';
 
@@ -14,6 +15,23 @@ describe('stats', () => {
     }
     expect(env.stats.requestsTotal).toBe(3);
     expect(env.stats.requestsFailed).toBe(1);
-    expect(env.stats.endpoint('e1')).toMatchObject({ requests: 3, errors: 1 });
+    expect(env.stats.endpoint('e1')).toMatchObject({ requests: 3, errors: 1, clientErrors: 1 });
+    expect(env.stats.requestsClientErrors).toBe(1);
+  });
+
+  it('counts a gateway error reply as a client error (4xx) or a failure (5xx), never as a broken reply', () => {
+    const env = testEnv();
+    const hooks = applyPlugin(stats, {}, env);
+    for (const key of ['MODEL_NOT_FOUND', 'PATH_NOT_ALLOWED', 'PATH_NOT_SUPPORTED', 'ENDPOINT_UNAVAILABLE'] as const) {
+      const { ctx, res } = stubContext(hooks);
+      attemptOf(ctx).endpoint = { name: 'e1' } as never;
+      // As the kernel answers an error: the error is set, then its envelope is the reply head.
+      ctx.error = gwError(key, { model: 'm', path: '/p', provider: 'x' });
+      ctx.errorAnswered = true;
+      res.writeHead((ctx.error as { status: number }).status, []);
+      hooks.done.call(ctx);
+    }
+    expect(env.stats).toMatchObject({ requestsTotal: 4, requestsFailed: 1, requestsClientErrors: 3 });
+    expect(env.stats.endpoint('e1')).toMatchObject({ requests: 4, errors: 1, clientErrors: 3 });
   });
 });

@@ -5,10 +5,9 @@ import type { Endpoint, HealthState } from '../../../engine/backends/endpoints.j
 import type { Sample } from '../../../engine/backends/metrics.js';
 import type { TranslatorCounters } from '../../../engine/backends/telemetry.js';
 import type { Runtime } from '../../../engine/kernel/runtime.js';
-import { systemStatus, type SystemStatus } from '../endpoint-view.js';
+import { SYSTEM_WORDS, verdict } from '../endpoint-view.js';
 import { modelLabel } from './instruments.js';
 
-const SYSTEM: readonly SystemStatus[] = ['healthy', 'degraded', 'critical'];
 const HEALTH: readonly HealthState[] = ['unknown', 'healthy', 'busy', 'warming', 'offline', 'unhealthy'];
 const BREAKER = ['closed', 'open', 'half-open'] as const;
 
@@ -24,13 +23,14 @@ export function registerCollected(env: Runtime): void {
   // System.
   m.collected('gw_build_info', 'The gateway version (always 1).', 'gauge', () => one(1, { version: env.version }));
   m.collected('gw_system_status', "The system's state as /internal/status reports it: 1 for the current one.", 'gauge', () => {
-    const now = systemStatus(stats, live());
-    return SYSTEM.map((status) => ({ labels: { status }, value: status === now ? 1 : 0 }));
+    const now = SYSTEM_WORDS[verdict(stats, live())];
+    return SYSTEM_WORDS.map((status) => ({ labels: { status }, value: status === now ? 1 : 0 }));
   });
   m.collected('gw_config_reloads_total', 'Configuration graphs built since start (1 at start, +1 per successful reload).', 'counter', () => one(env.reload.generation));
   m.collected('gw_requests_in_flight', 'Requests of any route being handled now.', 'gauge', () => one(stats.inFlight));
   m.collected('gw_proxied_requests_total', 'Requests counted by /internal/status (proxy and messages-API routes).', 'counter', () => one(stats.requestsTotal));
-  m.collected('gw_proxied_requests_failed_total', 'Of those, the failed ones (5xx or a reply that broke off).', 'counter', () => one(stats.requestsFailed));
+  m.collected('gw_proxied_requests_failed_total', 'Of those, the failed ones (5xx, timeouts, connection errors, a reply that broke off).', 'counter', () => one(stats.requestsFailed));
+  m.collected('gw_proxied_requests_client_errors_total', 'Of those, the ones answered with a client error (4xx: the request\'s fault, never a failure).', 'counter', () => one(stats.requestsClientErrors));
   m.collected('gw_connections_open', 'Client connections open now.', 'gauge', () => one(stats.connectionsOpen));
   m.collected('gw_connections_total', 'Client connections accepted since start.', 'counter', () => one(stats.connectionsTotal));
 
@@ -41,7 +41,8 @@ export function registerCollected(env: Runtime): void {
   m.collected('gw_endpoint_breaker_state', "Each endpoint's circuit breaker: 1 for the current state.", 'gauge', () =>
     live().flatMap((ep) => BREAKER.map((state) => ({ labels: { family: ep.family, endpoint: ep.name, state }, value: ep.breaker.state === state ? 1 : 0 }))));
   m.collected('gw_endpoint_requests_total', 'Requests per endpoint (/internal/status).', 'counter', perEndpoint((ep) => stats.endpoint(ep).requests));
-  m.collected('gw_endpoint_errors_total', 'Failed requests per endpoint (/internal/status).', 'counter', perEndpoint((ep) => stats.endpoint(ep).errors));
+  m.collected('gw_endpoint_errors_total', 'Failed requests per endpoint (/internal/status): 5xx, timeouts, connection errors, broken replies.', 'counter', perEndpoint((ep) => stats.endpoint(ep).errors));
+  m.collected('gw_endpoint_client_errors_total', 'Requests per endpoint its backend answered with a 4xx (the request\'s fault, not the endpoint\'s).', 'counter', perEndpoint((ep) => stats.endpoint(ep).clientErrors));
   m.collected('gw_endpoint_active_requests', 'Attempts in flight to the endpoint now.', 'gauge', perEndpoint((ep) => ep.active));
   m.collected('gw_active_streams', 'Replies being relayed to clients as streams now, by endpoint.', 'gauge', perEndpoint((ep) => ep.streams));
   m.collected('gw_upstream_stale_retries_total', 'Requests sent once more on a fresh connection after a pooled socket failed before any reply.', 'counter', perEndpoint((ep) => ep.staleRetries));

@@ -1,0 +1,21 @@
+// Whose fault a finished request was, for the status counters and the system's verdict. A client
+// error (4xx) is the request's: an unknown model, a path outside the allowlist, bad JSON, a body
+// too large, a rate limit, a plugin's 401/403, or a backend's own 4xx (a bad parameter); it never
+// makes an endpoint or the system look unhealthy. Failures are 5xx, timeouts, connection errors
+// and replies that broke off after their head.
+import { ClientGone } from '../../engine/backends/failures.js';
+import type { Outcome } from '../../engine/backends/telemetry.js';
+import { GatewayError } from '../../engine/core/errors.js';
+import type { Context } from '../../engine/kernel/context.js';
+
+export function outcomeOf(ctx: Context): Outcome {
+  if (ctx.brokeOff) return 'failed';
+  const err = ctx.error;
+  // A client that went away ended the request itself.
+  if (err instanceof ClientGone) return 'client_error';
+  // The gateway's 501 refuses a path the client asked for; the backend was never contacted.
+  if (err instanceof GatewayError && err.key === 'PATH_NOT_SUPPORTED') return 'client_error';
+  const status = ctx.status;
+  if (status >= 500) return 'failed';
+  return status >= 400 ? 'client_error' : 'ok';
+}

@@ -18,7 +18,7 @@ import { LiveCache, liveModels } from './lib/live-models.js';
 import { answerMerged } from './lib/merged-list.js';
 import { decodeModelId } from './lib/model-id.js';
 import { renderItem, renderList, type ItemExtras } from './lib/model-formats.js';
-import { compilePattern, isPattern, matchPattern, type PathPattern } from './lib/path-patterns.js';
+import { compilePattern, isPattern, matchPattern, type PathPattern } from '../engine/core/path-patterns.js';
 
 type Answer = (ctx: Context, params?: Record<string, string>) => true | Promise<true>;
 

@@ -1,5 +1,6 @@
 // The one table of gateway error codes and the one renderer of the spec's envelope
-// {error:{message,type,code}}. Every code here is documented in README.md (a test checks).
+// {error:{message,type,code}}, or of the route's own API shape (errorBody). Every code here is
+// documented in README.md (a test checks).
 import type { ServerResponse } from 'node:http';
 import { clip } from './head.js';
 
@@ -169,16 +170,35 @@ const MSGAPI_ERROR_TYPES: Record<number, string> = {
 };
 export const msgapiErrorType = (status: number): string => MSGAPI_ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
 
-/** The spec's envelope. On messages-API routes it is that API's shape, `{type: "error", error:
- *  {type, message}}` with the API's type for the status (what its clients read), plus our `code`. */
-export function errorBody(err: GatewayError, format: 'gateway' | 'msgapi' = 'gateway'): string {
-  if (format === 'msgapi') return JSON.stringify({ type: 'error', error: { type: msgapiErrorType(err.status), message: err.message, code: err.code } });
-  return JSON.stringify({ error: { message: err.message, type: err.type, code: err.code } });
+/** The shapes a gateway error can take: the spec's envelope (`gateway`), the messages API's, and
+ *  the native shapes of engines whose clients read their own (profile api.error_formats). */
+export type ErrorFormat = 'gateway' | 'msgapi' | 'localrunner' | 'cppengine';
+
+// The C++ engine's error types by status, as its server words them (other 4xx: invalid_request_error;
+// other 5xx: server_error).
+const CPPENGINE_ERROR_TYPES: Record<number, string> = {
+  400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error',
+  500: 'server_error', 501: 'not_supported_error', 503: 'unavailable_error',
+};
+const cppengineErrorType = (status: number): string => CPPENGINE_ERROR_TYPES[status] ?? (status >= 500 ? 'server_error' : 'invalid_request_error');
+
+/** The error body in the route's shape. `gateway`: the spec's envelope {error:{message,type,code}}.
+ *  `msgapi`: {type: "error", error: {type, message}} with the API's type for the status, plus our
+ *  `code`. `localrunner` (Ollama's native routes): {error: "<message>"}, the string its clients
+ *  show. `cppengine` (llama.cpp's native routes): {error: {code: <status>, message, type}} with the
+ *  server's own type for the status. */
+export function errorBody(err: GatewayError, format: ErrorFormat = 'gateway'): string {
+  switch (format) {
+    case 'msgapi': return JSON.stringify({ type: 'error', error: { type: msgapiErrorType(err.status), message: err.message, code: err.code } });
+    case 'localrunner': return JSON.stringify({ error: err.message });
+    case 'cppengine': return JSON.stringify({ error: { code: err.status, message: err.message, type: cppengineErrorType(err.status) } });
+    default: return JSON.stringify({ error: { message: err.message, type: err.type, code: err.code } });
+  }
 }
 
-/** Write the envelope. On a routed request the head goes through the kernel's writer, which adds
- *  the route's headers (CORS, X-Gw-*); `raw` skips them (the respond hook itself failed). */
-export function renderError(res: ServerResponse, err: GatewayError, format: 'gateway' | 'msgapi' = 'gateway', raw = false): void {
+/** Write the error in the route's shape. On a routed request the head goes through the kernel's
+ *  writer, which adds the route's headers (CORS, X-Gw-*); `raw` skips them (the respond hook itself failed). */
+export function renderError(res: ServerResponse, err: GatewayError, format: ErrorFormat = 'gateway', raw = false): void {
   if (res.headersSent) {
     res.destroy();
     return;

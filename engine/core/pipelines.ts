@@ -3,7 +3,7 @@
 // wrap every pipeline rather than a pipeline of its own.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { ConfigError } from './errors.js';
+import { ConfigError, type ErrorFormat } from './errors.js';
 import { BUILTIN_PIPELINES_DIR } from './paths.js';
 import { createAjv, explain, loadSchema, type Problem } from './schema.js';
 import { readYaml } from './yaml-file.js';
@@ -26,7 +26,7 @@ export interface PipelineDef {
   name: string;
   description?: string;
   mount: { per_profile: boolean; families?: string[]; paths: string[]; methods: string[]; enabled_by?: string };
-  error_format: 'gateway' | 'msgapi';
+  error_format: ErrorFormat;
   steps: StepDef[];
   file: string;
 }

@@ -3,7 +3,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { deepFreeze } from './config.js';
-import { ConfigError } from './errors.js';
+import { ConfigError, type ErrorFormat } from './errors.js';
 import { BUILTIN_PROFILES_DIR } from './paths.js';
 import { createAjv, editDistance, explain, loadSchema, type Problem } from './schema.js';
 import { readYaml } from './yaml-file.js';
@@ -33,6 +33,8 @@ export interface Profile {
     residency_path?: string;
     health_check_path?: string;
     metrics_path?: string;
+    /** The paths whose gateway-made errors take another shape than the route's (core/error-formats.ts). */
+    error_formats: Partial<Record<ErrorFormat, string[]>>;
     /** What backend error replies gain (engine-agnostic; plugins/lib/error-context.ts). */
     error_context: { gw_context: boolean; integer_code: boolean; provider: boolean };
     /** X-Radix-Cache-Hit / X-Radix-Spec-Decode on replies (plugins/lib/radix-headers.ts). */
@@ -166,6 +168,14 @@ function fieldProblems(p: Profile): Problem[] {
   const last = p.api.paths.length - 1;
   for (const [name, index] of Object.entries(p.path_indices ?? {})) {
     if (index > last) fail(`path_indices.${name}`, `index ${index} is outside api.paths, which has ${p.api.paths.length} entr${p.api.paths.length === 1 ? 'y' : 'ies'}`, last < 0 ? 'api.paths is empty: remove path_indices or list the paths' : `use an index from 0 to ${last}`);
+  }
+  const shapes = new Map<string, string>();
+  for (const [format, paths] of Object.entries(p.api.error_formats)) {
+    for (const path of paths ?? []) {
+      const other = shapes.get(path);
+      if (other) fail(`api.error_formats.${format}`, `${path} is also in api.error_formats.${other}`, 'a path answers errors in one shape: list it once');
+      shapes.set(path, format);
+    }
   }
   const kinds = new Map<string, string>();
   for (const kind of ['generation_paths', 'embedding_paths', 'management_paths'] as const) {

@@ -6,6 +6,7 @@ import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import type { IncomingMessage } from 'node:http';
 import { modelKeys as modelKeysOf } from '../core/body-model.js';
 import { configValue } from '../core/config.js';
+import { ErrorFormatPaths } from '../core/error-formats.js';
 import type { RouteInfo } from './context.js';
 import { createHooks, HOOK_PHASES, type Hooks } from './hooks.js';
 import { nameMatches, type PipelineDef, type PipelineLoad, type SharedStepDef, type StepDef } from '../core/pipelines.js';
@@ -255,9 +256,11 @@ export function compileGraph(load: PipelineLoad, registry: PluginRegistry, runti
       for (const profile of claims.get(def) ?? []) {
         const hooks = applied({ ...runtime, pipeline: def.name, profile });
         const modelKeys = modelKeysOf(profile.request.model_field_paths);
+        const formats = new ErrorFormatPaths(profile.api.error_formats);
+        const errorFormats = formats.empty ? undefined : formats;
         for (const p of mountedPrefixes(profile, runtime)) {
           const prefix = `/gw/${p}`;
-          const info = route(hooks, { profile, prefix, modelKeys });
+          const info = route(hooks, { profile, prefix, modelKeys, errorFormats });
           mount(prefix, info);
           mount(`${prefix}/*`, info);
         }

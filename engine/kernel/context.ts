@@ -9,6 +9,8 @@ import type { Logger } from 'pino';
 import type { Endpoint } from '../backends/endpoints.js';
 import { ClientGone } from '../backends/failures.js';
 import { findModelField, type ModelField } from '../core/body-model.js';
+import type { ErrorFormatPaths } from '../core/error-formats.js';
+import type { ErrorFormat } from '../core/errors.js';
 import type { Profile } from '../core/profiles.js';
 import { NO_ATTEMPTS, type AttemptState } from '../routing/attempt-state.js';
 import type { Exchange, UpstreamRequest } from '../routing/exchange.js';
@@ -27,8 +29,10 @@ export interface RouteInfo {
   profile?: Profile;
   /** The mount prefix to strip, e.g. "/gw/localrunner". */
   prefix?: string;
-  /** How errors are rendered on this route. */
-  errorFormat: 'gateway' | 'msgapi';
+  /** How errors are rendered on this route (the pipeline's error_format)... */
+  errorFormat: ErrorFormat;
+  /** ...but on the paths a family route's profile names (api.error_formats), in that shape. */
+  errorFormats?: ErrorFormatPaths;
   /** The quoted body keys the model is read from (the profile's request.model_field_paths); default `"model"`. */
   modelKeys?: readonly Buffer[];
   log: Logger;
@@ -117,8 +121,10 @@ export class Context implements Exchange {
     return this.route.log;
   }
 
-  get errorFormat(): RouteInfo['errorFormat'] {
-    return this.route.errorFormat;
+  /** The shape of this request's errors: its path's (a family's native routes), else the route's. */
+  get errorFormat(): ErrorFormat {
+    const { errorFormats, prefix, errorFormat } = this.route;
+    return (errorFormats && errorFormats.formatOf(this.req.url ?? '/', prefix ?? '')) ?? errorFormat;
   }
 
   /** Where the request may go: written once, by endpoint selection (select-endpoint). */

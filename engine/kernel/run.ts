@@ -1,6 +1,6 @@
 // Running one request through a compiled route: the request hook, then the terminal dispatch;
-// any thrown error becomes the spec's envelope through the one head writer. `done` runs once the
-// response closed, however it ended. Nothing a step throws gets further than this request.
+// any thrown error becomes an error reply in the route's shape through the one head writer. `done`
+// runs once the response closed, however it ended. Nothing a step throws gets further than this request.
 import type { IncomingMessage } from 'node:http';
 import { StepFailed } from '../backends/failures.js';
 import type { Stats } from '../backends/telemetry.js';
@@ -26,11 +26,11 @@ function fail(ctx: Context, err: unknown): void {
   ctx.status = gw.status;
   ctx.errorAnswered = true;
   try {
-    renderError(ctx.res, gw, ctx.route.errorFormat);
+    renderError(ctx.res, gw, ctx.errorFormat);
   } catch (e) {
     if (!(e instanceof StepFailed)) throw e;
     log.error({ req: ctx.id, err: e.failure }, 'respond step failed while rendering an error');
-    renderError(ctx.res, gw, ctx.route.errorFormat, true);
+    renderError(ctx.res, gw, ctx.errorFormat, true);
   }
 }
 

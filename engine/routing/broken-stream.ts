@@ -1,6 +1,6 @@
 // A reply that breaks after its head went out cannot become an error status any more. A stream
 // then ends with an error in its own format, so the client's SDK raises it instead of waiting
-// on a bare reset: SSE gets a chat-completions error chunk (the messages API: `event: error`),
+// on a bare reset: SSE gets an error chunk in the route's shape (the messages API: `event: error`),
 // NDJSON an {"error": …} line; then the connection closes. Any other reply is aborted.
 import type { ServerResponse } from 'node:http';
 import type { Endpoint } from '../backends/endpoints.js';
@@ -25,9 +25,10 @@ function errorFrame(format: Exchange['errorFormat'], endpoint: string, contentTy
     // A partly written event is closed first, so ours is read as an event of its own.
     const sep = endsWith('\n\n') ? '' : endsWith('\n') ? '\n' : '\n\n';
     if (format === 'msgapi') return `${sep}event: error\ndata: ${errorBody(err, 'msgapi')}\n\n`;
-    return `${sep}data: ${errorBody(err)}\n\n`;
+    return `${sep}data: ${errorBody(err, format)}\n\n`;
   }
-  if (NDJSON.test(contentType)) return `${endsWith('\n') ? '' : '\n'}${JSON.stringify({ error: err.message })}\n`;
+  // The native runner's stream: its clients read a line {"error": "…"}, whatever the route's format.
+  if (NDJSON.test(contentType)) return `${endsWith('\n') ? '' : '\n'}${errorBody(err, 'localrunner')}\n`;
   return null;
 }
 

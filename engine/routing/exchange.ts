@@ -6,6 +6,7 @@ import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Endpoint } from '../backends/endpoints.js';
 import type { RetryBudget } from '../backends/retry-budget.js';
+import type { ErrorFormat } from '../core/errors.js';
 import type { ReplyHeaders } from '../core/json.js';
 import type { AttemptState } from './attempt-state.js';
 import type { RoutePlan } from './plan.js';
@@ -35,7 +36,7 @@ export interface Exchange {
   readonly plan: RoutePlan | null;
   readonly log: Logger;
   /** How the route renders errors (a broken stream's last event is one). */
-  readonly errorFormat: 'gateway' | 'msgapi';
+  readonly errorFormat: ErrorFormat;
   /** Named in errors when every endpoint failed: the route's family, else its pipeline. */
   readonly provider: string;
   /** The model the request names (the body's, or the one routing sent). */

@@ -81,9 +81,9 @@ describe('failover', () => {
     const res = await request(`${gw.url}/gw/localrunner/api/chat`, { method: 'POST', body });
     const err = (await res.body.json()) as any;
     expect(res.statusCode).toBe(503);
-    expect(err.error.type).toBe('endpoint_unavailable');
-    expect(err.error.message).toContain('localrunner');
-    expect(err.error.message).toContain('2 endpoints failed (last: refused)');
+    // The native route's shape: the text alone.
+    expect(err.error).toMatch(/^no healthy endpoint for provider localrunner/);
+    expect(err.error).toContain('2 endpoints failed (last: refused)');
   });
 
   it('stops after proxy.max_retries further endpoints', async () => {

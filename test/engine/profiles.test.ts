@@ -167,6 +167,16 @@ describe('profile fields the gateway acts on or refuses (none accepted and ignor
     ]);
   });
 
+  it('api.error_formats: a path in two shapes fails; an unknown shape warns, naming the known ones', () => {
+    expect(problemsOf('api: { paths: [/a], error_formats: { localrunner: ["/api/{rest...}"], cppengine: [/a] } }\n').file.problems).toEqual([]);
+    expect(problemsOf('api: { paths: [/a], error_formats: { localrunner: [/a], msgapi: [/b, /a] } }\n').file.problems).toEqual([
+      expect.objectContaining({ level: 'fail', field: 'api.error_formats.msgapi', message: '/a is also in api.error_formats.localrunner' }),
+    ]);
+    expect(problemsOf('api: { paths: [/a], error_formats: { ollama: [/a] } }\n').file.problems).toEqual([
+      { level: 'warn', field: 'api.error_formats.ollama', message: 'unknown key "ollama" is ignored', fix: 'known keys here: msgapi, localrunner, cppengine' },
+    ]);
+  });
+
   it('features: checked for shape, and noted as informational when enabled', () => {
     expect(problemsOf('api: { paths: [/a] }\nfeatures: { metrics: { enabled: yes please } }\n').file.problems[0]).toMatchObject({ level: 'fail', field: 'features.metrics.enabled' });
     expect(problemsOf('api: { paths: [/a] }\nfeatures: { metrics: { enabled: true, prefix: x_ } }\n').file.notes).toEqual(['features.metrics informational: the gateway does not act on it']);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compilePattern, matchPattern, PathSet } from '../../plugins/lib/path-patterns.js';
+import { compilePattern, matchPattern, PathSet } from '../../engine/core/path-patterns.js';
 
 describe('path patterns', () => {
   it('{name} is exactly one non-empty segment', () => {

@@ -33,6 +33,16 @@ describe('503 with nothing running', () => {
     expect(r.message).not.toContain('s3cret');
   });
 
+  it('the model list with no endpoint healthy: each endpoint, where it listens and its state, and what to do', async () => {
+    const res = await request(`${gw.url}/gw/models`);
+    const message = ((await res.body.json()) as any).error.message as string;
+    expect(res.statusCode).toBe(503);
+    expect(message).toBe(
+      `no healthy endpoints: the model catalogue is empty until one recovers (llama at ${nobody} (offline: ECONNREFUSED), sick at ${sick.url} (unhealthy: health check answered 500)); ` +
+        `start the backend at ${nobody}, ${sick.url}, or correct their urls under discovery.static.endpoints in ${gw.configFile}`,
+    );
+  });
+
   it('while the one endpoint is being tried: the endpoints, their state, the config file, Retry-After', async () => {
     let release!: () => void;
     sick.behaviour.holdUntil = new Promise<void>((r) => (release = r));

@@ -4,6 +4,7 @@ import { gwError } from '../engine/core/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { LIST_FORMATS, capabilities, renderList, type ListFormat } from './lib/model-formats.js';
 import { queryOf } from './lib/query.js';
+import { describeDown, downHint, noEndpointHint } from './lib/unavailable-hint.js';
 
 const CAPABILITIES = new Set(['chat', 'completion', 'embedding', 'vision']);
 
@@ -13,6 +14,13 @@ export default definePlugin<Record<string, never>>({
   schema: { type: 'object', additionalProperties: false },
   apply(hooks, _o, env) {
     const { catalogue, endpoints, profiles } = env;
+    /** 503 with what is configured, where it listens, and what to start or add. */
+    const noEndpoints = () => {
+      const configured = endpoints.all.filter((e) => !e.retired);
+      if (configured.length === 0) return gwError('NO_ENDPOINTS', { hint: noEndpointHint(undefined, env.source) });
+      const down = configured.filter((e) => e.state === 'unhealthy' || e.state === 'offline');
+      return gwError('NO_ENDPOINTS', { endpoints: describeDown(configured), hint: downHint(down.length ? down : configured, env.source) });
+    };
     hooks.dispatch.tap('models-list', (ctx) => {
       const q = queryOf(ctx);
       const format = (q.get('format') || 'unified') as ListFormat;
@@ -22,7 +30,7 @@ export default definePlugin<Record<string, never>>({
       if (provider === undefined) throw gwError('INVALID_PROVIDER', { provider: providerToken, allowed: [...profiles.byType.keys()].sort().join(', ') });
       const capability = q.get('capability') || 'all';
       if (capability !== 'all' && !CAPABILITIES.has(capability)) throw gwError('INVALID_CAPABILITY', { capability });
-      if (!endpoints.all.some((e) => e.routable)) throw gwError('NO_ENDPOINTS');
+      if (!endpoints.all.some((e) => e.routable)) throw noEndpoints();
       const models = catalogue.all().filter((m) => (!provider || m.family === provider) && (capability === 'all' || capabilities(m).includes(capability)));
       return ctx.replyJson(200, renderList(format, models));
     });

@@ -10,13 +10,16 @@
 // - when it names none, on a generation or embedding route, the endpoints that list a model of
 //   that kind (lib/route-kinds.ts); on any other route, every routable endpoint.
 // Then the order (lib/balancing.ts): the balancing strategy, the Busy/Warming weights, capacity.
-// When no endpoint is routable, one that failed (Unhealthy, Offline) gets the request as a last
-// resort — one such request at a time — rather than the client a 503 until the next health check:
-// a backend that is back answers at once, as it would to a direct client, and its health is
-// checked again at once.
+// When no routable endpoint serves the request — none of the family is routable, or the model's
+// (or alias's) own endpoints are all out — one that failed (Unhealthy, Offline) and serves it gets
+// the request as a last resort, rather than the client a 503 until its next health check, however
+// far the backoff has grown: a backend that is back answers at once, as it would to a direct
+// client, and is Healthy from that answer (backends/health.ts, markAnswered). One such request
+// per endpoint at a time — it is the endpoint's breaker test request — and the others get the
+// 503 meanwhile, with Retry-After; a failure leaves the endpoint as it was.
 import type { Endpoint } from '../engine/backends/endpoints.js';
 import { parseDuration } from '../engine/core/duration.js';
-import { gwError } from '../engine/core/errors.js';
+import { GatewayError, gwError } from '../engine/core/errors.js';
 import type { Context, RoutingInfo } from '../engine/kernel/context.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { PlanBuilder, planOf, rejectedPlan } from '../engine/routing/plan.js';
@@ -24,6 +27,7 @@ import { balancer, STRATEGIES } from './lib/balancing.js';
 import { chainPlan, type ChainRouting } from './lib/fallback-chain.js';
 import { aliasChoice, continuable, familiesOf, modelChoice, routableIn, UNAVAILABLE_OPTION, type AliasCache, type Choice, type Unavailable } from './lib/model-routing.js';
 import { CapabilityRouter, routeKindsOf } from './lib/route-kinds.js';
+import { describeDown, downHint, noEndpointHint } from './lib/unavailable-hint.js';
 
 export { STRATEGIES } from './lib/balancing.js';
 
@@ -66,9 +70,11 @@ export default definePlugin<Options>({
      *  name served by endpoints down now — a plan without candidates. */
     const planned = (ctx: Context, c: Choice, requested?: string): void => {
       if (c.error) {
+        // Served, but only by endpoints out of rotation: one of them is tried, if none is being.
+        if (continuable(c) && o.unavailable !== 'continue' && lastResort(ctx, false)) return;
         ctx.setPlan(rejectedPlan(routing(c.decision, c.reason), requested));
         if (o.unavailable === 'continue' && continuable(c)) return;
-        throw c.error;
+        throw continuable(c) ? meanwhile(c.error, downServing(ctx)) : c.error;
       }
       const real = c.realName;
       if (!real) return ctx.setPlan(planOf(order(c.endpoints), routing(c.decision, c.reason), requested));
@@ -77,40 +83,55 @@ export default definePlugin<Options>({
       ctx.setPlan(plan.build(routing(c.decision, c.reason), requested));
     };
 
-    /** A failed endpoint of the route's families, serving the model if one does, with no last-
-     *  resort request in flight; sent the first name of the request's that it serves. */
-    const lastResort = (ctx: Context): { ep: Endpoint; model: string | undefined } | undefined => {
-      const down = families.flatMap((f) => endpoints.endpoints(f.name)).filter((e) => !e.retired && !e.trial && (e.state === 'unhealthy' || e.state === 'offline'));
-      if (down.length === 0) return undefined;
+    /** Endpoints of the route's families out of rotation by their health (Unhealthy, Offline). */
+    const outOfRotation = (): Endpoint[] => families.flatMap((f) => endpoints.endpoints(f.name)).filter((e) => !e.retired && (e.state === 'unhealthy' || e.state === 'offline'));
+    /** The names the request stands for: an alias's real names and fallbacks; undefined: the body's model. */
+    const namesOf = (ctx: Context): readonly string[] | undefined => ctx.requested?.groups.flatMap((g) => g.targets ?? [g.name]);
+    /** Out of rotation and serving one of the request's names. */
+    const downServing = (ctx: Context): Endpoint[] => {
+      const names = namesOf(ctx) ?? (ctx.model === undefined ? [] : [ctx.model]);
+      return outOfRotation().filter((e) => names.some((n) => catalogue.servedBy(e.family, n).includes(e)));
+    };
+
+    /** Sets the last-resort plan, if an endpoint out of rotation with no test request out serves
+     *  the request's first name it can (sent that name); `anyEndpoint`: nothing of the family is
+     *  routable, so one serving none of the names will do too. */
+    const lastResort = (ctx: Context, anyEndpoint: boolean): boolean => {
+      const down = outOfRotation().filter((e) => !e.breaker.testing);
+      if (down.length === 0) return false;
+      const real = namesOf(ctx);
       const model = o.model_routing ? ctx.model : undefined;
-      const real = ctx.requested?.groups.flatMap((g) => g.targets ?? [g.name]);
+      let hope: { ep: Endpoint; model: string | undefined } | undefined;
       for (const name of real ?? (model === undefined ? [] : [model])) {
         const ep = down.find((e) => catalogue.servedBy(e.family, name).includes(e));
-        if (ep) return { ep, model: real ? name : undefined };
+        if (ep) {
+          hope = { ep, model: real ? name : undefined };
+          break;
+        }
       }
-      return { ep: down[0], model: real?.[0] };
+      if (!hope && anyEndpoint) hope = { ep: down[0], model: real?.[0] };
+      if (!hope) return false;
+      ctx.setPlan(planOf([hope.ep], routing('routed', 'last_resort'), ctx.requested?.requested, 'last_resort', hope.model));
+      return true;
     };
-    // The last-resort request ended: the next may go; an answer means the backend is back.
-    const trials = new WeakMap<Context, Endpoint>();
-    hooks.done.tap('select-endpoint', (ctx) => {
-      const ep = trials.get(ctx);
-      if (!ep) return;
-      ep.trial = false;
-      if (ctx.status > 0 && ctx.status < 500 && !ep.routable) void env.health.check(ep);
-    });
+
+    /** The 503 while a last-resort request is testing an endpoint that could take this one: its
+     *  answer decides, so Retry-After 1. */
+    const meanwhile = (err: GatewayError, down: readonly Endpoint[]): GatewayError => {
+      if (!down.some((e) => e.breaker.testing)) return err;
+      return new GatewayError(err.key, err.status, err.type, err.code, `${err.message}; a request is testing ${down.length === 1 ? 'it' : 'them'} now: retry in 1s`, err.detail, ['retry-after', '1']);
+    };
 
     hooks.request.tapPromise('select-endpoint', async (ctx) => {
       const routable = routableIn(env, families);
       if (routable.length === 0) {
         if (o.unavailable === 'continue') return ctx.setPlan(planOf([], null));
-        const hope = lastResort(ctx);
-        if (hope) {
-          hope.ep.trial = true;
-          trials.set(ctx, hope.ep);
-          return ctx.setPlan(planOf([hope.ep], routing('routed', 'last_resort'), ctx.requested?.requested, 'last_resort', hope.model));
-        }
-        const configured = families.reduce((n, f) => n + endpoints.endpoints(f.name).length, 0);
-        throw gwError('ENDPOINT_UNAVAILABLE', { provider, reason: configured ? `${configured} configured, none routable` : 'no endpoint of this family is configured' });
+        if (lastResort(ctx, true)) return;
+        const configured = families.flatMap((f) => endpoints.endpoints(f.name)).filter((e) => !e.retired);
+        if (configured.length === 0) throw gwError('ENDPOINT_UNAVAILABLE', { provider, reason: 'no endpoint of this family is configured', hint: noEndpointHint(env.profile?.name, env.source) });
+        const down = configured.filter((e) => e.state === 'unhealthy' || e.state === 'offline');
+        const reason = `${configured.length} configured, none routable: ${describeDown(configured)}`;
+        throw meanwhile(gwError('ENDPOINT_UNAVAILABLE', { provider, reason, hint: downHint(down.length ? down : configured, env.source) }), down);
       }
       const kind = kinds.size > 0 ? kinds.get(ctx.pathname) : undefined;
       if (kind === 'management') return ctx.setPlan(planOf(order(routable), routing('routed', 'model_management')));

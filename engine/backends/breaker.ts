@@ -74,6 +74,22 @@ export class CircuitBreaker {
     return PROBE;
   }
 
+  /** A last-resort request (its endpoint is out of rotation by its health checks, and nothing
+   *  routable serves the request): the test request now, whatever is left of the open period —
+   *  the health state, not the period, keeps traffic off a down backend — unless one is out.
+   *  Its success closes the breaker; its failure (re)opens it, as any test request's. */
+  admitLastResort(): Ticket | null {
+    if (this.probing) return null;
+    if (this.current === 'open') this.current = 'half-open';
+    this.probing = true;
+    return PROBE;
+  }
+
+  /** Is a test request out now (one at a time, a last-resort request included)? */
+  get testing(): boolean {
+    return this.probing;
+  }
+
   /** Would admit() let a request through now? (Nothing taken: the attempt loop skips an endpoint
    *  it would refuse before building the request for it.) */
   get admits(): boolean {

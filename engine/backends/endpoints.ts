@@ -72,9 +72,6 @@ export class Endpoint {
   failover!: FailoverSettings;
   /** The failover and timeout settings in force, and where each came from (status, gw validate). */
   settings!: EffectiveSettings;
-  /** A request is on its way to it as the last resort of its family (nothing routable): one at
-   *  a time (select-endpoint). */
-  trial = false;
   /** performance.now() until which the backend asked us to wait (its Retry-After on a 429 or
    *  503): tried only when no other candidate is left. */
   coolingUntil = 0;

@@ -1,6 +1,8 @@
 // Health checking: each endpoint on its own interval and timeout, one check in flight at a time,
 // backoff after failures (interval, 2x, 4x, 8x, capped at the lower of 12x and 60 s).
-// Unknown → Healthy/Unhealthy on the first check; only routable endpoints get traffic.
+// Unknown → Healthy/Unhealthy on the first check; only routable endpoints get traffic, but for
+// the last resort (select-endpoint): an endpoint out of rotation that answers it is Healthy at
+// once (markAnswered), one that fails it stays as it was (markFailed changes nothing then).
 import { Agent, request } from 'undici';
 import type { Logger } from 'pino';
 import type { Endpoint, HealthState } from './endpoints.js';
@@ -33,6 +35,8 @@ function judge(ep: Endpoint, status: number, retryAfter: string | string[] | und
     // A configuration error, not an outage: not routable, and not a breaker trip.
     return { state: 'unhealthy', reason: `health check rejected with ${status}: check the endpoint's auth block and headers`, failed: false };
   }
+  // A server that answered at all is there (profile health.passing: below_500, the generic `auto`).
+  if (status < 500 && ep.profile.health.passing === 'below_500') return { state: 'healthy', reason: '', failed: false };
   return { state: 'unhealthy', reason: `health check answered ${status}`, failed: true };
 }
 
@@ -79,10 +83,32 @@ export class HealthMonitor {
    *  check it again at once rather than after check_interval — a backend that is fine (one
    *  dropped connection) is routable again as soon as its health route answers. */
   markFailed(ep: Endpoint, reason: string): void {
+    // Out of rotation already (its last-resort request failed): left as it was, its checks on
+    // their schedule, so requests never grow the backoff beyond what failing checks do.
+    if (!ep.routable) return;
     ep.lastError = reason;
     if (ep.state !== 'unhealthy') this.log.warn({ endpoint: ep.name, id: ep.id, from: ep.state, reason }, 'endpoint unhealthy');
     this.registry.setState(ep, 'unhealthy', reason);
     if (!this.stopped && !ep.retired) void this.check(ep);
+  }
+
+  /** An endpoint out of rotation answered a proxied request (its last resort). A 2xx: it is back —
+   *  Healthy at once, its backoff reset, the next check after check_interval. Another answer
+   *  below 500: something answers there, so it is checked now rather than after its backoff. */
+  markAnswered(ep: Endpoint, status: number): void {
+    if (this.stopped || ep.routable || ep.retired) return;
+    if (status < 200 || status >= 300) {
+      void this.check(ep);
+      return;
+    }
+    const from = ep.state;
+    ep.consecutiveFailures = 0;
+    ep.lastError = '';
+    this.log.info({ endpoint: ep.name, id: ep.id, from, to: 'healthy', reason: `answered a request (${status})` }, 'endpoint recovered');
+    this.registry.setState(ep, 'healthy');
+    this.registry.emit('recovered', ep);
+    this.afterPass?.(ep);
+    this.schedule(ep, ep.checkIntervalMs);
   }
 
   /** One check now; a second call while one runs joins it instead of piling up. */

@@ -5,6 +5,7 @@
 //                 (Retry-After on a 429 or 503: it goes last in the balancing order until then);
 //   inflight    — active-request counts (least-connections) and the time to the reply head;
 //   health      — a connection-level failure marks the endpoint unhealthy (and re-checks it);
+//                 an answer from an endpoint out of rotation (a last resort) brings it back;
 //   staleRetry  — a replay-safe request that a pooled socket failed (reset or closed after it
 //                 went out, before any reply) is sent once more on a fresh connection: a socket
 //                 the backend closed while idle fails this way and says nothing about the backend;
@@ -29,6 +30,9 @@ export interface SendOptions extends Dispatcher.DispatchOptions {
   replaySafe: boolean;
   /** Set by staleRetry on its replay: a connection of its own. */
   fresh?: boolean;
+  /** The request goes to an endpoint out of rotation as the last resort: its breaker's test
+   *  request whatever is left of the open period (CircuitBreaker.admitLastResort). */
+  lastResort?: boolean;
 }
 
 /** Passes every callback on; a subclass overrides the ones it watches. */
@@ -87,7 +91,7 @@ class BreakerWatch extends Forwarding {
 }
 
 export const breaker = (ep: Endpoint): Interceptor => (next) => (opts, handler) => {
-  const ticket = ep.breaker.admit();
+  const ticket = opts.lastResort ? ep.breaker.admitLastResort() : ep.breaker.admit();
   if (!ticket) {
     handler.onResponseError?.(null as unknown as Controller, new BreakerOpen(ep.name));
     return true;
@@ -145,23 +149,35 @@ class Tracking extends Forwarding {
 
 // ---- health -------------------------------------------------------------------------------------
 
+/** What proxied requests tell the health monitor (HealthMonitor implements it). */
+export interface HealthReports {
+  /** A connection-level failure. */
+  markFailed(ep: Endpoint, reason: string): void;
+  /** An answer below 500 from an endpoint out of rotation (a last-resort request's). */
+  markAnswered(ep: Endpoint, status: number): void;
+}
+
 class HealthWatch extends Tracking {
-  constructor(private readonly ep: Endpoint, private readonly markFailed: (ep: Endpoint, reason: string) => void, next: Handler) {
+  constructor(private readonly ep: Endpoint, private readonly reports: HealthReports, next: Handler) {
     super(next);
+  }
+  override onResponseStart(c: Controller, status: number, headers: ReplyHeaders, message?: string): void {
+    // An endpoint out of rotation answered: it is back, at once rather than at its next check.
+    if (status >= 200 && status < 500 && !this.ep.routable) this.reports.markAnswered(this.ep, status);
+    super.onResponseStart(c, status, headers, message);
   }
   override onResponseError(c: Controller, error: Error): void {
     if (!this.answered && !notTheEndpoints(error)) {
       const failure = connectionFailure(error);
       // Before the request went out anything is a connection failure (a TLS error too).
-      if (failure === 'timeout') this.markFailed(this.ep, `no reply head within ${Math.round(this.ep.timeouts.responseMs / 1000)}s`);
-      else if (failure || !this.sent) this.markFailed(this.ep, `connection ${failure ?? `failed (${errorCode(error) ?? error.message})`}`);
+      if (failure === 'timeout') this.reports.markFailed(this.ep, `no reply head within ${Math.round(this.ep.timeouts.responseMs / 1000)}s`);
+      else if (failure || !this.sent) this.reports.markFailed(this.ep, `connection ${failure ?? `failed (${errorCode(error) ?? error.message})`}`);
     }
     super.onResponseError(c, error);
   }
 }
 
-export const health = (ep: Endpoint, markFailed: (ep: Endpoint, reason: string) => void): Interceptor => (next) => (opts, handler) =>
-  next(opts, new HealthWatch(ep, markFailed, handler));
+export const health = (ep: Endpoint, reports: HealthReports): Interceptor => (next) => (opts, handler) => next(opts, new HealthWatch(ep, reports, handler));
 
 // ---- staleRetry ---------------------------------------------------------------------------------
 
@@ -211,7 +227,7 @@ export const connection = (ep: Endpoint): Dispatch => (opts, handler) => {
 };
 
 /** The endpoint's send path: breaker outermost, the connection innermost. */
-export function endpointDispatch(ep: Endpoint, markFailed: (ep: Endpoint, reason: string) => void): Dispatch {
-  const layers: Interceptor[] = [staleRetry(ep), health(ep, markFailed), inflight(ep), breaker(ep)];
+export function endpointDispatch(ep: Endpoint, reports: HealthReports): Dispatch {
+  const layers: Interceptor[] = [staleRetry(ep), health(ep, reports), inflight(ep), breaker(ep)];
   return layers.reduce<Dispatch>((next, layer) => layer(next), connection(ep));
 }

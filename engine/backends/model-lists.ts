@@ -7,8 +7,11 @@
 //   LM Studio (v1 and api/v0)                 max_context_length (loaded_context_length kept as detail)
 //   LM Studio legacy list                     engines.{chat_completions|completions}.context_length
 //   hosted services, multi-provider gateways  context_length (OpenRouter), context_window (Groq)
-//   llama.cpp server                          meta.n_ctx_train (the trained context; meta.n_ctx,
-//                                             the per-slot serving context, kept as detail)
+//   llama.cpp server                          meta.n_ctx: the context each slot serves (what one
+//                                             request can use: -c 2048 with 2 slots serves 1024,
+//                                             as /props' default_generation_settings.n_ctx says);
+//                                             an older server without it: meta.n_ctx_train, the
+//                                             trained context (kept as detail n_ctx_train)
 // Ollama's api/tags has none: discovery asks its api/show per model (model-info.ts).
 export interface DiscoveredModel {
   /** The name the backend uses: what routing matches and what an alias rewrite sends. */
@@ -58,6 +61,7 @@ function one(raw: Raw): DiscoveredModel | null {
   for (const k of EXTRAS) if (raw[k] !== undefined) extras[k] = raw[k];
   if (engine.tokenizer !== undefined) extras.tokenizer = engine.tokenizer;
   if (llama.serving !== undefined) extras.n_ctx = llama.serving;
+  if (llama.trained !== undefined) extras.n_ctx_train = llama.trained;
   if (llama.params !== undefined) extras.n_params = llama.params;
   return {
     name,
@@ -66,7 +70,7 @@ function one(raw: Raw): DiscoveredModel | null {
     modified: str(raw.modified_at),
     created: num(raw.created),
     ownedBy: str(raw.owned_by),
-    context: num(raw.max_model_len) ?? num(raw.max_context_length) ?? num(raw.context_length) ?? num(raw.context_window) ?? llama.trained ?? engine.context,
+    context: num(raw.max_model_len) ?? num(raw.max_context_length) ?? num(raw.context_length) ?? num(raw.context_window) ?? llama.serving ?? llama.trained ?? engine.context,
     maxTokens: engine.maxTokens,
     kind: str(raw.type),
     loaded: bool(raw.loaded) ?? (raw.state === 'loaded' ? true : raw.state === 'not-loaded' ? false : undefined),

@@ -6,7 +6,7 @@ import { EventEmitter } from 'node:events';
 import type { BreakerSettings } from './breaker.js';
 import { idsOf, type EndpointPlan } from './endpoint-plans.js';
 import { Endpoint, type HealthState } from './endpoints.js';
-import { endpointDispatch } from './interceptors.js';
+import { endpointDispatch, type HealthReports } from './interceptors.js';
 
 export interface Reconciled {
   added: Endpoint[];
@@ -24,8 +24,9 @@ export class EndpointRegistry extends EventEmitter {
   private byId = new Map<string, Endpoint>();
   private families = new Map<string, { endpoints: Endpoint[]; routable: Endpoint[] }>();
 
-  /** `markFailed` is how a proxied request's connection failure reaches the health monitor. */
-  constructor(private readonly markFailed: (ep: Endpoint, reason: string) => void) {
+  /** `health`: how what proxied requests saw (a connection failure, an answer from an endpoint
+   *  out of rotation) reaches the health monitor. */
+  constructor(private readonly health: HealthReports) {
     super();
   }
 
@@ -59,7 +60,7 @@ export class EndpointRegistry extends EventEmitter {
         next.set(existing.id, existing);
       } else {
         const ep = new Endpoint(ids[i], plan, breaker);
-        ep.dispatch = endpointDispatch(ep, this.markFailed);
+        ep.dispatch = endpointDispatch(ep, this.health);
         out.added.push(ep);
         next.set(ep.id, ep);
       }

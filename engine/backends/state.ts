@@ -34,7 +34,10 @@ export class Backends {
   constructor(config: GatewayConfig, plans: readonly EndpointPlan[], log: Logger, clock: () => number = () => performance.now()) {
     this.buckets = new RateBuckets(config.server.rate_limits.max_tracked_clients, clock);
     this.retries = new RetryBudget(fleetOf(config));
-    this.endpoints = new EndpointRegistry((ep, reason) => this.health.markFailed(ep, reason));
+    this.endpoints = new EndpointRegistry({
+      markFailed: (ep, reason) => this.health.markFailed(ep, reason),
+      markAnswered: (ep, status) => this.health.markAnswered(ep, status),
+    });
     this.catalogue = new Catalogue(() => this.endpoints.all);
     this.residency = new Residency(this.endpoints, this.catalogue, log);
     this.health = new HealthMonitor(this.endpoints, log, (ep) => void this.residency.refresh(ep));

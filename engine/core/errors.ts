@@ -37,7 +37,7 @@ export const ERROR_CODES = {
   },
   ENDPOINT_UNAVAILABLE: {
     status: 503, type: 'endpoint_unavailable', code: 503,
-    message: (d) => `no healthy endpoint for provider ${d.provider}${d.reason ? ` (${d.reason})` : ''}`,
+    message: (d) => `no healthy endpoint for provider ${d.provider}${d.reason ? ` (${d.reason})` : ''}${d.hint ? `; ${d.hint}` : ''}`,
   },
   CIRCUIT_BREAKER: {
     status: 503, type: 'circuit_breaker', code: 503,
@@ -49,9 +49,12 @@ export const ERROR_CODES = {
   },
   MODEL_UNAVAILABLE: {
     status: 503, type: 'model_unavailable',
-    message: (d) => `model ${clip(d.model)} is served only by ${d.provider ? `${d.provider} endpoints` : 'endpoints'} that are not routable now (${d.endpoints})`,
+    message: (d) => `model ${clip(d.model)} is served only by ${d.provider ? `${d.provider} endpoints` : 'endpoints'} that are not routable now (${d.endpoints})${d.hint ? `; ${d.hint}` : ''}`,
   },
-  NO_ENDPOINTS: { status: 503, type: 'service_unavailable', message: () => 'no healthy endpoints: the model catalogue is empty until one recovers' },
+  NO_ENDPOINTS: {
+    status: 503, type: 'service_unavailable',
+    message: (d) => `no healthy endpoints: the model catalogue is empty until one recovers${d.endpoints ? ` (${d.endpoints})` : ''}${d.hint ? `; ${d.hint}` : ''}`,
+  },
   INVALID_FORMAT: {
     status: 400, type: 'bad_request',
     message: (d) => `format "${clip(d.format)}" is not supported; use one of: ${d.allowed}`,

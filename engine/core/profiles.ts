@@ -50,7 +50,9 @@ export interface Profile {
     /** Failover settings (precedence: backends/endpoint-plans.ts). */
     retry_on_statuses?: number[]; stream_idle_timeout?: string; first_token_timeout?: string; cold_first_token_timeout?: string;
   };
-  health: { transient_statuses: number[] };
+  /** `passing`: which health-check answers mean alive — 2xx, or any below 500 (`auto`: a generic
+   *  server may have nothing at its health path, and its 404 still says it is there). */
+  health: { transient_statuses: number[]; passing: '2xx' | 'below_500' };
   request: {
     /** Routes that stream when the body does not say `stream` (Ollama's native ones). */
     stream_default_paths: string[];

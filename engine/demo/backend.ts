@@ -11,7 +11,8 @@ export interface FakeModel {
   size?: number;
   /** The context window, reported the way the family reports it (see modelList). */
   context?: number;
-  /** llama.cpp only: the per-slot serving context (meta.n_ctx); default min(context, 4096). */
+  /** llama.cpp only: the per-slot serving context (meta.n_ctx, the window a request can use);
+   *  default `context` (one slot serving the whole trained context). */
   servingContext?: number;
   /** Loaded now (localrunner's api/ps, mlxmulti's v1/models/status); when no model says so, the first one is. */
   loaded?: boolean;

@@ -163,7 +163,8 @@ export function modelList(fake: FakeBackend, format: ListFormat): unknown {
   switch (format) {
     case 'cppengine':
       // llama.cpp's server: an Ollama-style `models` list beside the `data` list whose `meta`
-      // carries the trained context (n_ctx_train) and the per-slot serving context (n_ctx).
+      // carries the trained context (n_ctx_train) and the per-slot serving context (n_ctx), the
+      // window a request can use.
       return {
         models: m.map((x) => ({
           name: x.name, model: x.name, modified_at: '', size: '', digest: '', type: 'model', description: '', tags: [''], capabilities: ['completion'], parameters: '',
@@ -174,7 +175,7 @@ export function modelList(fake: FakeBackend, format: ListFormat): unknown {
           const trained = x.context ?? 4096;
           return {
             id: x.name, aliases: [x.name], tags: [], object: 'model', created: CREATED, owned_by: 'llamacpp',
-            meta: { vocab_type: 1, n_vocab: 32000, n_ctx: x.servingContext ?? Math.min(trained, 4096), n_ctx_train: trained, n_embd: 4096, n_params: 8_030_261_248, size: x.size ?? 4_920_734_208 },
+            meta: { vocab_type: 1, n_vocab: 32000, n_ctx: x.servingContext ?? trained, n_ctx_train: trained, n_embd: 4096, n_params: 8_030_261_248, size: x.size ?? 4_920_734_208 },
           };
         }),
       };

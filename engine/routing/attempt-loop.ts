@@ -64,7 +64,7 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
   readonly budgetEnds: number;
 
   private readonly walk: PlanWalk;
-  private readonly x: Exhaustion = { failed: 0, skipped: 0, testAt: Infinity, full: null, limited: null, last: undefined, budgetSpent: false };
+  private readonly x: Exhaustion = { failed: 0, skipped: 0, testAt: Infinity, full: null, limited: null, last: undefined, budgetSpent: false, unreachable: null };
   private held: Held | null = null;
   /** The last attempt's failure and endpoint (what the next attempt costs the fleet). */
   private previous: Failure | null = null;
@@ -134,7 +134,8 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
         if (wait > 0 && !(await pause(ex, wait))) return this.clientGone();
       }
       // An open breaker turns the candidate away: skipped before anything is built or charged.
-      if (!ep.breaker.admits) {
+      // A last resort goes whatever the open period, one at a time (its breaker's test request).
+      if (c.why === 'last_resort' ? ep.breaker.testing : !ep.breaker.admits) {
         this.skipped(ep);
         continue;
       }
@@ -207,7 +208,7 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
     const up = this.policy.request(ex, ep, c.model);
     ex.prepare(up);
     return new Promise((resolve) => {
-      ep.dispatch({ path: up.path, method: up.method as Dispatcher.HttpMethod, headers: up.headers, body: up.body, replaySafe: this.safe }, new Relay(ex, this, ep, this.policy, this, resolve));
+      ep.dispatch({ path: up.path, method: up.method as Dispatcher.HttpMethod, headers: up.headers, body: up.body, replaySafe: this.safe, lastResort: c.why === 'last_resort' }, new Relay(ex, this, ep, this.policy, this, resolve));
     });
   }
 
@@ -280,6 +281,7 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
       // Never reached the backend: its requests-per-minute token is given back.
       if (!sent) ep.rateGate?.refund();
       failure = { kind: !sent || what === 'refused' || what === 'unreachable' || what === 'connect timeout' ? 'connect' : what === 'timeout' ? 'timeout' : 'dropped' };
+      if (failure.kind === 'connect') (x.unreachable ??= []).push(ep);
       said = what === 'timeout' ? `timeout (no reply head within ${ep.setting('response_timeout')})` : what;
     }
     x.failed++;

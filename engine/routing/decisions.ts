@@ -191,6 +191,9 @@ export interface Exhaustion {
   /** The last failure, in words. */
   last: string | undefined;
   budgetSpent: boolean;
+  /** Endpoints nothing could reach (refused, unreachable, connect timeout): named with where
+   *  they listen, so the message says what to start. */
+  unreachable?: Endpoint[] | null;
 }
 
 /** The error for a request nothing answered: its budget ran out (504); every candidate was busy
@@ -205,8 +208,10 @@ export function exhaustedError(x: Exhaustion, provider: string, attempts: number
     return gwError('CIRCUIT_BREAKER', { provider, skipped: x.skipped, retryAfter }, ['retry-after', String(retryAfter)]);
   }
   const { failed } = x;
+  const urls = x.unreachable ? [...new Set(x.unreachable.map((e) => e.url))] : null;
   return gwError('ENDPOINT_UNAVAILABLE', {
     provider,
     reason: `${failed} endpoint${failed === 1 ? '' : 's'} failed${x.last ? ` (last: ${x.last})` : ''}, ${x.skipped} skipped for an open circuit breaker${x.full ? `, ${x.full.length} with a full queue` : ''}`,
+    hint: urls ? `nothing answered at ${urls.join(', ')}: start the backend there, or correct the endpoint's url under discovery.static.endpoints` : undefined,
   });
 }

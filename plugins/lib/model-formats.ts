@@ -53,8 +53,9 @@ export function unifiedRecord(m: CatalogueModel) {
   put('is_loading', d.isLoading);
   put('digest', m.digest);
   put('code', m.code || undefined);
-  // n_ctx (llama.cpp) and loaded_context_length (LM Studio): the context the server runs with now.
-  for (const k of ['checkpoint', 'recipe', 'max_model_len', 'n_ctx', 'loaded_context_length', 'radix_cache_size', 'speculative_decoding']) put(k, det[k]);
+  // n_ctx (llama.cpp) and loaded_context_length (LM Studio): the context the server runs with now;
+  // n_ctx_train (llama.cpp): the context the model was trained for.
+  for (const k of ['checkpoint', 'recipe', 'max_model_len', 'n_ctx', 'n_ctx_train', 'loaded_context_length', 'radix_cache_size', 'speculative_decoding']) put(k, det[k]);
   if (m.names.length > 1) metadata.aliases = m.names.slice(1);
   metadata.endpoints = m.endpoints.map((e) => e.name);
   return {

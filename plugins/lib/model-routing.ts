@@ -12,6 +12,7 @@ import { gwError, type GatewayError } from '../../engine/core/errors.js';
 import type { RoutingInfo } from '../../engine/kernel/context.js';
 import type { PluginEnv } from '../../engine/kernel/plugin.js';
 import type { Profile } from '../../engine/core/profiles.js';
+import { describeDown, downHint } from './unavailable-hint.js';
 
 /** The families a step works on: its route's family, or every family. */
 export const familiesOf = (env: PluginEnv): readonly Profile[] => (env.profile ? [env.profile] : env.profiles.list);
@@ -38,6 +39,10 @@ export const UNAVAILABLE_OPTION = {
   enum: ['refuse', 'continue'], default: 'refuse',
   description: 'A model served only by endpoints that take no traffic now, or no routable endpoint at all: refuse (503 MODEL_UNAVAILABLE, ENDPOINT_UNAVAILABLE), or continue with no candidates for a terminal step that answers without a backend (count-tokens)',
 } as const;
+
+/** 503 MODEL_UNAVAILABLE: the endpoints serving the name, where they listen, and what to do. */
+const unavailable = (env: PluginEnv, model: string, families: readonly Profile[], down: readonly Endpoint[]) =>
+  gwError('MODEL_UNAVAILABLE', { model, provider: label(families), endpoints: describeDown(down), hint: downHint(down, env.source) });
 
 /** The endpoints one name may go to, in no order yet, and how routing decided. */
 export interface Choice {
@@ -81,7 +86,7 @@ export function aliasChoice(env: PluginEnv, families: readonly Profile[], routab
   if (map.size > 0) return { ...choice(routable.filter((e) => map.has(e)), 'routed', 'alias'), realName: map };
   if (env.config.model_registry.routing_strategy.type !== 'strict') return undefined;
   const down = [...new Set(targets.flatMap((t) => servedBy(env, families, t)))];
-  if (down.length) return rejected('alias_unavailable', gwError('MODEL_UNAVAILABLE', { model: alias, provider: label(families), endpoints: down.map((e) => e.name).join(', ') }));
+  if (down.length) return rejected('alias_unavailable', unavailable(env, alias, families, down));
   return rejected('alias_not_found', gwError('MODEL_NOT_FOUND', { model: alias, provider: label(families), hint: `alias targets ${targets.join(', ')} are not discovered on any endpoint` }));
 }
 
@@ -108,6 +113,6 @@ export function modelChoice(env: PluginEnv, families: readonly Profile[], routab
     if (compatible.length) return choice(compatible, 'fallback', 'fallback_compatible');
     return rejected('no_compatible_endpoint', gwError('MODEL_NOT_FOUND', { model, provider: label(families), hint: 'no compatible endpoint is routable (model_registry.routing_strategy.options.fallback_behavior: compatible_only)' }));
   }
-  if (serving.length) return rejected('model_unavailable', gwError('MODEL_UNAVAILABLE', { model, provider: label(families), endpoints: serving.map((e) => e.name).join(', ') }));
+  if (serving.length) return rejected('model_unavailable', unavailable(env, model, families, serving));
   return rejected('model_not_found', gwError('MODEL_NOT_FOUND', { model, provider: label(families), hint: `GET /gw/models${families.length === 1 ? `?provider=${families[0].name}` : ''} lists what is served` }));
 }

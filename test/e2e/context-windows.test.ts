@@ -1,4 +1,4 @@
-// Context windows come from what each engine reports (llama.cpp's n_ctx_train, max_model_len,
+// Context windows come from what each engine reports (llama.cpp's per-slot n_ctx, max_model_len,
 // max_context_length, context_window / context_length, Ollama's api/show) before the profile's
 // patterns and the platform default, and every list format shows them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -32,20 +32,21 @@ describe('context windows', () => {
     const { models } = await get('/gw/models');
     const context = Object.fromEntries(models.map((m: any) => [m.id, m.context_window]));
     expect(context).toEqual({
-      'tiny-chat': 2048, 'llama3.1:8b': 65536, 'phi3:mini': 4096, 'mlx-model': 16384, 'desk-model': 12288,
+      'tiny-chat': 1024, 'llama3.1:8b': 65536, 'phi3:mini': 4096, 'mlx-model': 16384, 'desk-model': 12288,
       'groq-model': 131072, 'anthropic/claude-x': 200000, 'radix-model': 40960,
     });
-    // llama.cpp's per-slot serving context is kept beside the trained one.
-    expect(models.find((m: any) => m.id === 'tiny-chat').metadata).toMatchObject({ n_ctx: 1024 });
+    // llama.cpp: each of its slots serves 1024 of the 2048 context — what a request can use; the
+    // trained context is kept beside it.
+    expect(models.find((m: any) => m.id === 'tiny-chat').metadata).toMatchObject({ n_ctx: 1024, n_ctx_train: 2048 });
   });
 
   it('show in every list format', async () => {
-    expect((await get('/gw/models?format=pagedengine&provider=cppengine')).data[0]).toMatchObject({ id: 'tiny-chat', max_model_len: 2048 });
-    expect((await get('/gw/models?format=deskrunner&provider=cppengine')).data[0].engines).toEqual({ chat_completions: { context_length: 2048, max_tokens: 2048, tokenizer: null } });
-    expect((await get('/gw/models?format=catalogue&provider=cppengine')).models[0]).toMatchObject({ id: 'tiny-chat', context_length: 2048 });
-    expect((await get('/gw/models/tiny-chat')).context_window).toBe(2048);
+    expect((await get('/gw/models?format=pagedengine&provider=cppengine')).data[0]).toMatchObject({ id: 'tiny-chat', max_model_len: 1024 });
+    expect((await get('/gw/models?format=deskrunner&provider=cppengine')).data[0].engines).toEqual({ chat_completions: { context_length: 1024, max_tokens: 1024, tokenizer: null } });
+    expect((await get('/gw/models?format=catalogue&provider=cppengine')).models[0]).toMatchObject({ id: 'tiny-chat', context_length: 1024 });
+    expect((await get('/gw/models/tiny-chat')).context_window).toBe(1024);
     const status = await get('/internal/status/models?detailed=true');
-    expect(status.models.find((m: any) => m.id === 'tiny-chat')).toMatchObject({ context_window: 2048, endpoints: [{ context: 2048 }] });
+    expect(status.models.find((m: any) => m.id === 'tiny-chat')).toMatchObject({ context_window: 1024, endpoints: [{ context: 1024 }] });
   });
 
   it('asks Ollama api/show once per model (by digest), not every discovery cycle', async () => {

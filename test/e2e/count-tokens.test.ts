@@ -76,10 +76,12 @@ describe('no backend can count it now: the estimate, which needs none', () => {
     const g = own.gw;
     const [downEp, upEp] = ['down', 'up'].map((n) => g.gw.runtime.endpoints.all.find((e) => e.name === n)!);
     await waitFor(() => g.gw.runtime.catalogue.servedByAny('cpp-chat').length === 1 && upEp.routable, 'cpp-chat discovered and up routable');
-    down.behaviour.healthStatus = 500;
+    // Stopped (a backend that fails only its health route would answer the messages request's
+    // last-resort try, and be back).
+    await down.stop();
     await waitFor(() => !downEp.routable, 'the cppengine endpoint out of rotation');
 
-    // Before: 503 MODEL_UNAVAILABLE; the messages route still says so.
+    // Before: 503 MODEL_UNAVAILABLE; the messages route still says so (its last-resort try refused).
     expect(await count(g.url)).toMatchObject({ status: 200, source: 'estimate', body: ESTIMATE });
     expect(await count(g.url, 'coder')).toMatchObject({ status: 200, source: 'estimate', body: ESTIMATE });
     const messages = await request(`${g.url}/gw/msgapi/v1/messages`, { method: 'POST', body: JSON.stringify({ model: 'cpp-chat', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] }) });

@@ -200,4 +200,27 @@ describe('circuit breaker', () => {
     b.failure(b.admit()!);
     expect(openFor(b, now)).toBe(10_000);
   });
+
+  it('a last-resort request is its test request at once, whatever is left of the open period; one at a time', () => {
+    const { b, advance, now } = breaker();
+    trip(b);
+    for (let i = 0; i < 4; i++) {
+      advance(openFor(b, now));
+      b.failure(b.admit()!);
+    }
+    expect(openFor(b, now)).toBe(16_000);
+    const ticket = b.admitLastResort()!;
+    expect(ticket.probe).toBe(true);
+    expect([b.testing, b.admitLastResort(), b.admit()]).toEqual([true, null, null]);
+    // Its failure reopens the breaker (nothing else changes for a request); its success closes it.
+    b.failure(ticket);
+    expect([b.state, b.testing]).toEqual(['open', false]);
+    b.success(b.admitLastResort()!);
+    expect([b.state, b.testing]).toEqual(['closed', false]);
+    // On a closed breaker too, one at a time; a client that left frees it.
+    const again = b.admitLastResort()!;
+    expect(b.admitLastResort()).toBeNull();
+    b.release(again);
+    expect(b.testing).toBe(false);
+  });
 });

@@ -36,7 +36,7 @@ describe('parsing model lists', () => {
 // Each engine reports its context window in its own words; the catalogue reads it before the
 // profile's patterns (and the platform default of 4096) apply.
 describe('context windows as each engine reports them', () => {
-  it('llama.cpp: the trained context of data[].meta (n_ctx_train), the serving n_ctx kept as detail, though an Ollama-style models array comes first', () => {
+  it('llama.cpp: the per-slot serving context of data[].meta (n_ctx: what a request can use), the trained n_ctx_train kept as detail, though an Ollama-style models array comes first', () => {
     // What llama-server answers on /v1/models (captured from the real server beside the suite).
     const real = {
       models: [{ name: 'tiny-chat', model: 'tiny-chat', modified_at: '', size: '', digest: '', type: 'model', description: '', tags: [''], capabilities: ['completion'], parameters: '', details: { parent_model: '', format: 'gguf', family: '', families: [''], parameter_size: '', quantization_level: '' } }],
@@ -44,10 +44,14 @@ describe('context windows as each engine reports them', () => {
       data: [{ id: 'tiny-chat', aliases: ['tiny-chat'], tags: [], object: 'model', created: 1795480144, owned_by: 'llamacpp', meta: { vocab_type: true, n_vocab: 32000, n_ctx: 1024, n_ctx_train: 2048, n_embd: 64, n_params: 4178240, size: 16712960, ftype: 'all F32' } }],
     };
     const [m] = parseModelList(real, 'common');
-    expect(m).toMatchObject({ name: 'tiny-chat', context: 2048, size: 16712960, ownedBy: 'llamacpp' });
-    expect(m.details).toMatchObject({ n_ctx: 1024, n_params: 4178240 });
+    // -c 2048 with 2 slots: each request has 1024 (what /props' default_generation_settings.n_ctx says too).
+    expect(m).toMatchObject({ name: 'tiny-chat', context: 1024, size: 16712960, ownedBy: 'llamacpp' });
+    expect(m.details).toMatchObject({ n_ctx: 1024, n_ctx_train: 2048, n_params: 4178240 });
+    // An older server, whose meta has only the trained context: that.
+    const older = { data: [{ id: 'old', object: 'model', owned_by: 'llamacpp', meta: { n_ctx_train: 4096 } }] };
+    expect(parseModelList(older, 'common')[0]).toMatchObject({ name: 'old', context: 4096 });
     // The fake speaks the same shape.
-    expect(parseModelList(modelList(fake('cppengine', [{ name: 'q', context: 32768, servingContext: 8192 } as any]), 'cppengine'), 'common')[0]).toMatchObject({ name: 'q', context: 32768, details: { n_ctx: 8192 } });
+    expect(parseModelList(modelList(fake('cppengine', [{ name: 'q', context: 32768, servingContext: 8192 } as any]), 'cppengine'), 'common')[0]).toMatchObject({ name: 'q', context: 8192, details: { n_ctx: 8192, n_ctx_train: 32768 } });
   });
   it('vLLM, SGLang, mlx multi-model and lmdeploy: max_model_len', () => {
     for (const family of ['pagedengine', 'radixengine', 'mlxmulti'] as const) {

@@ -2,7 +2,7 @@
 // start-llama-server.sh (../shared/real-backends/). Each test starts its own servers on free
 // ports and stops them after; without the variable those tests are skipped.
 import { execFile } from 'node:child_process';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 
 /** The folder with start-llama-server.sh, or undefined: the tests that need it are skipped. */
@@ -24,11 +24,12 @@ export interface LlamaServer {
   pid: number;
 }
 
-/** Start a llama-server serving the tiny model as `alias` (extra `flags` go to llama-server);
- *  resolves once it answers /health (the script waits), with its pid (the script's last line). */
-export async function startLlamaServer(alias: string, flags: string[] = []): Promise<LlamaServer> {
+/** Start a llama-server serving the tiny model as `alias` (extra `flags` go to llama-server) on
+ *  `port` (default: a free one); resolves once it answers /health (the script waits), with its
+ *  pid (the script's last line). */
+export async function startLlamaServer(alias: string, flags: string[] = [], port?: number): Promise<LlamaServer> {
   if (!LLAMA_SERVER_DIR) throw new Error('GW_LLAMA_SERVER_DIR is not set: guard the test with describe.skipIf(!LLAMA_SERVER_DIR)');
-  const port = await freePort();
+  port ??= await freePort();
   const out = await new Promise<string>((resolve, reject) => {
     execFile(join(LLAMA_SERVER_DIR, 'start-llama-server.sh'), [String(port), alias, ...flags], { timeout: 90_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout)));
   });
@@ -45,4 +46,13 @@ export function stopLlamaServers(servers: readonly (LlamaServer | undefined)[]):
       // Gone already.
     }
   }
+}
+
+/** Does something accept connections on the port now? */
+export function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(port, '127.0.0.1');
+    s.once('connect', () => (s.destroy(), resolve(true)));
+    s.once('error', () => resolve(false));
+  });
 }

@@ -3,8 +3,9 @@
 // The time (ISO 8601, UTC), the level's name, the message, then the fields as key=value, nested
 // objects flattened with dots (err.message=…), as logfmt and Go's slog text handler write them. A
 // string with spaces, quotes, "=" or control characters is JSON-quoted and an array written as
-// JSON, so a client-sent path cannot break a line or send escape sequences to the terminal. pino redacts before it writes, so
-// a secret never reaches this. Costs one JSON.parse a line: for people reading, not log shippers.
+// JSON, so a client-sent path cannot break a line or send escape sequences to the terminal. pino
+// redacts before it writes, so a secret never reaches this. Costs one JSON.parse a line: for
+// people reading, not for log shippers.
 import { pino, type DestinationStream } from 'pino';
 
 const LABELS: Record<number, string> = Object.fromEntries(Object.entries(pino.levels.labels).map(([n, l]) => [n, l.toUpperCase().padEnd(5)]));

@@ -26,6 +26,7 @@ import msgapiParse from './msgapi-parse.js';
 import processReport from './process-report.js';
 import rateLimit from './rate-limit.js';
 import readBody from './read-body.js';
+import rootIndex from './root-index.js';
 import rewriteModel from './rewrite-model.js';
 import selectEndpoint from './select-endpoint.js';
 import statusReport from './status-report.js';
@@ -38,6 +39,6 @@ import version from './version.js';
 export const BUILTIN_PLUGINS: readonly Plugin[] = [
   accessLog, aliasResolve, allowlist, cors, countTokens, dashboardAccess, dashboardFiles, endpointsReport, forward, gatewayHeaders, healthReport,
   interceptModels, matchPrefix, metrics, metricsReport, modelDetail, modelStatsReport, modelsList, modelsRefresh, modelsReport,
-  msgapiModelDetail, msgapiModels, msgapiParse, processReport, rateLimit, readBody, rewriteModel, selectEndpoint, stats, statusReport,
+  msgapiModelDetail, msgapiModels, msgapiParse, processReport, rateLimit, readBody, rewriteModel, rootIndex, selectEndpoint, stats, statusReport,
   translate, translatorStatsReport, upstreamHeaders, version,
 ];

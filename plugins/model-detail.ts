@@ -1,8 +1,11 @@
-// GET /gw/models/{id}: one unified record, by any name a model is listed under (the catalogue's
-// lookup rule: engine/backends/model-names.ts) or by alias (the record of its first target that
-// is listed).
+// GET /gw/models/{id}: one unified record, as GET /gw/models lists it, by any name a model is
+// listed under (the catalogue's lookup rule: engine/backends/model-names.ts) or by alias (its
+// entry of the first family serving one of its targets, lib/alias-entries.ts).
+import { indexModels } from '../engine/backends/catalogue.js';
 import { gwError } from '../engine/core/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
+import { withAliases } from './lib/alias-entries.js';
+import { LiveCache } from './lib/live-models.js';
 import { decodeModelId } from './lib/model-id.js';
 import { unifiedRecord } from './lib/model-formats.js';
 import { modelNames } from './lib/model-chains.js';
@@ -16,13 +19,12 @@ export default definePlugin<Record<string, never>>({
   apply(hooks, _o, env) {
     const { catalogue } = env;
     const aliases = modelNames(env.config).all;
+    const index = new LiveCache(env, () => indexModels(withAliases(catalogue.all(), aliases)));
     hooks.dispatch.tap('model-detail', (ctx) => {
       const id = decodeModelId(ctx.pathname.slice(PREFIX.length));
-      const targets = aliases.get(id);
-      const found = targets ? targets.map((t) => catalogue.find(t)).find(Boolean) : catalogue.find(id);
+      const found = index.get().find(id);
       if (!found) throw gwError('MODEL_NOT_FOUND', { model: id, hint: 'GET /gw/models lists what is served' });
-      const record = unifiedRecord(found.value);
-      return ctx.replyJson(200, targets ? { ...record, alias: id } : record);
+      return ctx.replyJson(200, unifiedRecord(found.value));
     });
   },
 });

@@ -1,7 +1,11 @@
-// GET /gw/models: the unified catalogue, filtered by provider and capability, in one of the list
-// formats (unified, common, localrunner, deskrunner, pagedengine).
+// GET /gw/models: the unified catalogue and the aliases it can serve (lib/alias-entries.ts),
+// filtered by provider and capability, in one of the list formats (unified, common, localrunner,
+// deskrunner, pagedengine).
 import { gwError } from '../engine/core/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
+import { withAliases } from './lib/alias-entries.js';
+import { LiveCache } from './lib/live-models.js';
+import { modelNames } from './lib/model-chains.js';
 import { LIST_FORMATS, capabilities, renderList, type ListFormat } from './lib/model-formats.js';
 import { queryOf } from './lib/query.js';
 import { describeDown, downHint, noEndpointHint } from './lib/unavailable-hint.js';
@@ -21,6 +25,8 @@ export default definePlugin<Record<string, never>>({
       const down = configured.filter((e) => e.state === 'unhealthy' || e.state === 'offline');
       return gwError('NO_ENDPOINTS', { endpoints: describeDown(configured), hint: downHint(down.length ? down : configured, env.source) });
     };
+    const aliases = modelNames(env.config).all;
+    const listed = new LiveCache(env, () => withAliases(catalogue.all(), aliases));
     hooks.dispatch.tap('models-list', (ctx) => {
       const q = queryOf(ctx);
       const format = (q.get('format') || 'unified') as ListFormat;
@@ -31,7 +37,7 @@ export default definePlugin<Record<string, never>>({
       const capability = q.get('capability') || 'all';
       if (capability !== 'all' && !CAPABILITIES.has(capability)) throw gwError('INVALID_CAPABILITY', { capability });
       if (!endpoints.all.some((e) => e.routable)) throw noEndpoints();
-      const models = catalogue.all().filter((m) => (!provider || m.family === provider) && (capability === 'all' || capabilities(m).includes(capability)));
+      const models = listed.get().filter((m) => (!provider || m.family === provider) && (capability === 'all' || capabilities(m).includes(capability)));
       return ctx.replyJson(200, renderList(format, models));
     });
   },

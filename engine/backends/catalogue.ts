@@ -38,8 +38,8 @@ interface FamilyView {
 const union = (a: Endpoint[], b: Endpoint[]): Endpoint[] => (b.every((e) => a.includes(e)) ? a : [...new Set([...a, ...b])]);
 
 /** Models by every name they are listed under, each under its family's rules (first listed wins). */
-export function indexModels(models: readonly CatalogueModel[]): NameIndex<CatalogueModel> {
-  const index = new NameIndex<CatalogueModel>();
+export function indexModels<M extends CatalogueModel>(models: readonly M[]): NameIndex<M> {
+  const index = new NameIndex<M>();
   for (const m of models) {
     const rules = m.endpoints[0].profile.models;
     for (const name of m.names) index.add(name, m, rules);

@@ -60,7 +60,7 @@ export interface GatewayConfig {
   translators: { msgapi: { enabled: boolean; max_message_size: number; passthrough: boolean; strip_billing_header: boolean } };
   dashboard: { enabled: boolean; access_policy: { allowed_cidrs: string[]; allowed_hosts: string[] } };
   metrics: { enabled: boolean };
-  logging: { level: 'debug' | 'info' | 'warn' | 'error'; format: 'json' };
+  logging: { level: 'debug' | 'info' | 'warn' | 'error'; format: 'json' | 'text' };
   pipelines: { dir: string; before: SharedStepDef[]; after: SharedStepDef[]; watch: boolean };
   plugins: string[];
 }

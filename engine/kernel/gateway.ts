@@ -53,7 +53,7 @@ export class Gateway {
 
   static async create(options: GatewayOptions): Promise<Gateway> {
     const inputs = await loadInputs(options);
-    const log = createLogger(inputs.config.logging.level, options.logDestination);
+    const log = createLogger(inputs.config.logging.level, options.logDestination, inputs.config.logging.format);
     for (const p of inputs.warnings) log.warn({ file: 'file' in p ? p.file : inputs.source, field: p.field }, formatProblem(p));
     const backends = new Backends(inputs.config, inputs.plans, log, options.clock);
     const status: ReloadStatus = { generation: 1, last_attempt: null, ok: true, error: null };
@@ -182,6 +182,9 @@ export class Gateway {
       const after = inputs.config.server;
       if (before.host !== after.host || before.port !== after.port || before.request_limits.max_header_size !== after.request_limits.max_header_size) {
         this.log.warn({ host: before.host, port: before.port }, 'server.host, server.port and server.request_limits.max_header_size take effect at the next restart; still serving as before');
+      }
+      if (this.runtime.config.logging.format !== inputs.config.logging.format) {
+        this.log.warn({ format: this.runtime.config.logging.format }, 'logging.format takes effect at the next restart; still logging as before');
       }
       this.log.level = inputs.config.logging.level;
       for (const p of inputs.warnings) this.log.warn({ file: 'file' in p ? p.file : inputs.source, field: p.field }, formatProblem(p));

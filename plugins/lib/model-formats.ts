@@ -1,8 +1,15 @@
 // Catalogue models in the formats clients expect: the unified record, the catalogue record (the
 // spec's other form of it), the chat-completions list ("common"), and the native list shapes of
-// the runner, desktop and paged families.
+// the runner, desktop and paged families. An alias entry (lib/alias-entries.ts) carries
+// `alias_of` (its targets): in `metadata` of the unified forms (their keys are the spec's), as a
+// field of the item in the others.
 import type { CatalogueModel } from '../../engine/backends/catalogue.js';
 import type { DiscoveredModel } from '../../engine/backends/model-lists.js';
+
+/** A model as a list shows it: a catalogue model, or an alias of some (`aliasOf`: its targets). */
+export interface ListedModel extends CatalogueModel {
+  aliasOf?: readonly string[];
+}
 
 export const LIST_FORMATS = ['unified', 'catalogue', 'common', 'localrunner', 'deskrunner', 'pagedengine'] as const;
 export type ListFormat = (typeof LIST_FORMATS)[number] | 'npuengine' | 'deskrunner-legacy';
@@ -10,12 +17,17 @@ export type ListFormat = (typeof LIST_FORMATS)[number] | 'npuengine' | 'deskrunn
 const first = (m: CatalogueModel): DiscoveredModel => m.servedAs.get(m.endpoints[0])!;
 
 /** A best-effort owner label: the backend's, else the part before "/", else the leading hyphen-separated segment. */
-export function ownedBy(m: CatalogueModel): string {
-  const own = first(m).ownedBy;
-  if (own) return own;
-  if (m.id.includes('/')) return m.id.split('/')[0];
-  return m.id.includes('-') ? m.id.split('-')[0] : m.family;
+export function ownedBy(m: ListedModel): string {
+  const d = first(m);
+  if (d.ownedBy) return d.ownedBy;
+  // An alias is owned as its first target is.
+  const id = m.aliasOf ? d.name : m.id;
+  if (id.includes('/')) return id.split('/')[0];
+  return id.includes('-') ? id.split('-')[0] : m.family;
 }
+
+/** The item, with `alias_of` when the model is an alias. */
+const marked = <T extends object>(m: ListedModel, item: T): T => (m.aliasOf ? { ...item, alias_of: m.aliasOf } : item);
 
 /** When the model was made, in Unix seconds, as its first endpoint reported it (`created`, else
  *  `modified`); 0 when unknown. */
@@ -37,7 +49,7 @@ export function capabilities(m: CatalogueModel): string[] {
 
 /** The spec's unified record: one endpoint (the first serving it), capabilities as a list. The
  *  names of every endpoint serving it are in metadata.endpoints. */
-export function unifiedRecord(m: CatalogueModel) {
+export function unifiedRecord(m: ListedModel) {
   const d = first(m);
   const det = d.details as Record<string, unknown>;
   const metadata: Record<string, unknown> = {};
@@ -57,6 +69,7 @@ export function unifiedRecord(m: CatalogueModel) {
   // n_ctx_train (llama.cpp): the context the model was trained for.
   for (const k of ['checkpoint', 'recipe', 'max_model_len', 'n_ctx', 'n_ctx_train', 'loaded_context_length', 'radix_cache_size', 'speculative_decoding']) put(k, det[k]);
   if (m.names.length > 1) metadata.aliases = m.names.slice(1);
+  if (m.aliasOf) metadata.alias_of = m.aliasOf;
   metadata.endpoints = m.endpoints.map((e) => e.name);
   return {
     id: m.id,
@@ -75,7 +88,7 @@ export function unifiedRecord(m: CatalogueModel) {
 
 /** The spec's other form of the record: every endpoint serving it, capabilities as booleans,
  *  `context_length` and `created`. */
-export function catalogueRecord(m: CatalogueModel) {
+export function catalogueRecord(m: ListedModel) {
   const { metadata } = unifiedRecord(m);
   delete metadata.endpoints;
   const generates = !m.embedding;
@@ -97,37 +110,37 @@ export function catalogueRecord(m: CatalogueModel) {
 export type ItemExtras = (m: CatalogueModel) => Record<string, unknown>;
 const none: ItemExtras = () => ({});
 
-function commonItem(m: CatalogueModel) {
-  return { id: m.id, object: 'model', created: createdOf(m), owned_by: ownedBy(m) };
+function commonItem(m: ListedModel) {
+  return marked(m, { id: m.id, object: 'model', created: createdOf(m), owned_by: ownedBy(m) });
 }
 
-function deskrunnerItem(m: CatalogueModel) {
-  return {
+function deskrunnerItem(m: ListedModel) {
+  return marked(m, {
     id: m.id, object: 'model', owned_by: ownedBy(m), permission: [],
     // One engine: chat_completions for models that chat, completions for the others (embedding
     // models); the tokenizer when the backend named one, else null.
     engines: { [m.embedding ? 'completions' : 'chat_completions']: { context_length: m.contextWindow, max_tokens: m.maxTokens, tokenizer: tokenizerOf(m) } },
-  };
+  });
 }
 
 /** The native runner lists every tag, even tags of the same weights: one entry per name. */
-function localrunnerItems(m: CatalogueModel) {
+function localrunnerItems(m: ListedModel) {
   return m.names.map((name) => {
     const ep = m.endpoints.find((e) => m.servedAs.get(e)!.name === name) ?? m.endpoints[0];
     const d = m.servedAs.get(ep)!;
     const det = d.details as Record<string, unknown>;
-    return {
+    return marked(m, {
       name, model: name, modified_at: d.modified ?? new Date(createdOf(m) * 1000).toISOString(), size: d.size ?? 0,
       digest: (m.digest ?? '').replace(/^sha256:/, ''),
       details: {
         parent_model: det.parent_model ?? '', format: det.format ?? '', family: det.family ?? '', families: det.families ?? null,
         parameter_size: det.parameter_size ?? '', quantization_level: det.quantization_level ?? det.quantization ?? '',
       },
-    };
+    });
   });
 }
 
-export function renderList(format: ListFormat, models: readonly CatalogueModel[], extras: ItemExtras = none): unknown {
+export function renderList(format: ListFormat, models: readonly ListedModel[], extras: ItemExtras = none): unknown {
   switch (format) {
     case 'unified': {
       const providers: Record<string, number> = {};
@@ -158,7 +171,7 @@ export function renderList(format: ListFormat, models: readonly CatalogueModel[]
 }
 
 /** One model as the list format renders it (the first item of its list). */
-export function renderItem(format: Exclude<ListFormat, 'unified'>, m: CatalogueModel, extras: ItemExtras = none): unknown {
+export function renderItem(format: Exclude<ListFormat, 'unified'>, m: ListedModel, extras: ItemExtras = none): unknown {
   const list = renderList(format, [m], extras) as { data?: unknown[]; models?: unknown[] };
   return (list.data ?? list.models)![0];
 }

@@ -43,8 +43,9 @@ describe('/gw/models', () => {
   it('lists the unified catalogue: deduplicated by digest within a family, never merged across families', async () => {
     const { status, json } = await get('/gw/models');
     expect(status).toBe(200);
-    expect(json.total).toBe(5);
-    expect(json.providers).toEqual({ localrunner: 3, pagedengine: 1, npuengine: 1 });
+    // Five models, and the alias my-llama in each family serving its target (alias-lists.test.ts).
+    expect(json.total).toBe(7);
+    expect(json.providers).toEqual({ localrunner: 4, pagedengine: 2, npuengine: 1 });
     const llamas = json.models.filter((m: any) => m.id.startsWith('llama3.1'));
     expect(llamas.map((m: any) => [m.provider, m.endpoint, m.metadata.endpoints])).toEqual([['localrunner', 'local1', ['local1', 'local2']], ['pagedengine', 'paged', ['paged']]]);
     // The spec's unified record: one endpoint, capabilities as a list; none of the other form's fields.
@@ -54,7 +55,7 @@ describe('/gw/models', () => {
   });
 
   it('filters by provider (a type alias works too) and capability', async () => {
-    expect((await get('/gw/models?provider=pagedengine')).json.models.map((m: any) => m.id)).toEqual(['llama3.1:8b']);
+    expect((await get('/gw/models?provider=pagedengine')).json.models.map((m: any) => m.id)).toEqual(['llama3.1:8b', 'my-llama']);
     expect((await get('/gw/models?capability=embedding')).json.models.map((m: any) => m.id)).toEqual(['nomic-embed-text']);
     expect((await get('/gw/models?capability=vision&provider=localrunner')).json.models.map((m: any) => m.id)).toEqual(['llava:13b']);
     expect((await get('/gw/models?provider=hosted')).json.total).toBe(0);
@@ -63,7 +64,7 @@ describe('/gw/models', () => {
   it('speaks every format', async () => {
     const common = (await get('/gw/models?format=common&provider=localrunner')).json;
     expect(common.object).toBe('list');
-    expect(common.data.map((d: any) => d.id)).toEqual(['llama3.1:8b', 'nomic-embed-text', 'llava:13b']);
+    expect(common.data.map((d: any) => d.id)).toEqual(['llama3.1:8b', 'nomic-embed-text', 'llava:13b', 'my-llama']);
     expect(Object.keys(common.data[0])).toEqual(['id', 'object', 'created', 'owned_by']);
     const native = (await get('/gw/models?format=localrunner&provider=localrunner')).json;
     expect(native.models[0]).toMatchObject({ name: 'llama3.1:8b', model: 'llama3.1:8b', digest: 'aaa', details: { format: 'gguf', family: 'llama' } });
@@ -71,7 +72,8 @@ describe('/gw/models', () => {
     expect(desk.data[0]).toMatchObject({ id: 'llama3.1:8b', object: 'model', permission: [], engines: { chat_completions: { context_length: 131072, tokenizer: null } } });
     // The legacy desktop form knows chat_completions and completions engines only (an embedding model: completions).
     expect(desk.data.find((d: any) => d.id === 'nomic-embed-text').engines).toEqual({ completions: { context_length: 4096, max_tokens: 4096, tokenizer: null } });
-    for (const d of desk.data) expect(Object.keys(d)).toEqual(['id', 'object', 'owned_by', 'permission', 'engines']);
+    // The spec's fields; an alias entry adds its targets.
+    for (const d of desk.data) expect(Object.keys(d)).toEqual(['id', 'object', 'owned_by', 'permission', 'engines', ...(d.id === 'my-llama' ? ['alias_of'] : [])]);
     // The unified record's other documented form: every endpoint, capabilities as booleans, context_length, created.
     const other = (await get('/gw/models?format=catalogue&provider=localrunner')).json;
     expect(Object.keys(other)).toEqual(['models']);
@@ -93,7 +95,7 @@ describe('/gw/models', () => {
   it('finds one model by id, by another name, by alias; 404 otherwise', async () => {
     expect((await get('/gw/models/llava:13b')).json).toMatchObject({ id: 'llava:13b', vision: true });
     expect((await get('/gw/models/llama3.1:latest')).json).toMatchObject({ id: 'llama3.1:8b', provider: 'localrunner' });
-    expect((await get('/gw/models/my-llama')).json).toMatchObject({ id: 'llama3.1:8b', alias: 'my-llama' });
+    expect((await get('/gw/models/my-llama')).json).toMatchObject({ id: 'my-llama', provider: 'localrunner', metadata: { alias_of: ['llama3.1:8b', 'llama3.1:latest'] } });
     expect(await get('/gw/models/gpt-9')).toMatchObject({ status: 404, json: { error: { code: 'MODEL_NOT_FOUND', type: 'not_found' } } });
   });
 });
@@ -150,6 +152,6 @@ describe('refresh', () => {
     const res = await request(`${gw.url}/internal/models/refresh`, { method: 'POST' });
     const json = (await res.body.json()) as any;
     expect(json.endpoints.find((e: any) => e.endpoint === 'paged')).toEqual({ endpoint: 'paged', ok: true, models: 2 });
-    expect((await get('/gw/models?provider=pagedengine')).json.total).toBe(2);
+    expect((await get('/gw/models?provider=pagedengine')).json.models.map((m: any) => m.id)).toEqual(['llama3.1:8b', 'mistral-7b', 'my-llama']);
   });
 });

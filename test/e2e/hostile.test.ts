@@ -85,7 +85,7 @@ describe('prototype keys in request data', () => {
     const r = await rawRequest(`${gw.url}/gw/models/${name}`);
     if (name === 'constructor' || name === 'toString') {
       expect(r.status).toBe(200);
-      expect(JSON.parse(r.body)).toMatchObject({ id: 'test-model', alias: name });
+      expect(JSON.parse(r.body)).toMatchObject({ id: name, metadata: { alias_of: ['test-model'] } });
     } else {
       expect(r.status).toBe(404);
       expect(envelope(r.body).code).toBe('MODEL_NOT_FOUND');

@@ -250,10 +250,10 @@ describe('count_tokens and models', () => {
     expect(chat.traffic).toHaveLength(0);
   });
 
-  it('lists the chat models', async () => {
+  it('lists the chat models and their aliases', async () => {
     const ids: string[] = [];
     for await (const m of client().models.list()) ids.push(m.id);
-    expect(ids.sort()).toEqual(['llama-native', 'qwen-chat']);
+    expect(ids.sort()).toEqual(['llama-native', 'native-alias', 'qwen-chat', 'team-model']);
     const raw = (await (await request(`${gw.url}/gw/msgapi/v1/models`)).body.json()) as any;
     expect(raw.data[0]).toEqual({ id: 'qwen-chat', name: 'qwen-chat', created: 1732000000, description: expect.stringContaining('mlxsingle'), type: 'chat', display_name: 'qwen-chat', created_at: '2024-11-19T07:06:40.000Z' });
   });

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
-import { LLAMA_SERVER_DIR, listening, startLlamaServer, stopLlamaServers, type LlamaServer } from '../helpers/llama-server.js';
+import { exited, LLAMA_SERVER_DIR, listening, startLlamaServer, stopLlamaServers, type LlamaServer } from '../helpers/llama-server.js';
 import { waitFor } from '../helpers/wait.js';
 
 describe.skipIf(!LLAMA_SERVER_DIR)('real llama-servers: auto health, and back at once after an outage', () => {
@@ -45,7 +45,7 @@ describe.skipIf(!LLAMA_SERVER_DIR)('real llama-servers: auto health, and back at
   it('after a long outage, the first request after the restart is answered', async () => {
     const ep = gw.gw.runtime.endpoints.all.find((e) => e.name === 'back')!;
     stopLlamaServers([back]);
-    await waitFor(async () => !(await listening(back.port)), 'the stopped llama-server to stop listening');
+    await waitFor(async () => exited(back.pid) && !(await listening(back.port)), 'the stopped llama-server to exit');
     // Failed checks one after another: the backoff grows 5, 10, 20, 40, 60 s.
     for (let i = 0; i < 5; i++) await gw.gw.runtime.health.check(ep);
     expect(ep.state).toBe('offline');

@@ -48,6 +48,17 @@ export function stopLlamaServers(servers: readonly (LlamaServer | undefined)[]):
   }
 }
 
+/** Has the process exited? (A stopping llama-server closes its listening socket first and may
+ *  still answer on connections it already holds, such as a health checker's keep-alive one.) */
+export function exited(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
 /** Does something accept connections on the port now? */
 export function listening(port: number): Promise<boolean> {
   return new Promise((resolve) => {

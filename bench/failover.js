@@ -1,7 +1,8 @@
 // What a request that needs no retry costs now against the builds before the failover work, in
 // the same run: before issue 12 (status retries armed, streams watched and held until their first
 // content, the fleet retry budget counted) and before issue 17 (the route plan made per request,
-// the attempt loop walking it, stream shapes handed in by the terminal step). Each baseline is
+// the attempt loop walking it, stream shapes handed in by the terminal step) and before issue 18
+// (requests sorted into ok, client error or failure; the path kept as sent). Each baseline is
 // built from git into a temporary worktree sharing node_modules (`--baseline <rev>`: one of your
 // own instead). Standalone: `node bench/failover.js [--quick] [--baseline <rev>]` (starts its own backend).
 import { execFileSync } from 'node:child_process';
@@ -14,9 +15,10 @@ import { cpuAdded, forkReady, here, loadAlternating, round, startGateway, stopAl
 const BASELINES = [
   { rev: 'bbecc2d', issue: 12, title: 'Failover policy (issue 12)', now: 'status retries armed, the fleet retry budget counted per request, each stream watched event by event and held until its first content, its terminator checked at the end' },
   { rev: 'b108d85', issue: 17, title: 'Routing and failover as one layer (issue 17)', now: 'the route plan made per request by select-endpoint, the attempt loop walking it with its decisions, the stream shape handed in by the terminal step', instructions: true },
+  { rev: '47742a8', issue: 18, title: 'A new user\'s first hour (issue 18)', now: 'each finished request sorted into ok, client error or failure, the path kept as the client sent it, the per-model last resort, the model lists with aliases cached', instructions: true },
 ];
 const arg = process.argv.indexOf('--baseline');
-const baselines = arg > 0 ? [{ ...BASELINES[1], rev: process.argv[arg + 1] }] : BASELINES;
+const baselines = arg > 0 ? [{ ...BASELINES.at(-1), rev: process.argv[arg + 1] }] : BASELINES;
 const repo = join(here, '..');
 
 /** A built checkout of `rev` (bin/gw.js runs from it), or null when git cannot provide it. */

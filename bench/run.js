@@ -9,7 +9,7 @@
 //  5. per-endpoint concurrency — the cost of a limit that is not reached, and of queueing;
 //  metrics (bench/metrics.js) — the cost of /internal/metrics per request, on against off;
 //  limits (bench/limits.js) — rate limits that are never reached, on against off;
-//  failover (bench/failover.js) — a request that needs no retry, against the builds before issues 12 and 17.
+//  failover (bench/failover.js) — a request that needs no retry, against the builds before issues 12, 17 and 18.
 // "Time per request" in the A/B comparisons is the CPU time the gateway process spends per request
 // (from /proc, over alternating load rounds): unlike req/s on a two-core machine shared by four busy
 // processes, it does not depend on how the scheduler mixes them.

@@ -8,7 +8,7 @@ import { LiveCache } from './lib/live-models.js';
 import { modelNames } from './lib/model-chains.js';
 import { LIST_FORMATS, capabilities, renderList, type ListFormat } from './lib/model-formats.js';
 import { queryOf } from './lib/query.js';
-import { describeDown, downHint, noEndpointHint } from './lib/unavailable-hint.js';
+import { nothingRoutable } from './lib/unavailable-hint.js';
 
 const CAPABILITIES = new Set(['chat', 'completion', 'embedding', 'vision']);
 
@@ -20,10 +20,8 @@ export default definePlugin<Record<string, never>>({
     const { catalogue, endpoints, profiles } = env;
     /** 503 with what is configured, where it listens, and what to start or add. */
     const noEndpoints = () => {
-      const configured = endpoints.all.filter((e) => !e.retired);
-      if (configured.length === 0) return gwError('NO_ENDPOINTS', { hint: noEndpointHint(undefined, env.source) });
-      const down = configured.filter((e) => e.state === 'unhealthy' || e.state === 'offline');
-      return gwError('NO_ENDPOINTS', { endpoints: describeDown(configured), hint: downHint(down.length ? down : configured, env.source) });
+      const { endpoints: down, hint } = nothingRoutable(endpoints.all.filter((e) => !e.retired), env.source);
+      return gwError('NO_ENDPOINTS', { endpoints: down, hint });
     };
     const aliases = modelNames(env.config).all;
     const listed = new LiveCache(env, () => withAliases(catalogue.all(), aliases));

@@ -23,7 +23,8 @@ export default definePlugin<Record<string, never>>({
     const msgapi = config.translators.msgapi.enabled;
     const configured = new Map<string, number>();
     for (const e of config.discovery.static.endpoints) {
-      const family = profiles.byType.get(e.type)?.name ?? e.type;
+      // A type no profile names is served as auto (the gateway warns about it at load).
+      const family = profiles.byType.get(e.type)?.name ?? 'auto';
       configured.set(family, (configured.get(family) ?? 0) + 1);
     }
     const families: Record<string, { prefixes: string[]; endpoints: number }> = {};

@@ -15,8 +15,9 @@
 // the request as a last resort, rather than the client a 503 until its next health check, however
 // far the backoff has grown: a backend that is back answers at once, as it would to a direct
 // client, and is Healthy from that answer (backends/health.ts, markAnswered). One such request
-// per endpoint at a time — it is the endpoint's breaker test request — and the others get the
-// 503 meanwhile, with Retry-After; a failure leaves the endpoint as it was.
+// per endpoint at a time — it is the endpoint's breaker test request — and the next not before
+// an initial breaker period after one failed; the others get the 503 meanwhile, with Retry-After.
+// A failure leaves the endpoint's health as it was (its checks keep their schedule).
 import type { Endpoint } from '../engine/backends/endpoints.js';
 import { parseDuration } from '../engine/core/duration.js';
 import { GatewayError, gwError } from '../engine/core/errors.js';
@@ -27,7 +28,7 @@ import { balancer, STRATEGIES } from './lib/balancing.js';
 import { chainPlan, type ChainRouting } from './lib/fallback-chain.js';
 import { aliasChoice, continuable, familiesOf, modelChoice, routableIn, UNAVAILABLE_OPTION, type AliasCache, type Choice, type Unavailable } from './lib/model-routing.js';
 import { CapabilityRouter, routeKindsOf } from './lib/route-kinds.js';
-import { describeDown, downHint, noEndpointHint } from './lib/unavailable-hint.js';
+import { nothingRoutable, outOfRotation } from './lib/unavailable-hint.js';
 
 export { STRATEGIES } from './lib/balancing.js';
 
@@ -84,20 +85,20 @@ export default definePlugin<Options>({
     };
 
     /** Endpoints of the route's families out of rotation by their health (Unhealthy, Offline). */
-    const outOfRotation = (): Endpoint[] => families.flatMap((f) => endpoints.endpoints(f.name)).filter((e) => !e.retired && (e.state === 'unhealthy' || e.state === 'offline'));
+    const downInFamilies = (): Endpoint[] => families.flatMap((f) => endpoints.endpoints(f.name)).filter((e) => !e.retired && outOfRotation(e));
     /** The names the request stands for: an alias's real names and fallbacks; undefined: the body's model. */
     const namesOf = (ctx: Context): readonly string[] | undefined => ctx.requested?.groups.flatMap((g) => g.targets ?? [g.name]);
     /** Out of rotation and serving one of the request's names. */
     const downServing = (ctx: Context): Endpoint[] => {
       const names = namesOf(ctx) ?? (ctx.model === undefined ? [] : [ctx.model]);
-      return outOfRotation().filter((e) => names.some((n) => catalogue.servedBy(e.family, n).includes(e)));
+      return downInFamilies().filter((e) => names.some((n) => catalogue.servedBy(e.family, n).includes(e)));
     };
 
-    /** Sets the last-resort plan, if an endpoint out of rotation with no test request out serves
+    /** Sets the last-resort plan, if an endpoint out of rotation ready for one (breaker.ts) serves
      *  the request's first name it can (sent that name); `anyEndpoint`: nothing of the family is
      *  routable, so one serving none of the names will do too. */
     const lastResort = (ctx: Context, anyEndpoint: boolean): boolean => {
-      const down = outOfRotation().filter((e) => !e.breaker.testing);
+      const down = downInFamilies().filter((e) => e.breaker.lastResortReady);
       if (down.length === 0) return false;
       const real = namesOf(ctx);
       const model = o.model_routing ? ctx.model : undefined;
@@ -115,11 +116,14 @@ export default definePlugin<Options>({
       return true;
     };
 
-    /** The 503 while a last-resort request is testing an endpoint that could take this one: its
-     *  answer decides, so Retry-After 1. */
+    /** The 503 while the endpoints that could take the request wait for their next last-resort
+     *  request (one is out, or the last failed moments ago): Retry-After says when it goes. */
     const meanwhile = (err: GatewayError, down: readonly Endpoint[]): GatewayError => {
-      if (!down.some((e) => e.breaker.testing)) return err;
-      return new GatewayError(err.key, err.status, err.type, err.code, `${err.message}; a request is testing ${down.length === 1 ? 'it' : 'them'} now: retry in 1s`, err.detail, ['retry-after', '1']);
+      if (down.length === 0 || down.some((e) => e.breaker.lastResortReady)) return err;
+      const next = Math.min(...down.map((e) => e.breaker.lastResortAt));
+      const s = String(Math.max(1, Math.ceil((next - Date.now()) / 1000)));
+      const what = down.some((e) => e.breaker.testing) ? `a request is testing ${down.length === 1 ? 'it' : 'them'} now` : 'the last try failed moments ago';
+      return new GatewayError(err.key, err.status, err.type, err.code, `${err.message}; ${what}: retry in ${s}s`, err.detail, ['retry-after', s]);
     };
 
     hooks.request.tapPromise('select-endpoint', async (ctx) => {
@@ -128,10 +132,9 @@ export default definePlugin<Options>({
         if (o.unavailable === 'continue') return ctx.setPlan(planOf([], null));
         if (lastResort(ctx, true)) return;
         const configured = families.flatMap((f) => endpoints.endpoints(f.name)).filter((e) => !e.retired);
-        if (configured.length === 0) throw gwError('ENDPOINT_UNAVAILABLE', { provider, reason: 'no endpoint of this family is configured', hint: noEndpointHint(env.profile?.name, env.source) });
-        const down = configured.filter((e) => e.state === 'unhealthy' || e.state === 'offline');
-        const reason = `${configured.length} configured, none routable: ${describeDown(configured)}`;
-        throw meanwhile(gwError('ENDPOINT_UNAVAILABLE', { provider, reason, hint: downHint(down.length ? down : configured, env.source) }), down);
+        const { endpoints: listed, hint, down } = nothingRoutable(configured, env.source, env.profile?.name);
+        const reason = configured.length ? `${configured.length} configured, none routable: ${listed}` : 'no endpoint of this family is configured';
+        throw meanwhile(gwError('ENDPOINT_UNAVAILABLE', { provider, reason, hint }), down);
       }
       const kind = kinds.size > 0 ? kinds.get(ctx.pathname) : undefined;
       if (kind === 'management') return ctx.setPlan(planOf(order(routable), routing('routed', 'model_management')));
@@ -141,8 +144,11 @@ export default definePlugin<Options>({
       if (route && o.model_routing && (route.groups.length > 1 || route.groups[0].name !== route.requested)) {
         const plan = chainPlan(chains, routable, route);
         if ('candidates' in plan) return ctx.setPlan(plan);
+        // Every name of the chain served only by endpoints out of rotation: one of them is tried.
+        const down = plan.reason.endsWith('_unavailable');
+        if (down && o.unavailable !== 'continue' && lastResort(ctx, false)) return;
         ctx.setPlan(rejectedPlan(routing('rejected', plan.reason), route.requested));
-        throw plan.error;
+        throw down ? meanwhile(plan.error, downServing(ctx)) : plan.error;
       }
       const targets = route?.groups[0].targets;
       const alias = route && targets ? aliasChoice(env, families, routable, route.requested, targets, cache) : undefined;

@@ -50,8 +50,9 @@ export default definePlugin<Record<string, never>>({
         system: {
           status: SYSTEM_WORDS[verdict(stats, all)],
           has_traffic: hasTraffic,
-          // Of the last 2048 requests that were not client errors; N/A before any.
-          success_rate: rate === null ? 'N/A' : percent(rate, 1),
+          // Of the last 2048 requests that were not client errors: N/A before any traffic, 100%
+          // while all of it was client errors (none failed).
+          success_rate: rate === null ? (hasTraffic ? percent(1, 1) : 'N/A') : percent(rate, 1),
           endpoints_routable: all.filter((e) => e.routable).length,
           endpoints_total: all.length,
           uptime: formatDuration(Date.now() - env.startedAt.getTime()),

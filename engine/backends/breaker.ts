@@ -23,10 +23,11 @@ export interface BreakerSettings {
   jitter: number;
 }
 
-/** What admit() hands out: whether this request is the test request. */
-export type Ticket = { probe: boolean };
+/** What admit() hands out: whether this request is the test request (and a last resort's). */
+export type Ticket = { probe: boolean; lastResort?: boolean };
 const NORMAL: Ticket = { probe: false };
 const PROBE: Ticket = { probe: true };
+const LAST_RESORT: Ticket = { probe: true, lastResort: true };
 
 export class CircuitBreaker {
   private current: BreakerState = 'closed';
@@ -39,6 +40,8 @@ export class CircuitBreaker {
   /** How long this opening lasts (chosen when it opened). */
   openMs = 0;
   private probing = false;
+  /** When the last last-resort request failed: the next waits an initial period from then. */
+  private lastResortFailedAt = -Infinity;
 
   /** `now`: milliseconds; `random`: [0, 1) — both injected so tests are deterministic. */
   constructor(
@@ -75,19 +78,31 @@ export class CircuitBreaker {
   }
 
   /** A last-resort request (its endpoint is out of rotation by its health checks, and nothing
-   *  routable serves the request): the test request now, whatever is left of the open period —
-   *  the health state, not the period, keeps traffic off a down backend — unless one is out.
-   *  Its success closes the breaker; its failure (re)opens it, as any test request's. */
+   *  routable serves the request): the test request, whatever is left of the open period — the
+   *  health state, not the period, keeps traffic off a down backend, and a long outage's period
+   *  must not hold back a backend that is back — one at a time, and an initial period after the
+   *  last one failed (a backend that fails fast is not tried at the clients' rate). Its success
+   *  closes the breaker; its failure (re)opens it, as any test request's. */
   admitLastResort(): Ticket | null {
-    if (this.probing) return null;
+    if (!this.lastResortReady) return null;
     if (this.current === 'open') this.current = 'half-open';
     this.probing = true;
-    return PROBE;
+    return LAST_RESORT;
   }
 
   /** Is a test request out now (one at a time, a last-resort request included)? */
   get testing(): boolean {
     return this.probing;
+  }
+
+  get lastResortReady(): boolean {
+    return this.lastResortAt <= this.now();
+  }
+
+  /** When a last-resort request may next go (epoch milliseconds; now or earlier: at once). */
+  get lastResortAt(): number {
+    if (this.probing) return this.now() + this.settings.initialOpenMs;
+    return this.lastResortFailedAt + this.settings.initialOpenMs;
   }
 
   /** Would admit() let a request through now? (Nothing taken: the attempt loop skips an endpoint
@@ -114,6 +129,7 @@ export class CircuitBreaker {
 
   /** The endpoint failed the request (connection error, 5xx, timeout, broken stream). */
   failure(ticket: Ticket): void {
+    if (ticket.lastResort) this.lastResortFailedAt = this.now();
     if (ticket.probe) this.open('proxy');
     else if (this.current === 'closed' && ++this.proxyFailures >= this.settings.proxyFailures) this.open('proxy');
   }

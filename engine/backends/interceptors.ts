@@ -96,7 +96,13 @@ export const breaker = (ep: Endpoint): Interceptor => (next) => (opts, handler) 
     handler.onResponseError?.(null as unknown as Controller, new BreakerOpen(ep.name));
     return true;
   }
-  return next(opts, new BreakerWatch(ep, ticket, handler));
+  try {
+    return next(opts, new BreakerWatch(ep, ticket, handler));
+  } catch (err) {
+    // Refused before it went out: a test request's turn is given back, not held for ever.
+    ep.breaker.release(ticket);
+    throw err;
+  }
 };
 
 // ---- inflight -----------------------------------------------------------------------------------
@@ -158,12 +164,13 @@ export interface HealthReports {
 }
 
 class HealthWatch extends Tracking {
-  constructor(private readonly ep: Endpoint, private readonly reports: HealthReports, next: Handler) {
+  constructor(private readonly ep: Endpoint, private readonly reports: HealthReports, private readonly lastResort: boolean, next: Handler) {
     super(next);
   }
   override onResponseStart(c: Controller, status: number, headers: ReplyHeaders, message?: string): void {
-    // An endpoint out of rotation answered: it is back, at once rather than at its next check.
-    if (status >= 200 && status < 500 && !this.ep.routable) this.reports.markAnswered(this.ep, status);
+    // A last resort answered: the endpoint is back, at once rather than at its next check. (Only
+    // a last resort: a reply to a request sent before a check failed says nothing of now.)
+    if (this.lastResort && status >= 200 && status < 500) this.reports.markAnswered(this.ep, status);
     super.onResponseStart(c, status, headers, message);
   }
   override onResponseError(c: Controller, error: Error): void {
@@ -177,7 +184,7 @@ class HealthWatch extends Tracking {
   }
 }
 
-export const health = (ep: Endpoint, reports: HealthReports): Interceptor => (next) => (opts, handler) => next(opts, new HealthWatch(ep, reports, handler));
+export const health = (ep: Endpoint, reports: HealthReports): Interceptor => (next) => (opts, handler) => next(opts, new HealthWatch(ep, reports, opts.lastResort === true, handler));
 
 // ---- staleRetry ---------------------------------------------------------------------------------
 

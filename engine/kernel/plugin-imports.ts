@@ -3,7 +3,9 @@
 // installed: a module resolve hook resolves that name, and only that name, as if the importing
 // file lived inside this gateway's package. So every plugin shares the one copy of the API the
 // gateway runs (its version, its module state), even a plugin with a copy of its own in its
-// node_modules; any other package resolves from the plugin's folder as usual.
+// node_modules; any other package resolves from the plugin's folder as usual. (The name resolves
+// through package.json "exports" to dist/: a gateway run from its TypeScript sources, as in the
+// tests, hands plugins the built copy, a module instance of its own.)
 import { register } from 'node:module';
 
 // Runs on Node's loader thread. `module.register` (Node 20.6+; `registerHooks` is not in Node 20)

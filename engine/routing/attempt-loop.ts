@@ -133,9 +133,8 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
         const wait = step.readyAt - performance.now();
         if (wait > 0 && !(await pause(ex, wait))) return this.clientGone();
       }
-      // An open breaker turns the candidate away: skipped before anything is built or charged.
-      // A last resort goes whatever the open period, one at a time (its breaker's test request).
-      if (c.why === 'last_resort' ? ep.breaker.testing : !ep.breaker.admits) {
+      // An open breaker turns the candidate away before anything is built or charged (a last resort: breaker.ts).
+      if (c.why === 'last_resort' ? !ep.breaker.lastResortReady : !ep.breaker.admits) {
         this.skipped(ep);
         continue;
       }
@@ -244,7 +243,7 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
     let said: string;
     let clientError = false;
     if (error instanceof AttemptFailed) {
-      clientError = error.held !== null && error.held.status < 500;
+      clientError = error.held !== null && error.held.status < 500 && error.held.status !== 429;
       failure = { kind: error.kind, retryAfterMs: error.kind === 'status' ? this.pauseOf(ep) : undefined };
       said = error.outcome;
       // A fallback's client error never replaces the primary's failure as the answer.

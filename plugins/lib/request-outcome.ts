@@ -1,8 +1,9 @@
 // Whose fault a finished request was, for the status counters and the system's verdict. A client
 // error (4xx) is the request's: an unknown model, a path outside the allowlist, bad JSON, a body
-// too large, a rate limit, a plugin's 401/403, or a backend's own 4xx (a bad parameter); it never
-// makes an endpoint or the system look unhealthy. Failures are 5xx, timeouts, connection errors
-// and replies that broke off after their head.
+// too large, the client's own rate limit, a plugin's 401/403, or a backend's own 4xx (a bad
+// parameter); it never makes an endpoint or the system look unhealthy. Failures are 5xx, timeouts,
+// connection errors, replies that broke off after their head, and a 429 for want of capacity
+// (a full queue, an endpoint's rate, a backend's own 429): a saturated gateway is not healthy.
 import { ClientGone } from '../../engine/backends/failures.js';
 import type { Outcome } from '../../engine/backends/telemetry.js';
 import { GatewayError } from '../../engine/core/errors.js';
@@ -17,5 +18,6 @@ export function outcomeOf(ctx: Context): Outcome {
   if (err instanceof GatewayError && err.key === 'PATH_NOT_SUPPORTED') return 'client_error';
   const status = ctx.status;
   if (status >= 500) return 'failed';
+  if (status === 429) return err instanceof GatewayError && err.key === 'RATE_LIMITED' ? 'client_error' : 'failed';
   return status >= 400 ? 'client_error' : 'ok';
 }

@@ -64,6 +64,12 @@ describe("a model's only endpoint, back after a long outage", () => {
     expect(err.error.message).toContain(`nothing answered at ${llama.url}: start the backend there`);
     expect(ep.state).toBe('offline');
     expect({ failures: ep.consecutiveFailures, next: ep.nextCheckAt!.getTime(), checks: ep.checksTotal }).toEqual(before);
+    // A backend that fails fast is not tried at the clients' rate: the next try waits an initial
+    // breaker period after the failed one, which the 503 meanwhile names as Retry-After.
+    const soon = await ask('only-here');
+    const wait = (await soon.body.json()) as any;
+    expect([soon.statusCode, soon.headers['retry-after']]).toEqual([503, '1']);
+    expect(wait.error.message).toContain('the last try failed moments ago: retry in 1s');
     // The other model of the family was never in question.
     const fine = await ask('other-model');
     await fine.body.dump();
@@ -87,5 +93,40 @@ describe("a model's only endpoint, back after a long outage", () => {
     const res = await first;
     await res.body.dump();
     expect(res.statusCode).toBe(200);
+  });
+});
+
+describe('what brings an endpoint back', () => {
+  it('a reply to an ordinary request sent before its health check failed does not: only a last resort does', async () => {
+    const ep = gw.gw.runtime.endpoints.all.find((e) => e.name === 'llama')!;
+    let release!: () => void;
+    llama.behaviour.holdUntil = new Promise<void>((r) => (release = r));
+    const inFlight = ask('only-here');
+    await waitFor(() => llama.proxiedTo('/v1/chat/completions').length === 1, 'the request to reach the backend');
+    llama.behaviour.healthStatus = 500;
+    await gw.gw.runtime.health.check(ep);
+    expect(ep.state).toBe('unhealthy');
+    release();
+    const res = await inFlight;
+    await res.body.dump();
+    expect(res.statusCode).toBe(200);
+    expect(ep.state).toBe('unhealthy');
+    expect(gw.logs.some((l) => l.msg === 'endpoint recovered' && l.endpoint === 'llama')).toBe(false);
+  });
+
+  it('an ordered alias whose names are all served only by an endpoint out of rotation: one of them is tried', async () => {
+    await closeAll(gw, []);
+    gw = await startGateway({
+      model_aliases: { smart: { models: ['only-here', 'also-missing'], ordered: true } },
+      discovery: { static: { endpoints: [endpoint('llama', 'cppengine', llama.url, { check_interval: '5s' }), endpoint('other', 'cppengine', other.url, { check_interval: '5s' })] } },
+    });
+    const ep = gw.gw.runtime.endpoints.all.find((e) => e.name === 'llama')!;
+    llama.behaviour.healthStatus = 500;
+    await gw.gw.runtime.health.check(ep);
+    expect(ep.state).toBe('unhealthy');
+    const res = await ask('smart');
+    const reply = (await res.body.json()) as any;
+    expect([res.statusCode, res.headers['x-gw-routing-reason'], res.headers['x-gw-model']]).toEqual([200, 'last_resort', 'only-here']);
+    expect(reply.choices[0].message.content).toBe('llama is back');
   });
 });

@@ -201,7 +201,7 @@ describe('circuit breaker', () => {
     expect(openFor(b, now)).toBe(10_000);
   });
 
-  it('a last-resort request is its test request at once, whatever is left of the open period; one at a time', () => {
+  it('a last-resort request is its test request, whatever is left of the open period; one at a time, an initial period after one failed', () => {
     const { b, advance, now } = breaker();
     trip(b);
     for (let i = 0; i < 4; i++) {
@@ -212,9 +212,14 @@ describe('circuit breaker', () => {
     const ticket = b.admitLastResort()!;
     expect(ticket.probe).toBe(true);
     expect([b.testing, b.admitLastResort(), b.admit()]).toEqual([true, null, null]);
-    // Its failure reopens the breaker (nothing else changes for a request); its success closes it.
+    // Its failure reopens the breaker (nothing else changes for a request), and the next last
+    // resort waits an initial period from then (a backend failing fast is not tried at the
+    // clients' rate); its success closes the breaker.
     b.failure(ticket);
-    expect([b.state, b.testing]).toEqual(['open', false]);
+    expect([b.state, b.testing, b.admitLastResort(), b.lastResortAt - now()]).toEqual(['open', false, null, 1000]);
+    advance(999);
+    expect(b.admitLastResort()).toBeNull();
+    advance(1);
     b.success(b.admitLastResort()!);
     expect([b.state, b.testing]).toEqual(['closed', false]);
     // On a closed breaker too, one at a time; a client that left frees it.

@@ -34,4 +34,24 @@ describe('stats', () => {
     expect(env.stats).toMatchObject({ requestsTotal: 4, requestsFailed: 1, requestsClientErrors: 3 });
     expect(env.stats.endpoint('e1')).toMatchObject({ requests: 4, errors: 1, clientErrors: 3 });
   });
+
+  it("a 429 is the client's only when it is the client's own rate limit: a full queue, an endpoint's rate or a backend's 429 is a failure", () => {
+    const env = testEnv();
+    const hooks = applyPlugin(stats, {}, env);
+    const refusals = [gwError('RATE_LIMITED', { what: 'x', limit: 1, burst: 1, retryAfter: 1 }), gwError('QUEUE_FULL', { provider: 'x', endpoints: 'e1', retryAfter: 1 }), gwError('ENDPOINT_RATE_LIMITED', { provider: 'x', endpoints: 'e1', retryAfter: 1 })];
+    for (const err of refusals) {
+      const { ctx, res } = stubContext(hooks);
+      ctx.error = err;
+      ctx.errorAnswered = true;
+      res.writeHead(429, []);
+      hooks.done.call(ctx);
+    }
+    // The backend's own 429, relayed.
+    const { ctx } = stubContext(hooks);
+    attemptOf(ctx).endpoint = { name: 'e1' } as never;
+    ctx.status = 429;
+    hooks.done.call(ctx);
+    expect(env.stats).toMatchObject({ requestsTotal: 4, requestsFailed: 3, requestsClientErrors: 1 });
+    expect(env.stats.recentSuccessRate()).toBe(0);
+  });
 });

@@ -13,6 +13,9 @@ export interface Problem {
   field: string;
   message: string;
   fix?: string;
+  /** Follows from a failure reported on its own (a step whose plugin did not load): shown under
+   *  it, not counted again. */
+  consequence?: boolean;
 }
 
 export function createAjv(opts: { useDefaults?: boolean; removeAdditional?: boolean } = {}) {

@@ -88,7 +88,8 @@ function checkSteps(def: PipelineDef, steps: Omit<Placed, 'options'>[], registry
   for (const s of steps) {
     const reg = registry.get(s.step.use);
     if (!reg) {
-      problems.push({ level: 'fail', field: `${s.field}/use`, message: `unknown plugin "${s.step.use}"`, fix: unknownPluginFix(s.step.use, registry) });
+      const fix = unknownPluginFix(s.step.use, registry);
+      problems.push({ level: 'fail', field: `${s.field}/use`, message: `unknown plugin "${s.step.use}"`, fix, consequence: fix.endsWith(NOT_LOADED) || undefined });
       continue;
     }
     const options = structuredClone(s.step.with ?? {});
@@ -109,12 +110,14 @@ function checkSteps(def: PipelineDef, steps: Omit<Placed, 'options'>[], registry
   return { problems, placed };
 }
 
+const NOT_LOADED = ' did not load (see above); fix that first';
+
 /** A misspelling gets the closest name; a step whose plugin did not load points at that failure,
  *  reported once above, rather than listing every plugin there is. */
 function unknownPluginFix(name: string, registry: PluginRegistry): string {
   const guess = closest(name, registry.names());
   if (guess) return `did you mean "${guess}"?`;
-  if (registry.failed.length) return `${registry.failed.map((f) => `plugins[${f.index}] ${f.spec}`).join(', ')} did not load (see above); fix that first`;
+  if (registry.failed.length) return `${registry.failed.map((f) => `plugins[${f.index}] ${f.spec}`).join(', ')}${NOT_LOADED}`;
   return 'no built-in or loaded plugin has this name: check the spelling (README, "Built-in steps"), or list the file that provides it under plugins: in the config';
 }
 

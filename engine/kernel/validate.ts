@@ -47,7 +47,12 @@ export async function validate(configFile: string | null, env: NodeJS.ProcessEnv
     const rel = relative(process.cwd(), f);
     return f.startsWith('(') || !rel || rel.startsWith('..') ? f : rel;
   };
-  const problemLine = (what: string, p: Problem, where = '') => line(p.level === 'fail' ? 'FAIL' : 'WARN', `${what}: ${p.field ? `${p.field}: ` : ''}${p.message}${where}${p.fix ? ` — fix: ${p.fix}` : ''}`);
+  const problemLine = (what: string, p: Problem, where = '') => {
+    const text = `${what}: ${p.field ? `${p.field}: ` : ''}${p.message}${where}${p.fix ? ` — fix: ${p.fix}` : ''}`;
+    // What follows from a failure already on its own FAIL line is said under it, not counted.
+    if (p.consequence) print(`  ↳ ${text}`);
+    else line(p.level === 'fail' ? 'FAIL' : 'WARN', text);
+  };
   /** The problems, then PASS when none failed; passText null: no PASS line (it failed elsewhere). */
   const report = (what: string, problems: Problem[], passText: string | null) => {
     for (const p of problems) problemLine(what, p);

@@ -17,12 +17,11 @@ export class ErrorFormatPaths {
     return this.sets.length === 0;
   }
 
-  /** The format for a request's URL as it came, on a route mounted at `prefix` (read from the URL,
-   *  not the stripped path: an error may come before match-prefix ran); undefined: the route's default. */
-  formatOf(url: string, prefix: string): ErrorFormat | undefined {
-    const q = url.indexOf('?');
-    let path = q < 0 ? url : url.slice(0, q);
-    if (prefix && path.startsWith(prefix)) path = path.slice(prefix.length) || '/';
+  /** The format for a request's path as it came (no query), on a route mounted at `prefix` (read
+   *  from that path, not the stripped one: an error may come before match-prefix ran); undefined:
+   *  the route's default. */
+  formatOf(requestPath: string, prefix: string): ErrorFormat | undefined {
+    const path = prefix && requestPath.startsWith(prefix) ? requestPath.slice(prefix.length) || '/' : requestPath;
     for (const [format, set] of this.sets) if (set.has(path)) return format;
     return undefined;
   }

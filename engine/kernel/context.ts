@@ -124,7 +124,7 @@ export class Context implements Exchange {
   /** The shape of this request's errors: its path's (a family's native routes), else the route's. */
   get errorFormat(): ErrorFormat {
     const { errorFormats, prefix, errorFormat } = this.route;
-    return (errorFormats && errorFormats.formatOf(this.req.url ?? '/', prefix ?? '')) ?? errorFormat;
+    return (errorFormats && errorFormats.formatOf(this.requestPath, prefix ?? '')) ?? errorFormat;
   }
 
   /** Where the request may go: written once, by endpoint selection (select-endpoint). */

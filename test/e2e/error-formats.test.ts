@@ -61,7 +61,8 @@ describe('localrunner native routes: {"error": "<text>"}', () => {
 
 describe('cppengine native routes: {"error": {"code", "message", "type"}}', () => {
   it.each(['/completion', '/tokenize', '/slots/0'])('answers %s with the server\'s own shape and type for the status', async (path) => {
-    const r = path === '/slots/0' ? await rawRequest(`${gw.url}/gw/cppengine${path}`) : await post(`/gw/cppengine${path}`, { prompt: 'hi', content: 'hi' });
+    // A query does not change the path's shape.
+    const r = path === '/slots/0' ? await rawRequest(`${gw.url}/gw/cppengine${path}?action=save`) : await post(`/gw/cppengine${path}`, { prompt: 'hi', content: 'hi' });
     expect(r.status).toBe(503);
     const body = JSON.parse(r.body);
     expect(Object.keys(body.error).sort()).toEqual(['code', 'message', 'type']);

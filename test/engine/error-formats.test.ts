@@ -1,5 +1,5 @@
 // Which paths of a family route answer errors in which shape: the profile's lists, matched on the
-// URL as it came (before or after the prefix is stripped), the query ignored.
+// path as it came (before or after the prefix is stripped; the request's query is not part of it).
 import { describe, expect, it } from 'vitest';
 import { ErrorFormatPaths } from '../../engine/core/error-formats.js';
 
@@ -9,9 +9,9 @@ describe('ErrorFormatPaths', () => {
 
   it('finds the shape of a listed path, exact or by pattern, under the route\'s prefix', () => {
     expect(of('/gw/fam/api/chat')).toBe('localrunner');
-    expect(of('/gw/fam/api/blobs/sha256:aa?x=1')).toBe('localrunner');
+    expect(of('/gw/fam/api/blobs/sha256:aa')).toBe('localrunner');
     expect(of('/gw/fam/v1/messages')).toBe('msgapi');
-    expect(of('/gw/fam/slots/0?action=save')).toBe('cppengine');
+    expect(of('/gw/fam/slots/0')).toBe('cppengine');
     expect(of('/gw/fam/completion')).toBe('cppengine');
   });
 

@@ -2,7 +2,8 @@
 // copied in) becomes one reload once it settles, and reloads never overlap — a change during
 // one schedules one more after it.
 import { watch, type FSWatcher } from 'chokidar';
-import { dirname } from 'node:path';
+import { existsSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import type { Logger } from 'pino';
 
 const SETTLE_MS = 100;
@@ -25,8 +26,10 @@ export class Reloader {
     let ready = Promise.resolve();
     if (!this.watcher) {
       const watcher = (this.watcher = watch([...next], { ignoreInitial: true }));
-      // Changes made before the first scan is over would go unseen: callers wait for it.
-      ready = new Promise((done) => watcher.once('ready', () => done()));
+      // Changes made before the first scan is over would go unseen: callers wait for it, and
+      // for each path itself (chokidar's 'ready' can come before a file's own watch when a
+      // path is missing, as profiles_dir often is).
+      ready = new Promise<void>((done) => watcher.once('ready', () => done())).then(() => this.settled(watcher, [...next]));
       watcher.on('all', () => this.changed());
       watcher.on('error', (err) => this.log.warn({ err }, 'watching for configuration changes failed'));
     } else {
@@ -42,13 +45,16 @@ export class Reloader {
     return ready;
   }
 
-  /** Resolves once chokidar watches the folders of these paths (a file not there yet is seen
-   *  through its folder), or after a second at most. */
+  /** Resolves once chokidar watches each path: one that exists by its own watch, one not there
+   *  yet through its folder (when that exists). Bounded: a few seconds at most. */
   private async settled(watcher: FSWatcher, paths: string[]): Promise<void> {
-    const folders = paths.map((p) => dirname(p));
-    for (let i = 0; i < 100; i++) {
-      const watched = watcher.getWatched();
-      if (folders.every((f) => f in watched)) return;
+    const watching = (p: string) => {
+      const listed = watcher.getWatched()[dirname(p)];
+      if (existsSync(p)) return listed?.includes(basename(p)) ?? false;
+      return listed !== undefined || !existsSync(dirname(p));
+    };
+    for (let i = 0; i < 500 && !this.closed; i++) {
+      if (paths.every(watching)) return;
       await new Promise((r) => setTimeout(r, 10));
     }
   }

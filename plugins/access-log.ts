@@ -33,6 +33,8 @@ export default definePlugin<Options>({
         ms: Math.round(ctx.totalMs * 1000) / 1000, attempts: ctx.attempt.count || undefined, aborted: aborted || undefined,
         // Each attempt that failed before the one that answered: which endpoint and model, and how.
         tried: ctx.attempt.tried ?? undefined, routing: ctx.routing?.decision === 'fallback' ? ctx.routing.reason : undefined,
+        // A stream that broke after its content: continued elsewhere, or not (and why, in a warning before).
+        continuation: ctx.attempt.continuation ?? undefined,
       }, 'request');
     });
   },

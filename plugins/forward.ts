@@ -8,6 +8,7 @@
 import type { Context } from '../engine/kernel/context.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { retrySettings, sendUpstream, type SendPolicy } from '../engine/kernel/upstream.js';
+import { continuationApi, continuationKind, continued, type AnswerText } from './lib/continuation/index.js';
 import { errorContextPlan } from './lib/error-context.js';
 import { INFERENCE_API } from './lib/inference-api.js';
 import { RadixHeaders } from './lib/radix-headers.js';
@@ -44,6 +45,13 @@ export default definePlugin<Options>({
       watched: (ctx, ep) => ep.takesSlot(ctx.pathname),
       request: (ctx, ep) => ({ method: ctx.method, path: ep.upstreamPath(ctx.path), headers: [], body: ctx.body }),
       reply: (ctx, status, headers) => errorContextPlan(ctx, status, headers, catalogue) ?? radix.plan(ctx, status, headers),
+      // A stream that breaks after its content: the route's API per the endpoint's profile.
+      continuation: (ctx, ep) => continuationApi(continuationKind(ep.profile, ctx.pathname)),
+      continueRequest: (ctx, ep, _model, answer) => {
+        const c = continued(continuationKind(ep.profile, ctx.pathname)!, ctx.bodyJson(), answer as AnswerText, ep.profile);
+        if (typeof c === 'string') return c;
+        return { method: ctx.method, path: ep.upstreamPath(c.path ?? ctx.path), headers: [], body: Buffer.from(JSON.stringify(c.body)) };
+      },
     };
     const streamDefault = new Set(env.profile?.request.stream_default_paths);
     hooks.dispatch.tapPromise('forward', (ctx) => sendUpstream(ctx, policy));

@@ -50,6 +50,7 @@ export default definePlugin<Record<string, never>>({
       if (tried) {
         for (const t of tried) m.failedAttempts.with(t.family, t.endpoint, modelLabel(catalogue, t.model), reasonOf(t.outcome)).value++;
       }
+      if (attempt.continuation) m.continuations.with(family, route, attempt.continuation).value++;
       if (ctx.routing?.decision === 'fallback' && ctx.status > 0 && ctx.status < 400) (fallbacks ??= m.fallbacks.with(family, route)).value++;
       const err = ctx.error;
       if (err instanceof GatewayError) m.errors.with(route, err.key in ERROR_CODES ? err.key : 'other').value++;

@@ -21,6 +21,7 @@ import { passthroughBody, passthroughReply } from './lib/msgapi/passthrough.js';
 import { translatedReply, type TranslateOptions } from './lib/msgapi/reply-plan.js';
 import { toChatRequest } from './lib/msgapi/request.js';
 import { INFERENCE_API } from './lib/inference-api.js';
+import { continuationApi, continuationKind, continued, type AnswerText } from './lib/continuation/index.js';
 import type { MessagesRequest } from './lib/msgapi/types.js';
 
 interface Options { passthrough?: boolean; max_retries?: number; name: string }
@@ -71,9 +72,11 @@ export default definePlugin<Options>({
         dropBillingHeader: stripBilling && isLocalFamily(ep.profile), dropped,
       });
       if (dropped?.length) log.debug({ req: ctx.id, endpoint: ep.name, dropped }, 'translation to chat-completions dropped what it cannot carry');
-      const path = ep.profile.request.parsing_rules?.chat_completions_path ?? '/v1/chat/completions';
-      return { method: 'POST', path: ep.upstreamPath(path), headers: [], body: Buffer.from(JSON.stringify(chat)), omitClientHeader: isMessagesApiHeader };
+      return { method: 'POST', path: ep.upstreamPath(chatPath(ep)), headers: [], body: Buffer.from(JSON.stringify(chat)), omitClientHeader: isMessagesApiHeader };
     };
+    const chatPath = (ep: Endpoint) => ep.profile.request.parsing_rules?.chat_completions_path ?? '/v1/chat/completions';
+    /** The path an endpoint is sent this request at: its messages path, or its chat path. */
+    const upstreamRoute = (ep: Endpoint) => (modeFor(ep, passthrough).mode === 'passthrough' ? ep.profile.api.msgapi_support!.messages_path : chatPath(ep));
 
     const policy: SendPolicy<Context> = {
       maxRetries,
@@ -93,6 +96,20 @@ export default definePlugin<Options>({
       reply: (ctx, status, headers) => {
         const st = state(ctx);
         return st.mode === 'passthrough' ? passthroughReply(status, headers) : translatedReply(st.translation!, status, headers);
+      },
+      // A broken stream is continued in the API the endpoint is spoken to in: the messages
+      // API's prefill (passthrough), or a chat continuation whose events the translation reads
+      // on, as if they were the broken stream's.
+      continuation: (_ctx, ep) => continuationApi(continuationKind(ep.profile, upstreamRoute(ep))),
+      continueRequest: (ctx, ep, model, answer) => {
+        const st = state(ctx);
+        const route = upstreamRoute(ep);
+        const kind = continuationKind(ep.profile, route)!;
+        const up = policy.request(ctx, ep, model);
+        const c = continued(kind, JSON.parse(up.body!.toString('utf8')), answer as AnswerText, ep.profile);
+        if (typeof c === 'string') return c;
+        st.mode = modeFor(ep, passthrough).mode;
+        return { ...up, body: Buffer.from(JSON.stringify(c.body)) };
       },
     };
 

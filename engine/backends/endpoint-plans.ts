@@ -47,6 +47,17 @@ export interface FailoverSettings {
    *  not loaded gets coldFirstTokenMs. */
   firstTokenMs: number;
   coldFirstTokenMs: number;
+  /** A stream that breaks after its content: continued on another candidate? (proxy.continuation) */
+  continuation: ContinuationSettings;
+}
+
+/** proxy.continuation in force for an endpoint (the endpoint whose stream broke decides). */
+export interface ContinuationSettings {
+  enabled: boolean;
+  /** Continuations per request. */
+  max: number;
+  /** Only on endpoints serving the model that broke, never on a fallback model. */
+  sameModelOnly: boolean;
 }
 
 export interface EndpointTimeouts {
@@ -70,6 +81,9 @@ export interface EffectiveSettings {
   first_token_timeout: Effective;
   cold_first_token_timeout: Effective;
   retry_on_statuses: Effective<number[]>;
+  continuation: Effective<boolean>;
+  continuation_max: Effective<number>;
+  continuation_same_model_only: Effective<boolean>;
 }
 
 /** The URL as status routes show it, and what the endpoint id hashes: scheme, host and port
@@ -226,6 +240,9 @@ function effectiveSettings(ep: EndpointConfig, profile: Profile, config: Gateway
     first_token_timeout: effective(ep.first_token_timeout, profile, c.first_token_timeout, config, 'proxy.first_token_timeout', p.first_token_timeout),
     cold_first_token_timeout: effective(ep.cold_first_token_timeout, profile, c.cold_first_token_timeout, config, 'proxy.cold_first_token_timeout', p.cold_first_token_timeout),
     retry_on_statuses: effective(ep.retry_on_statuses, profile, c.retry_on_statuses, config, 'proxy.retry.on_statuses', p.retry.on_statuses),
+    continuation: effective(ep.continuation?.enabled, profile, c.continuation?.enabled, config, 'proxy.continuation.enabled', p.continuation.enabled),
+    continuation_max: effective(ep.continuation?.max, profile, c.continuation?.max, config, 'proxy.continuation.max', p.continuation.max),
+    continuation_same_model_only: effective(ep.continuation?.same_model_only, profile, c.continuation?.same_model_only, config, 'proxy.continuation.same_model_only', p.continuation.same_model_only),
   };
 }
 
@@ -236,6 +253,7 @@ function failoverOf(s: EffectiveSettings): FailoverSettings {
     retryStatuses: new Set(s.retry_on_statuses.value),
     firstTokenMs: Math.min(firstTokenMs, MAX_TIMER_MS),
     coldFirstTokenMs: Math.min(cold || firstTokenMs, MAX_TIMER_MS),
+    continuation: { enabled: s.continuation.value, max: s.continuation_max.value, sameModelOnly: s.continuation_same_model_only.value },
   };
 }
 

@@ -24,7 +24,10 @@ export interface EndpointConfig {
   requests_per_minute?: number;
   retry_on_statuses?: number[]; response_timeout?: Duration; stream_idle_timeout?: Duration;
   first_token_timeout?: Duration; cold_first_token_timeout?: Duration;
+  continuation?: Partial<ContinuationConfig>;
 }
+/** proxy.continuation: a stream that breaks after its content is finished by another candidate. */
+export interface ContinuationConfig { enabled: boolean; max: number; same_model_only: boolean }
 export interface GatewayConfig {
   server: {
     host: string; port: number; shutdown_timeout: Duration;
@@ -42,6 +45,7 @@ export interface GatewayConfig {
     max_retries: number; profiles_dir: string;
     retry: { on_statuses: number[]; budget: Duration; backoff: Duration; fleet: { ratio: number; min_per_second: number; window: Duration } };
     first_token_timeout: Duration; cold_first_token_timeout: Duration; enable_optional_prefixes: boolean;
+    continuation: ContinuationConfig;
     circuit_breaker: { health_failures: number; proxy_failures: number; open_timeout: Duration; initial_open_timeout: Duration; jitter: number };
   };
   discovery: {

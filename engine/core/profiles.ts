@@ -2,11 +2,14 @@
 // proxy.profiles_dir; a custom profile with a built-in's `name` replaces it completely.
 import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { deepFreeze } from './config.js';
+import { deepFreeze, type ContinuationConfig } from './config.js';
 import { ConfigError, type ErrorFormat } from './errors.js';
 import { BUILTIN_PROFILES_DIR } from './paths.js';
 import { createAjv, editDistance, explain, loadSchema, type Problem } from './schema.js';
 import { readYaml } from './yaml-file.js';
+
+/** How an engine continues an answer on one route: the API the route speaks (plugins/lib/continuation/). */
+export type ContinuationKind = 'chat' | 'completions' | 'messages' | 'ollama_chat' | 'ollama_generate' | 'llama_completion';
 
 export interface Profile {
   name: string;
@@ -39,6 +42,9 @@ export interface Profile {
     error_context: { gw_context: boolean; integer_code: boolean; provider: boolean };
     /** X-Radix-Cache-Hit / X-Radix-Spec-Decode on replies (plugins/lib/radix-headers.ts). */
     radix_headers: boolean;
+    /** How the engine continues a partly streamed answer, per route (plugins/lib/continuation/);
+     *  a route not named cannot be continued. */
+    continuation: { routes: Record<string, ContinuationKind>; chat_fields?: Record<string, unknown>; note?: string };
   };
   characteristics: {
     timeout?: string; max_concurrent_requests?: number; max_queued_requests: number; queue_timeout: string;
@@ -49,6 +55,7 @@ export interface Profile {
     endpoint_rate_limit: boolean;
     /** Failover settings (precedence: backends/endpoint-plans.ts). */
     retry_on_statuses?: number[]; stream_idle_timeout?: string; first_token_timeout?: string; cold_first_token_timeout?: string;
+    continuation?: Partial<ContinuationConfig>;
   };
   /** `passing`: which health-check answers mean alive — 2xx, or any below 500 (`auto`: a generic
    *  server may have nothing at its health path, and its 404 still says it is there). */

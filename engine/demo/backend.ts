@@ -77,6 +77,11 @@ export interface Behaviour {
   stopMatched: string | null;
   /** Extra headers on every reply but the health route's (an engine that reports in headers). */
   replyHeaders: Record<string, string>;
+  /** Refuse a request that ends with part of an answer (a trailing assistant message, a prompt
+   *  ending in the reply's first words) with a 400, as an engine without prefill does. */
+  refusePrefill: boolean;
+  /** Streams: before piece `at`, write `text` (a malformed event, an error event) and end. */
+  breakWith: { at: number; text: string } | null;
 }
 
 /** A tool call the fake makes when the request offers tools. */
@@ -99,8 +104,11 @@ export interface FakeOptions {
 const DEFAULT_BEHAVIOUR: Behaviour = {
   delayMs: 0, hang: false, status: 0, errorBody: null, resetBeforeResponse: false, resetOnRequest: false, closeReusedSockets: false,
   resetReusedSockets: false, resetAfterChunks: -1, stallAfterChunks: -1, cutBodyAt: -1, holdUntil: null, beforeChunk: null, healthStatus: 200, healthDelayMs: 0, healthHeaders: {}, chunkDelayMs: 0, listFailures: 0,
-  emptyStream: false, malformedChunk: false, finishReason: null, stopMatched: null, replyHeaders: {},
+  emptyStream: false, malformedChunk: false, finishReason: null, stopMatched: null, replyHeaders: {}, refusePrefill: false, breakWith: null,
 };
+
+/** A prompt's end counts as the reply's beginning from this many characters (no accidental match). */
+const MIN_PROMPT_PREFILL = 8;
 const SERVED = Symbol('requests served on this socket');
 
 export class FakeBackend {
@@ -262,6 +270,10 @@ export class FakeBackend {
       if (b.hang) return;
       if (b.holdUntil) await b.holdUntil;
       if (b.delayMs) await new Promise((r) => setTimeout(r, b.delayMs));
+      if (b.refusePrefill && handler?.kind === 'generate' && this.prefillOf(rec) !== undefined) {
+        sendJson400(res, this.name);
+        return;
+      }
       if (b.status && handler?.kind === 'generate') {
         const err = b.errorBody?.body ?? JSON.stringify({ error: { message: `fake ${this.name} failing with ${b.status}`, type: 'server_error', code: b.status } });
         res.writeHead(b.status, { 'content-type': b.errorBody?.contentType ?? 'application/json', 'content-length': Buffer.byteLength(err), 'x-fake-backend': this.name });
@@ -307,6 +319,29 @@ export class FakeBackend {
     await handler.fn(this, rec, res);
   }
 
+  /** What the request gives of the answer already (a trailing assistant message; a prompt
+   *  ending in the reply's first words), or undefined. */
+  prefillOf(rec: Recorded): string | undefined {
+    const j = rec.json;
+    const last = Array.isArray(j?.messages) ? j.messages[j.messages.length - 1] : undefined;
+    if (last?.role === 'assistant') {
+      const c = last.content;
+      return typeof c === 'string' ? c : Array.isArray(c) ? c.map((b: { text?: string }) => b?.text ?? '').join('') : undefined;
+    }
+    if (typeof j?.prompt !== 'string') return undefined;
+    for (let n = Math.min(j.prompt.length, this.reply.length); n >= MIN_PROMPT_PREFILL; n--) {
+      if (this.reply.startsWith(j.prompt.slice(-n))) return j.prompt.slice(-n);
+    }
+    return undefined;
+  }
+
+  /** The reply a request gets: the whole reply, or the rest of it after what the request gives
+   *  of it already (an engine continuing a prefill). */
+  replyFor(rec: Recorded): string {
+    const prefill = this.prefillOf(rec);
+    return prefill !== undefined && this.reply.startsWith(prefill) ? this.reply.slice(prefill.length) : this.reply;
+  }
+
   /** Write the first cutBodyAt characters of `body`, then die as a crashed backend would. */
   private cutAfter(res: ServerResponse, body: string): void {
     res.write(body.slice(0, this.behaviour.cutBodyAt), () => setTimeout(() => res.socket?.destroy(), 30));
@@ -324,6 +359,11 @@ export class FakeBackend {
         return;
       }
       if (this.behaviour.stallAfterChunks >= 0 && i >= this.behaviour.stallAfterChunks) return; // open, silent
+      const breakWith = this.behaviour.breakWith;
+      if (breakWith && i === breakWith.at) {
+        res.end(breakWith.text);
+        return;
+      }
       if (this.behaviour.beforeChunk) await this.behaviour.beforeChunk(i);
       if (this.behaviour.chunkDelayMs && i > 0) await new Promise((r) => setTimeout(r, this.behaviour.chunkDelayMs));
       if (res.destroyed) return;
@@ -331,4 +371,10 @@ export class FakeBackend {
     }
     res.end();
   }
+}
+
+function sendJson400(res: ServerResponse, name: string): void {
+  const body = JSON.stringify({ error: { message: `fake ${name} does not continue an assistant message`, type: 'invalid_request_error', code: 400 } });
+  res.writeHead(400, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-fake-backend': name });
+  res.end(body);
 }

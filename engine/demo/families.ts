@@ -54,10 +54,10 @@ function ndjson(field: 'message' | 'response'): Handler['fn'] {
   return async (f, r, res) => {
     const wrap = (text: string) => (field === 'message' ? { message: { role: 'assistant', content: text } } : { response: text });
     if (r.json?.stream === false) {
-      sendJson(res, 200, { ...native(f, r), ...wrap(f.reply), done: true, done_reason: 'stop', ...(field === 'response' ? { context: [1, 2, 3] } : {}), ...durations }, f);
+      sendJson(res, 200, { ...native(f, r), ...wrap(f.replyFor(r)), done: true, done_reason: 'stop', ...(field === 'response' ? { context: [1, 2, 3] } : {}), ...durations }, f);
       return;
     }
-    const lines = pieces(f.reply).map((p) => `${JSON.stringify({ ...native(f, r), ...wrap(p), done: false })}\n`);
+    const lines = pieces(f.replyFor(r)).map((p) => `${JSON.stringify({ ...native(f, r), ...wrap(p), done: false })}\n`);
     lines.push(`${JSON.stringify({ ...native(f, r), ...wrap(''), done: true, done_reason: 'stop', ...durations })}\n`);
     await f.writeStream(res, lines, 'application/x-ndjson');
   };
@@ -86,10 +86,10 @@ const ollamaPs: Handler['fn'] = (f, _r, res) => {
 const cppCompletion: Handler['fn'] = async (f, r, res) => {
   const final = { content: '', stop: true, model: f.models[0]?.name, stopped_eos: true, stopped_word: false, stopped_limit: false, stopping_word: '', tokens_predicted: 7, tokens_evaluated: 5, truncated: false, timings: { prompt_n: 5, prompt_ms: 1, predicted_n: 7, predicted_ms: 3 } };
   if (!r.json?.stream) {
-    sendJson(res, 200, { ...final, content: f.reply, prompt: r.json?.prompt ?? r.json?.input_prefix ?? '', generation_settings: { n_ctx: 4096, n_predict: r.json?.n_predict ?? 512, model: f.models[0]?.name, seed: -1, temperature: 0.8, top_k: 40, top_p: 0.95, repeat_penalty: 1.1 } }, f);
+    sendJson(res, 200, { ...final, content: f.replyFor(r), prompt: r.json?.prompt ?? r.json?.input_prefix ?? '', generation_settings: { n_ctx: 4096, n_predict: r.json?.n_predict ?? 512, model: f.models[0]?.name, seed: -1, temperature: 0.8, top_k: 40, top_p: 0.95, repeat_penalty: 1.1 } }, f);
     return;
   }
-  const events = pieces(f.reply).map((p) => `data: ${JSON.stringify({ content: p, stop: false })}\n\n`);
+  const events = pieces(f.replyFor(r)).map((p) => `data: ${JSON.stringify({ content: p, stop: false })}\n\n`);
   events.push(`data: ${JSON.stringify(final)}\n\n`);
   await f.writeStream(res, events, 'text/event-stream');
 };

@@ -29,7 +29,7 @@ export async function chatCompletion(fake: FakeBackend, rec: Recorded, res: Serv
   const model = modelOf(fake, rec);
   const id = `chatcmpl-${fake.name}-${fake.executions}`;
   const b = fake.behaviour;
-  const text = fake.reply;
+  const text = fake.replyFor(rec);
   const calls = Array.isArray(rec.json?.tools) && rec.json.tools.length ? fake.toolCalls : [];
   const finish = b.finishReason ?? (calls.length ? 'tool_calls' : 'stop');
   const stopReason = b.stopMatched !== null ? { stop_reason: b.stopMatched } : {};
@@ -53,7 +53,9 @@ export async function chatCompletion(fake: FakeBackend, rec: Recorded, res: Serv
     out.push(chunk({ role: 'assistant', content: '' }, null));
     if (fake.reasoning) out.push(...pieces(fake.reasoning).map((p) => chunk({ reasoning_content: p }, null)));
     if (b.malformedChunk) out.push('data: {"this is not": json\n\n');
-    if (text) out.push(...pieces(text).map((p) => chunk({ content: p }, null)));
+    // llama.cpp's chat route repeats a prefill at the start of its answer.
+    const echo = fake.family === 'cppengine' ? fake.prefillOf(rec) ?? '' : '';
+    if (text) out.push(...pieces(text).map((p, i) => chunk({ content: i === 0 ? echo + p : p }, null)));
     calls.forEach((c, i) => {
       out.push(chunk({ tool_calls: [{ index: i, id: callId(i), type: 'function', function: { name: c.name, arguments: '' } }] }, null));
       // Arguments arrive in small pieces, as real backends send them.
@@ -73,7 +75,7 @@ export async function nativeMessages(fake: FakeBackend, rec: Recorded, res: Serv
   const model = modelOf(fake, rec);
   const message = {
     id: `msg_01native${fake.executions}`, type: 'message', role: 'assistant', model,
-    content: [{ type: 'text', text: fake.reply }], stop_reason: 'end_turn', stop_sequence: null,
+    content: [{ type: 'text', text: fake.replyFor(rec) }], stop_reason: 'end_turn', stop_sequence: null,
     usage: { input_tokens: 7, output_tokens: 5 },
   };
   if (!rec.json?.stream) {
@@ -84,7 +86,7 @@ export async function nativeMessages(fake: FakeBackend, rec: Recorded, res: Serv
   await fake.writeStream(res, [
     ev('message_start', { message: { ...message, content: [], stop_reason: null, usage: { input_tokens: 7, output_tokens: 1 } } }),
     ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
-    ...pieces(fake.reply).map((p) => ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text: p } })),
+    ...pieces(fake.replyFor(rec)).map((p) => ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text: p } })),
     ev('content_block_stop', { index: 0 }),
     ev('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 5 } }),
     ev('message_stop', {}),
@@ -107,7 +109,7 @@ export function nativeCountTokens(fake: FakeBackend, rec: Recorded, res: ServerR
 export async function completion(fake: FakeBackend, rec: Recorded, res: ServerResponse, extra: object = {}): Promise<void> {
   const model = modelOf(fake, rec);
   const id = `cmpl-${fake.name}-${fake.executions}`;
-  const text = fake.reply;
+  const text = fake.replyFor(rec);
   if (!rec.json?.stream) {
     sendJson(res, 200, { id, object: 'text_completion', created: CREATED, model, choices: [{ text, index: 0, logprobs: null, finish_reason: 'stop' }], usage: usage(rec, text), ...extra }, fake);
     return;

@@ -15,7 +15,10 @@
 // Limits: 1 + max_retries attempts, the request's budget, and the fleet's retry budget for every
 // attempt that adds load to a failing backend (decisions.ts, chargesFleet). When every attempt
 // failed, the client gets the last backend answer held back (a fallback's client error never
-// replaces the primary's failure), else the gateway's error. An endpoint with a concurrency limit
+// replaces the primary's failure), else the gateway's error. A stream that breaks after its
+// content reached the client is continued by the next candidates that can (continuation.ts): the
+// walk starts again over them, each attempt's events spliced into the client's stream; when none
+// can, the stream ends with its in-stream error. An endpoint with a concurrency limit
 // admits the attempt first (free slot or FIFO wait; a full queue sends the request on); one with
 // a requests-per-minute limit takes a token first (without one it is skipped).
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -26,15 +29,16 @@ import { parseDuration } from '../core/duration.js';
 import { gwError } from '../core/errors.js';
 import type { EndpointQueue, Turn } from '../backends/queue.js';
 import { waitForSlot } from './admission.js';
-import { AttemptFailed, BudgetSpent, type AttemptControl, type HeldReply, type Outcome, type RetryableKind } from './attempt.js';
+import { AttemptFailed, BudgetSpent, type AttemptControl, type Broken, type HeldReply, type Outcome, type RetryableKind } from './attempt.js';
 import { AttemptState, type FailedAttempt } from './attempt-state.js';
 import { brokenReason } from './broken-stream.js';
+import { AnswerSoFar, continuationOrder, type ContinuationApi, type Splice } from './continuation.js';
 import { chargesFleet, exhaustedError, PlanWalk, retryDelay, type Exhaustion, type Failure, type Step } from './decisions.js';
 import type { Exchange, SendPolicy } from './exchange.js';
 import type { Candidate, RoutePlan } from './plan.js';
 import { Relay } from './relay.js';
 import { writeWhole } from './reply.js';
-import type { StreamShape } from './stream-watch.js';
+import type { StreamFormat, StreamShape } from './stream-watch.js';
 
 const FIRST_TOKEN_HEADER = 'x-gw-first-token-timeout';
 const NO_PLAN: RoutePlan = { candidates: [], fallbackFrom: 0, routing: null, requested: undefined };
@@ -62,8 +66,10 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
   streams: StreamShape | null = null;
   readonly contextLengthError: ((text: string) => boolean) | null;
   readonly budgetEnds: number;
+  splice: Splice | null = null;
+  keepsAnswer = false;
 
-  private readonly walk: PlanWalk;
+  private walk: PlanWalk;
   private readonly x: Exhaustion = { failed: 0, skipped: 0, testAt: Infinity, full: null, limited: null, last: undefined, budgetSpent: false, unreachable: null };
   private held: Held | null = null;
   /** The last attempt's failure and endpoint (what the next attempt costs the fleet). */
@@ -80,11 +86,28 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
   private jitter = 0.5;
   /** Endpoints a failure status was retried on already: once per request each. */
   private statusRetried: Set<Endpoint> | null = null;
+  /** The candidates walked now: the plan's, or after a break those that may continue it. */
+  private candidates: readonly Candidate[];
+  private fallbackFrom: number;
+  /** Attempts made before this walk began (a continuation's walk has attempts of its own). */
+  private phaseStart = 0;
+  /** How this request's streams are continued (the API of the attempt under way), the answer
+   *  relayed so far, and the break being continued. */
+  private continuing: ContinuationApi | null = null;
+  private answer: AnswerSoFar | null = null;
+  private broken: Broken | null = null;
+  /** The candidate under way (its index in `candidates`), and after a break the candidates that
+   *  may continue it and the tried entry of the break. */
+  private current: { c: Candidate; index: number } | null = null;
+  private next: Candidate[] = [];
+  private brokenEntry: { entry: number; endpoint: Endpoint; model: string | undefined } | null = null;
 
   constructor(private readonly ex: C, private readonly policy: SendPolicy<C>, private readonly plan: RoutePlan) {
     super();
     ex.track(this);
     this.walk = new PlanWalk(plan.candidates);
+    this.candidates = plan.candidates;
+    this.fallbackFrom = plan.fallbackFrom;
     this.budgetEnds = ex.start + (policy.retry?.budgetMs ?? Infinity);
     this.contextLengthError = policy.api?.contextLengthError ?? null;
     this.firstTokenOverrideMs = policy.retry ? firstTokenOverride(ex) : undefined;
@@ -92,7 +115,7 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
 
   canRetry(kind: RetryableKind): boolean {
     const retry = this.policy.retry;
-    if (!this.safe || retry === undefined || this.count > this.policy.maxRetries || performance.now() >= this.budgetEnds || !retry.fleet.canRetry()) return false;
+    if (!this.safe || retry === undefined || this.count - this.phaseStart > this.policy.maxRetries || performance.now() >= this.budgetEnds || !retry.fleet.canRetry()) return false;
     if (this.walk.waiting) return true;
     return this.retryAfter({ kind, retryAfterMs: kind === 'status' ? this.pauseOf(this.endpoint!) : undefined }) !== null;
   }
@@ -112,17 +135,60 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
 
   passedOn(): void {
     const retry = this.policy.retry;
-    if (this.safe && retry && this.count <= this.policy.maxRetries && performance.now() < this.budgetEnds && !retry.fleet.canRetry()) retry.fleet.exhausted++;
+    if (this.safe && retry && this.count - this.phaseStart <= this.policy.maxRetries && performance.now() < this.budgetEnds && !retry.fleet.canRetry()) retry.fleet.exhausted++;
+  }
+
+  relayed(format: StreamFormat, bytes: Buffer): void {
+    (this.answer ??= new AnswerSoFar(this.continuing!)).add(format, bytes);
+  }
+
+  mayContinue(): boolean {
+    const api = this.continuing;
+    const ep = this.endpoint!;
+    if (!api || !this.answer || !this.safe || this.continued >= ep.failover.continuation.max || performance.now() >= this.budgetEnds || this.ex.res.destroyed) {
+      // A continuation that broke in turn, with none left to it: the answer stays unfinished.
+      if (this.broken) this.continuation = 'failed';
+      return false;
+    }
+    const blocker = this.answer.fold().blocker();
+    if (blocker !== null) {
+      this.continuation = 'not_continuable';
+      this.ex.log.warn({ req: this.ex.id, endpoint: ep.name }, `the stream broke and cannot be continued: ${blocker}`);
+      return false;
+    }
+    const { c, index } = this.current!;
+    this.next = continuationOrder(this.candidates, index, ep.failover.continuation.sameModelOnly)
+      .map((i) => this.candidates[i])
+      .filter((k) => !k.endpoint.retired && this.policy.continuation?.(this.ex, k.endpoint) === api);
+    if (this.next.length > 0) return true;
+    this.continuation = 'failed';
+    this.ex.log.warn({ req: this.ex.id, endpoint: c.endpoint.name }, 'the stream broke after its content; no other candidate can continue it');
+    return false;
+  }
+
+  spliced(): void {
+    this.continuation = 'continued';
   }
 
   async run(): Promise<true> {
+    try {
+      return await this.walkPlan();
+    } catch (err) {
+      // A continuation's failure cannot become an error status: the stream ends saying why.
+      if (!this.broken) throw err;
+      this.ex.log.warn({ req: this.ex.id, err }, 'the continuation failed');
+      return this.endBroken();
+    }
+  }
+
+  private async walkPlan(): Promise<true> {
     const { ex, policy } = this;
     const retry = policy.retry;
     // A request sent upstream earns the fleet its share of a retry (one answered without a backend does not).
     if (this.plan.candidates.length > 0) retry?.fleet.deposit();
     for (let step = this.walk.next(); step; step = this.walk.next()) {
-      if (this.count > policy.maxRetries) break;
-      const c = this.plan.candidates[step.index];
+      if (this.count - this.phaseStart > policy.maxRetries) break;
+      const c = this.candidates[step.index];
       const ep = c.endpoint;
       // Removed by a reload since the plan was made: it takes no new requests.
       if (ep.retired) continue;
@@ -172,11 +238,17 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
       } finally {
         queue?.release(admittedAt);
       }
+      if (outcome.relayed === 'broken') {
+        this.continueOn(c, outcome);
+        continue;
+      }
       if (outcome.relayed) {
         if (ex.res.headersSent && ex.error && !(ex.error instanceof ClientGone)) ex.log.warn({ req: ex.id, endpoint: ep.name, err: ex.error }, 'the reply broke off after it had started');
         return true;
       }
       this.failed(c, step, outcome);
+      // The prefill was refused: no other engine is asked to take it.
+      if (this.broken && outcome.error instanceof AttemptFailed && outcome.error.kind === 'client_error') this.walk.stop();
     }
     return this.giveUp();
   }
@@ -202,9 +274,17 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
     const ep = c.endpoint;
     this.endpoint = ep;
     this.model = c.model;
+    this.current = { c, index };
     this.count++;
     this.prepare(c, index);
-    const up = this.policy.request(ex, ep, c.model);
+    const b = this.broken;
+    this.splice = b && { format: b.format, plan: b.plan, headers: b.headers, reason: b.reason, transform: this.answer!.fold().splicer(), endHonestly: b.endHonestly };
+    const up = b ? this.policy.continueRequest!(ex, ep, c.model, this.answer!.fold()) : this.policy.request(ex, ep, c.model);
+    if (typeof up === 'string') {
+      this.continuation = 'not_continuable';
+      ex.log.warn({ req: ex.id }, `the stream broke and cannot be continued: ${up}`);
+      return Promise.resolve({ relayed: false, error: new AttemptFailed(`not continuable (${up})`, 'client_error'), sent: false, answered: false });
+    }
     ex.prepare(up);
     return new Promise((resolve) => {
       ep.dispatch({ path: up.path, method: up.method as Dispatcher.HttpMethod, headers: up.headers, body: up.body, replaySafe: this.safe, lastResort: c.why === 'last_resort' }, new Relay(ex, this, ep, this.policy, this, resolve));
@@ -216,10 +296,14 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
     const { ex, policy } = this;
     const ep = c.endpoint;
     const retry = policy.retry;
-    const fallback = index >= this.plan.fallbackFrom;
+    const fallback = index >= this.fallbackFrom;
     this.streams = policy.api && (policy.watched === undefined || policy.watched(ex, ep)) ? policy.api.streams : null;
+    // A stream that may be continued keeps what it relays (the API stays that of the break).
+    const cs = ep.failover.continuation;
+    if (!this.broken) this.continuing = this.safe && cs.enabled && cs.max > 0 && this.streams !== null ? policy.continuation?.(ex, ep) ?? null : null;
+    this.keepsAnswer = this.continuing !== null && this.continued < cs.max;
     if (retry) {
-      this.contextFallback = !fallback && this.plan.fallbackFrom < this.plan.candidates.length && this.largerContextAhead(c, index);
+      this.contextFallback = !fallback && this.fallbackFrom < this.candidates.length && this.largerContextAhead(c, index);
       this.clientErrorsFail = fallback && this.held !== null;
       this.firstTokenMs = 0;
       const f = ep.failover;
@@ -247,7 +331,7 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
       failure = { kind: error.kind, retryAfterMs: error.kind === 'status' ? this.pauseOf(ep) : undefined };
       said = error.outcome;
       // A fallback's client error never replaces the primary's failure as the answer.
-      if (error.held && !(error.kind === 'client_error' && this.held)) this.held = { ...error.held, fallback: index >= this.plan.fallbackFrom, entry: this.tried?.length ?? 0 };
+      if (error.held && !(error.kind === 'client_error' && this.held)) this.held = { ...error.held, fallback: index >= this.fallbackFrom, entry: this.tried?.length ?? 0 };
       if (error.kind === 'context_length') this.minContext = this.windowOf(c) || 1;
     } else if (error instanceof BudgetSpent) {
       this.recordFailure(ep, 'budget_spent');
@@ -298,9 +382,45 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
     ex.log.warn({ req: ex.id, endpoint: ep.name, model: c.model, candidate: c.why, failure: said }, 'attempt failed; trying the next candidate');
   }
 
+  /** The stream broke on candidate c after its content reached the client, and candidates that
+   *  may continue it wait (mayContinue): the walk starts again over them. */
+  private continueOn(c: Candidate, broken: Broken): void {
+    const { ex } = this;
+    const next = this.next;
+    ex.log.warn({ req: ex.id, endpoint: c.endpoint.name, reason: broken.reason, chars: this.answer!.fold().chars, next: next.map((k) => k.endpoint.name) }, 'the stream broke after its content; continuing it on the next candidate');
+    this.brokenEntry = { entry: this.tried?.length ?? 0, endpoint: c.endpoint, model: c.model };
+    this.recordFailure(c.endpoint, `stream_broken_midway (${broken.reason})`);
+    this.broken = broken;
+    this.continued++;
+    this.candidates = next;
+    this.walk = new PlanWalk(next);
+    this.fallbackFrom = Infinity;
+    this.phaseStart = this.count;
+    this.held = null;
+    this.previous = null;
+    this.statusRetried = null;
+    Object.assign(this.x, { failed: 0, skipped: 0, testAt: Infinity, full: null, limited: null, last: undefined, budgetSpent: false, unreachable: null });
+  }
+
+  /** No continuation came through: the client's stream ends with the break's in-stream error,
+   *  which is the request's answer (from the endpoint that broke). */
+  private endBroken(): true {
+    const { ex } = this;
+    this.continuation ??= 'failed';
+    const b = this.brokenEntry!;
+    this.endpoint = b.endpoint;
+    this.model = b.model;
+    this.tried![b.entry].answered = true;
+    if (ex.res.destroyed) return this.clientGone();
+    this.broken!.endHonestly();
+    ex.log.warn({ req: ex.id, endpoint: b.endpoint.name, err: ex.error }, 'the reply broke off after it had started');
+    return true;
+  }
+
   /** Nothing answered: the answer held back, the step's own answer, or the error. */
   private giveUp(): true {
     const { ex, held } = this;
+    if (this.broken) return this.endBroken();
     if (held) {
       // Every attempt failed: the last backend answer held back is the most honest reply.
       if (!held.fallback) this.fellBack = null;
@@ -347,7 +467,7 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
   private largerContextAhead(c: Candidate, index: number): boolean {
     const mine = this.windowOf(c);
     if (!mine) return false;
-    const all = this.plan.candidates;
+    const all = this.candidates;
     for (let j = index + 1; j < all.length; j++) if (this.windowOf(all[j]) > mine) return true;
     return false;
   }

@@ -42,6 +42,11 @@ export class AttemptState {
   firstChunkMs = 0;
   /** The reply is relayed as a stream (no Content-Length, or translated to events). */
   streamed = false;
+  /** Continuations begun for a stream that broke after its content reached the client. */
+  continued = 0;
+  /** How such a break ended: a continuation finished the answer, none could, or what broke
+   *  could not be continued (inside a tool call…); null: no stream broke so. */
+  continuation: 'continued' | 'failed' | 'not_continuable' | null = null;
   /** The endpoint queue the request waits in now: its client leaving takes it out at once. */
   waiting: { queue: EndpointQueue; waiter: Waiter } | null = null;
 }

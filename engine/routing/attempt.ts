@@ -2,8 +2,9 @@
 // the loop tells it (AttemptControl) and how it ends (Outcome, and the failures the loop reads).
 import type { Endpoint } from '../backends/endpoints.js';
 import type { ReplyHeaders } from '../core/json.js';
+import type { Splice } from './continuation.js';
 import type { ReplyPlan } from './reply.js';
-import type { StreamShape } from './stream-watch.js';
+import type { StreamFormat, StreamShape } from './stream-watch.js';
 
 /** The failures the relay holds a reply back for, to give the request to another attempt. */
 export type RetryableKind = 'status' | 'stream' | 'first_token';
@@ -56,11 +57,34 @@ export interface AttemptControl {
   readonly budgetEnds: number;
   /** The model this attempt asks for (a held answer keeps it). */
   readonly model: string | undefined;
+  /** This attempt continues a stream that broke: no head of its own, its events spliced into
+   *  the client's stream; null: an attempt like any other. */
+  readonly splice: Splice | null;
+  /** Keep what the stream relays (the answer so far), so a break can be continued? */
+  readonly keepsAnswer: boolean;
+  /** Whole events the client's stream received, as the backend's API has them. */
+  relayed(format: StreamFormat, bytes: Buffer): void;
+  /** Were the stream to break now, after its content reached the client, could another
+   *  candidate continue it (settings, budget, what the answer holds)? */
+  mayContinue(): boolean;
+  /** This continuation's first content joined the client's stream. */
+  spliced(): void;
 }
 
 /** How one attempt ended: relayed (fully or cut after the first byte), or failed before any
  *  byte reached the client — `sent` when undici had started the request on a connected socket,
  *  `answered` when the backend's reply head had arrived. */
-export type Outcome = { relayed: true } | { relayed: false; error: Error; sent: boolean; answered: boolean };
+export type Outcome = { relayed: true } | { relayed: false; error: Error; sent: boolean; answered: boolean } | Broken;
+
+/** A stream that broke after its content reached the client, left open for a continuation:
+ *  the reply as the client has it, and how it ends if nothing continues it. */
+export interface Broken {
+  relayed: 'broken';
+  reason: string;
+  format: StreamFormat;
+  plan: ReplyPlan;
+  headers: ReplyHeaders;
+  endHonestly(): void;
+}
 export const RELAYED: Outcome = { relayed: true };
 

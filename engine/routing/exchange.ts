@@ -9,6 +9,7 @@ import type { RetryBudget } from '../backends/retry-budget.js';
 import type { ErrorFormat } from '../core/errors.js';
 import type { ReplyHeaders } from '../core/json.js';
 import type { AttemptState } from './attempt-state.js';
+import type { ContinuationApi, Transcript } from './continuation.js';
 import type { RoutePlan } from './plan.js';
 import type { ReplyPlan } from './reply.js';
 import type { StreamShape } from './stream-watch.js';
@@ -97,6 +98,13 @@ export interface SendPolicy<C extends Exchange = Exchange> {
   request(ctx: C, ep: Endpoint, model: string | undefined): UpstreamRequest;
   /** How the reply is shaped; absent, or undefined for this reply: piped as is. */
   reply?(ctx: C, status: number, headers: ReplyHeaders): ReplyPlan | undefined;
+  /** How a stream of this request that breaks after its content is continued by the next
+   *  candidate on this endpoint (its engine's API for the route); null or absent: it is not.
+   *  Asked per attempt: a lookup, no more. Candidates whose answer differs cannot continue. */
+  continuation?(ctx: C, ep: Endpoint): ContinuationApi | null;
+  /** The request that asks this endpoint to continue the answer so far (the route's upstream
+   *  hook then runs on it), or why this request cannot be continued. Required with `continuation`. */
+  continueRequest?(ctx: C, ep: Endpoint, model: string | undefined, answer: Transcript): UpstreamRequest | string;
   /** When no endpoint could take the request (none in the plan, every breaker open, every one
    *  failed before answering), the step answers itself instead of the error. Absent: the error. */
   unavailable?(ctx: C): true;

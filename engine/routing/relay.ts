@@ -7,8 +7,12 @@
 // - a stream (SSE, NDJSON) is held back — head and all — until its first content, so an error
 //   event, a malformed event, an end without content or a first-token deadline before it can
 //   still go to the next candidate; after it, bytes flow as they come;
-// - a stream that ends without its terminator, or breaks, ends with an in-stream error and is
-//   counted as failed: never a truncated success.
+// - a stream goes out whole events at a time (stream-out.ts); one that breaks after its content
+//   reached the client — a reset, a stall, a malformed or error event, an end without its
+//   terminator — is handed back to the loop open when another candidate may continue it
+//   (continuation.ts), else ends with an in-stream error and is counted as failed: never a
+//   truncated success;
+// - an attempt that continues a broken stream writes no head: its events are spliced in.
 // When no other attempt can follow, the attempt is never abandoned: it is passed through as is.
 // What a stream's events mean comes from the terminal step's API (AttemptControl.streams).
 import type { Dispatcher } from 'undici';
@@ -20,11 +24,14 @@ import type { ReplyHeaders } from '../core/json.js';
 import type { AttemptState } from './attempt-state.js';
 import { brokenReason, endBroken } from './broken-stream.js';
 import { AttemptFailed, BudgetSpent, RELAYED, type AttemptControl, type HeldReply, type Outcome } from './attempt.js';
+import type { Splice } from './continuation.js';
 import { Deadline } from './deadline.js';
 import { heldVerdict, holdsStatus } from './decisions.js';
 import type { Exchange, SendPolicy } from './exchange.js';
 import { PIPE, writeRelayHead, writeWhole, type PipePlan, type ReplyPlan } from './reply.js';
-import { StreamWatch, streamFormatOf } from './stream-watch.js';
+import { EventSplitter, frame, type StreamEvent } from './stream-events.js';
+import { StreamOut } from './stream-out.js';
+import { StreamWatch, streamFormatOf, type StreamFormat } from './stream-watch.js';
 
 type Controller = Dispatcher.DispatchController;
 /** A held failure status: read whole (bounded), then handed to the loop. */
@@ -49,9 +56,17 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
   private size = 0;
   /** A stream's watcher (first content, error events, terminator); null: not watched. */
   private watch: StreamWatch | null = null;
-  /** A stream's chunks held back (with its head) until its first content; null: flowing. */
-  private held: Buffer[] | null = null;
+  private format: StreamFormat = 'sse';
+  /** A watched stream's bytes on their way out, whole events at a time. */
+  private readonly out = new StreamOut();
+  /** The stream is held back (with its head) until its first content. */
+  private held = false;
   private heldSize = 0;
+  /** This attempt continues a broken stream (its events spliced in), and their reader. */
+  private readonly splice: Splice | null;
+  private spliceEvents: EventSplitter | null = null;
+  private spliced = false;
+  private marked = false;
   /** The backend sent an error event in the stream, which went to the client as it was. */
   private relayedError = false;
   /** The next deadline (first content, the budget); made when one is first needed. */
@@ -70,13 +85,20 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
     private readonly ctl: AttemptControl,
     private readonly resolve: (o: Outcome) => void,
   ) {
+    this.splice = ctl.splice;
     ex.res.once('close', this.onClientClose);
     this.arm(ctl.firstTokenMs > 0 ? Math.min(this.sentAt + ctl.firstTokenMs, ctl.budgetEnds) : ctl.budgetEnds);
   }
 
-  /** Nothing reached the client yet: the attempt can still be given up for another. */
+  /** Nothing of this attempt reached the client yet: it can still be given up for another. */
   private get open(): boolean {
-    return !this.ex.res.headersSent;
+    return this.splice ? !this.spliced : !this.ex.res.headersSent;
+  }
+
+  /** Were this attempt to fail now, before its content, would another follow? A continuation
+   *  always hands its failure back: the loop tries the next or ends the stream honestly. */
+  private retryable(kind: 'stream' | 'first_token'): boolean {
+    return this.splice !== null || this.ctl.canRetry(kind);
   }
 
   /** Set the next deadline of this attempt (first content, the budget), when it falls before the
@@ -102,11 +124,11 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
     }
     if (budget) this.abort(new BudgetSpent());
     // The first content is late: give up on it only when another attempt can follow.
-    else if (this.ctl.canRetry('first_token')) this.abort(new AttemptFailed(`first_token_timeout (${formatDuration(this.ctl.firstTokenMs)})`, 'first_token'));
+    else if (this.retryable('first_token')) this.abort(new AttemptFailed(`first_token_timeout (${formatDuration(this.ctl.firstTokenMs)})`, 'first_token'));
     else {
       this.ctl.passedOn();
       // The last attempt: waiting on beats no answer, and what is held goes out now.
-      if (this.held && this.controller) this.release(this.controller);
+      if (this.held && this.controller) this.release(this.controller, this.watch!.completeTo);
       this.arm(this.ctl.budgetEnds);
     }
   }
@@ -144,6 +166,13 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
     if (status < 200) return; // 1xx informational: the final head follows
     this.status = status;
     this.headers = headers;
+    if (this.splice) {
+      // A continuation joins the client's stream only as a stream of the same format; anything
+      // else is read whole and handed back (a 4xx: the prefill was refused).
+      if (status !== 200 || streamFormatOf(headers['content-type'] as string | undefined) !== this.splice.format) this.plan = HOLD;
+      else this.startSplice();
+      return;
+    }
     if (holdsStatus(status, this.ep.failover.retryStatuses, this.ctl)) {
       if (this.ctl.canRetry('status')) {
         this.plan = HOLD;
@@ -165,22 +194,47 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
     const shape = this.ctl.streams;
     const watched = shape !== null && headers['content-length'] === undefined && status !== 204 && status !== 304 && this.ex.method !== 'HEAD';
     const format = watched ? streamFormatOf(headers['content-type'] as string | undefined) : null;
-    if (format) this.watch = new StreamWatch(format, shape!);
-    if (format && this.ctl.canRetry('stream')) {
-      // Held until its first content, so it can still go to another candidate. undici's timeouts
-      // covered the head only: a first-token deadline, or a budget that ends before a silence
-      // of stream_idle_timeout would, needs a timer; otherwise each held chunk checks the budget.
-      this.held = [];
-      const ft = this.ctl.firstTokenMs;
-      const at = ft > 0 ? Math.min(this.sentAt + ft, this.ctl.budgetEnds) : this.ctl.budgetEnds;
-      if (ft > 0 || at - performance.now() < this.ep.timeouts.idleMs) this.arm(at, true);
-      return;
+    if (format) {
+      this.watch = new StreamWatch(format, shape!);
+      this.format = format;
     }
+    if (format && this.ctl.canRetry('stream')) return this.hold();
     this.writeHead();
+  }
+
+  /** Held until its first content, so it can still go to another candidate. undici's timeouts
+   *  covered the head only: a first-token deadline, or a budget that ends before a silence of
+   *  stream_idle_timeout would, needs a timer; otherwise each held chunk checks the budget. */
+  private hold(): void {
+    this.held = true;
+    const ft = this.ctl.firstTokenMs;
+    const at = ft > 0 ? Math.min(this.sentAt + ft, this.ctl.budgetEnds) : this.ctl.budgetEnds;
+    if (ft > 0 || at - performance.now() < this.ep.timeouts.idleMs) this.arm(at, true);
+  }
+
+  /** A continuation's stream: watched and held like any until its first content, then its
+   *  events spliced into the client's stream under the broken one's plan and head. */
+  private startSplice(): void {
+    const splice = this.splice!;
+    this.plan = splice.plan;
+    this.headers = splice.headers;
+    this.format = splice.format;
+    this.watch = new StreamWatch(splice.format, this.ctl.streams!);
+    this.spliceEvents = new EventSplitter(splice.format);
+    this.hold();
   }
 
   /** The head of a reply relayed as it comes; a stream is counted on its endpoint while it lasts. */
   private writeHead(): void {
+    if (this.splice) {
+      this.spliced = true;
+      this.ctl.spliced();
+      if (!this.streaming) {
+        this.ep.streams++;
+        this.streaming = this.ep;
+      }
+      return;
+    }
     if (!writeRelayHead(this.ex.res, this.plan as Exclude<ReplyPlan, { kind: 'buffer' }>, this.status, this.headers) || this.streaming) return;
     this.rec.streamed = true;
     this.ep.streams++;
@@ -210,7 +264,10 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
     if (plan.kind === 'hold') {
       this.size += chunk.length;
       this.chunks.push(chunk);
-      if (this.size > HELD_LIMIT) this.unhold(controller);
+      if (this.size <= HELD_LIMIT) return;
+      // A continuation's refusal is never relayed: enough of it was read.
+      if (this.splice) controller.abort(new AttemptFailed(`continuation refused (${this.status})`, 'client_error'));
+      else this.unhold(controller);
       return;
     }
     if (plan.kind === 'buffer') {
@@ -222,45 +279,87 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
       else this.guarded(controller, () => this.overflowToPipe(controller, plan.overflow!));
       return;
     }
-    const watch = this.watch;
-    if (watch) {
-      const seen = watch.feed(chunk);
-      if (this.held) {
-        if (seen === 'none') {
-          this.held.push(chunk);
-          this.heldSize += chunk.length;
-          if (this.heldSize > HOLD_STREAM_LIMIT) this.release(controller);
-          else this.checkBudget();
+    if (this.watch) return this.onStream(controller, this.watch, chunk);
+    this.relay(controller, chunk);
+  }
+
+  /** A watched stream's chunk: held until its first content, then passed on whole events at a
+   *  time; an error or malformed event after it breaks the stream off. */
+  private onStream(controller: Controller, watch: StreamWatch, chunk: Buffer): void {
+    if (this.relayedError) return this.relay(controller, chunk);
+    const seen = watch.feed(chunk);
+    this.out.add(chunk);
+    if (this.held) {
+      if (seen === 'none') {
+        this.heldSize += chunk.length;
+        if (this.heldSize > HOLD_STREAM_LIMIT) this.release(controller, watch.completeTo);
+        else this.checkBudget();
+        return;
+      }
+      if (seen !== 'content') {
+        if (this.retryable('stream')) {
+          controller.abort(new AttemptFailed(seen === 'error' ? `stream_error (${watch.problem})` : `malformed_event (${watch.problem})`, 'stream'));
           return;
         }
-        if (seen !== 'content') {
-          if (this.ctl.canRetry('stream')) {
-            controller.abort(new AttemptFailed(seen === 'error' ? `stream_error (${watch.problem})` : `malformed_event (${watch.problem})`, 'stream'));
-            return;
-          }
-          this.ctl.passedOn();
-        }
-        this.release(controller);
+        this.ctl.passedOn();
+      }
+      this.held = false;
+      this.writeHead();
+    }
+    if (seen === 'error' || seen === 'malformed') {
+      this.pass(controller, this.out.take(watch.badEventAt));
+      const reason = seen === 'malformed' ? `sent a malformed event (${watch.problem})` : `sent an error event (${watch.problem})`;
+      if (watch.hasContent && this.breakOff(reason)) {
+        controller.abort(new AttemptFailed(seen === 'malformed' ? 'malformed_event' : 'stream_error', 'stream'));
+        return;
       }
       if (seen === 'malformed') {
-        this.relay(controller, chunk.subarray(0, Math.max(0, watch.badEventStart)));
-        this.endIncomplete(`sent a malformed event (${watch.problem})`);
+        this.endIncomplete(reason);
         this.settle(RELAYED);
         controller.abort(new AttemptFailed('malformed_event', 'stream'));
         return;
       }
-      if (seen === 'none' && !watch.hasContent) {
-        // Under way (the last attempt) but still without content: keep-alives do not stop the budget.
-        this.relay(controller, chunk);
-        this.checkBudget();
-        return;
-      }
-      if (seen === 'error') {
-        this.relayedError = true;
-        this.ex.error = gwError('UPSTREAM_STREAM_BROKEN', { endpoint: this.ep.name, reason: `sent an error event (${watch.problem})` });
-      }
+      // The backend's own error event goes to the client as it sent it, and what follows it.
+      this.relayedError = true;
+      this.ex.error = gwError('UPSTREAM_STREAM_BROKEN', { endpoint: this.ep.name, reason });
+      this.pass(controller, this.out.takeAll());
+      return;
     }
-    this.relay(controller, chunk);
+    this.pass(controller, this.out.take(watch.completeTo));
+    // Under way (the last attempt) but still without content: keep-alives do not stop the budget.
+    if (!watch.hasContent) this.checkBudget();
+  }
+
+  /** Whole events on their way out: spliced when this attempt continues a stream, kept when a
+   *  break may be continued, then relayed. */
+  private pass(controller: Controller, bytes: Buffer | null): void {
+    if (bytes === null) return;
+    if (this.spliceEvents) return this.passEvents(controller, this.spliceEvents.feed(bytes));
+    if (this.ctl.keepsAnswer) this.ctl.relayed(this.format, bytes);
+    this.relay(controller, bytes);
+  }
+
+  /** A continuation's events, as the client must see them. */
+  private passEvents(controller: Controller, events: StreamEvent[]): void {
+    let out = '';
+    for (const ev of events) for (const e of this.splice!.transform(ev)) out += frame(this.format, e);
+    if (out === '') return;
+    const bytes = Buffer.from(out);
+    if (this.ctl.keepsAnswer) this.ctl.relayed(this.format, bytes);
+    // Where it joins a stream relayed as it came, an SSE comment says so (clients skip comments).
+    if (!this.marked && this.format === 'sse' && this.plan.kind === 'pipe') {
+      this.marked = true;
+      this.write(controller, `: gw continued this answer on endpoint ${this.ep.name}; the stream before broke: ${this.splice!.reason.replace(/[\r\n]+/g, ' ')}\n\n`);
+    }
+    this.relay(controller, bytes);
+  }
+
+  /** The stream broke after its content reached the client: handed back to the loop, open,
+   *  when another candidate may continue it. Returns whether it was. */
+  private breakOff(reason: string): boolean {
+    if (!this.watch?.hasContent || !this.ctl.mayContinue()) return false;
+    this.settle({ relayed: 'broken', reason, format: this.format, plan: this.plan as ReplyPlan, headers: this.headers, endHonestly: () => this.endIncomplete(reason) });
+    return true;
   }
 
   /** Run a step of ours; what it throws aborts the attempt as a gateway fault, not the endpoint's. */
@@ -289,12 +388,12 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
     for (const c of chunks) this.onResponseData(controller, c);
   }
 
-  /** The first content arrived (or holding ends for another reason): head, then what was held. */
-  private release(controller: Controller): void {
-    const held = this.held!;
-    this.held = null;
+  /** Holding ends before the first content (the last attempt waits on): head, then the whole
+   *  events held, up to `to`. */
+  private release(controller: Controller, to: number): void {
+    this.held = false;
     this.writeHead();
-    if (held.length > 0) this.relay(controller, held.length === 1 ? held[0] : Buffer.concat(held, this.heldSize));
+    this.pass(controller, this.out.take(to));
   }
 
   private relay(controller: Controller, chunk: Buffer): void {
@@ -329,15 +428,23 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
       if (plan.kind === 'buffer') writeWhole(res, this.ex.method, plan, this.status, this.headers, Buffer.concat(this.chunks, this.size));
       else if (this.watch && !this.watch.end()) {
         // It stopped without its terminator: before any content another candidate may answer.
-        if (this.held && this.ctl.canRetry('stream')) {
+        if (this.held && this.retryable('stream')) {
           this.fail(new AttemptFailed('stream_incomplete', 'stream'));
           return;
         }
-        if (this.held) this.release(controller);
+        const reason = `ended the stream without its terminator (${this.ctl.streams!.terminators})`;
         if (this.relayedError) res.end();
-        else this.endIncomplete(`ended the stream without its terminator (${this.ctl.streams!.terminators})`);
+        else if (this.breakOff(reason)) return;
+        else {
+          if (this.held) this.release(controller, this.watch.completeTo);
+          this.endIncomplete(reason);
+        }
       } else {
-        if (this.held) this.release(controller);
+        if (this.held) this.writeHead();
+        this.held = false;
+        // The last event may lack its blank line or newline: it is whole now.
+        this.pass(controller, this.out.takeAll());
+        if (this.spliceEvents) this.passEvents(controller, this.spliceEvents.end());
         res.end(plan.kind === 'stream' ? plan.end() : undefined);
       }
       this.settle(RELAYED);
@@ -351,6 +458,12 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
   private endHeld(): void {
     const { status, headers, ctl } = this;
     const body = Buffer.concat(this.chunks, this.size);
+    if (this.splice) {
+      // Not a stream the client's can take: a 4xx refused the prefill (no other is asked), else
+      // the loop may try the next candidate.
+      const refused = status >= 400 && status < 500 && status !== 429;
+      return this.fail(new AttemptFailed(`continuation ${refused ? 'refused' : 'failed'} (${status}${status === 200 ? ', not a stream' : ''})`, refused ? 'client_error' : 'status'));
+    }
     const verdict = heldVerdict(status, this.ep.failover.retryStatuses, ctl, () => ctl.contextLengthError?.(body.toString('utf8', 0, Math.min(body.length, 4096))) === true);
     if (verdict !== 'answer') return this.fail(new AttemptFailed(verdict === 'context_length' ? `context_length (${status})` : String(status), verdict, this.heldReply(body)));
     writeWhole(this.ex.res, this.ex.method, this.policy.reply?.(this.ex, status, headers) ?? PIPE, status, headers, body);
@@ -381,7 +494,7 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
     } else if (this.open && (error instanceof AttemptFailed || error instanceof BudgetSpent)) {
       // Our own abort (a deadline, a bad event before content): the loop reads it as it is.
       this.fail(error);
-    } else if (this.held && !(error instanceof StepFailed) && this.ctl.canRetry('stream')) {
+    } else if (this.held && !(error instanceof StepFailed) && this.retryable('stream')) {
       // A stream that broke before its first content: nothing reached the client, another
       // candidate may answer.
       this.fail(new AttemptFailed(`stream_broken (${brokenReason(error, this.ep)})`, 'stream'));
@@ -389,9 +502,12 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
       // Nothing reached the client: the loop fails over or answers with an error.
       this.fail(error);
     } else {
-      // The head already reached the client: no retry, no splice; end its stream saying why.
+      // The head already reached the client: no retry; a continuation elsewhere, or the end of
+      // its stream saying why.
+      const reason = brokenReason(error, this.ep);
+      if (!(error instanceof StepFailed) && this.breakOff(reason)) return;
       ex.error = error;
-      endBroken(ex, this.plan as ReplyPlan, this.ep.name, this.headers, this.lastChunk, brokenReason(error, this.ep));
+      endBroken(ex, this.plan as ReplyPlan, this.ep.name, this.headers, this.lastChunk, reason);
       this.settle(RELAYED);
     }
   }

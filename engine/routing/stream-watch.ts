@@ -123,6 +123,11 @@ export class StreamWatch {
   private evMore: string[] | null = null;
   private evBytes = 0;
   private evStart = -1;
+  /** Bytes fed so far, and where the open event began in them (an offset into the stream). */
+  private fed = 0;
+  private fedBefore = 0;
+  private evStartAt = 0;
+  private badAt = -1;
 
   constructor(private readonly format: StreamFormat, private readonly shape: StreamShape) {}
 
@@ -138,6 +143,22 @@ export class StreamWatch {
   get problem(): string {
     return this._problem;
   }
+  /** Where the complete events fed so far end, as an offset into the stream: the bytes after it
+   *  are an event not finished yet (a relay that sends whole events only keeps them back). */
+  get completeTo(): number {
+    return this.evStart === -1 ? this.fed : this.evStartAt;
+  }
+  /** Where the error or malformed event that stopped the stream began (an offset into the
+   *  stream); -1: none. */
+  get badEventAt(): number {
+    return this.badAt;
+  }
+
+  /** The event that opens here (`at`: in the chunk being fed). */
+  private open(at: number): void {
+    this.evStart = at;
+    this.evStartAt = this.fedBefore + at;
+  }
 
   /** Feed the next chunk as it came from the backend (split anywhere). Returns 'error' or
    *  'malformed' as soon as one is seen (the rest of the chunk is not examined, and later chunks
@@ -145,6 +166,8 @@ export class StreamWatch {
   feed(chunk: Buffer): Seen {
     this._badEventStart = -1;
     if (this.stopped || chunk.length === 0) return 'none';
+    this.fedBefore = this.fed;
+    this.fed += chunk.length;
     let seen: Seen = 'none';
     if (this.evStart > 0) this.evStart = 0;
     let pos = 0;
@@ -196,7 +219,7 @@ export class StreamWatch {
   /** Keep chunk[from..] as (part of) the unfinished line, within the size bound. */
   private keep(chunk: Buffer, from: number): Seen {
     // No event open: this unfinished line begins one (NDJSON: every line is one).
-    if (this.evStart === -1) this.evStart = from;
+    if (this.evStart === -1) this.open(from);
     this.tailBytes += chunk.length - from;
     if (this.evBytes + this.tailBytes > MAX_EVENT_BYTES) return this.tooLong();
     this.tail.push(Buffer.from(chunk.subarray(from)));
@@ -211,6 +234,7 @@ export class StreamWatch {
 
   private bad(seen: 'error' | 'malformed', problem: string): Seen {
     this._badEventStart = Math.max(0, this.evStart);
+    this.badAt = this.evStart === -1 ? this.fedBefore : this.evStartAt;
     this._problem = problem;
     this.stopped = true;
     this.resetEvent();
@@ -238,7 +262,7 @@ export class StreamWatch {
 
   private ndjsonLine(buf: Buffer, s: number, e: number, at: number): Seen {
     if (s === e) return 'none';
-    if (this.evStart === -1) this.evStart = at;
+    if (this.evStart === -1) this.open(at);
     if (e - s > MAX_EVENT_BYTES) return this.tooLong();
     if (this._hasContent && routine(buf, s, e, this.shape.mayMatter)) {
       this.evStart = -1;
@@ -267,7 +291,7 @@ export class StreamWatch {
       if (!this.stopped) this.resetEvent();
       return r;
     }
-    if (this.evStart === -1) this.evStart = at;
+    if (this.evStart === -1) this.open(at);
     this.evBytes += e - s + 1;
     if (this.evBytes > MAX_EVENT_BYTES) return this.tooLong();
     if (buf[s] === COLON) return 'none'; // a comment: keep-alive

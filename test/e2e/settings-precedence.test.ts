@@ -40,6 +40,9 @@ describe('the reply-head timeout in force', () => {
       first_token_timeout: { value: '0s', from: 'default' },
       cold_first_token_timeout: { value: '0s', from: 'default' },
       retry_on_statuses: { value: [429, 500, 502, 503, 504], from: 'default' },
+      continuation: { value: true, from: 'default' },
+      continuation_max: { value: 1, from: 'default' },
+      continuation_same_model_only: { value: false, from: 'default' },
     });
   });
 

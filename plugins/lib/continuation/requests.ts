@@ -1,0 +1,80 @@
+// The request that asks an engine to continue an answer: the original body with the answer so
+// far added the way the route's API takes it (profile api.continuation says which API a route
+// speaks, and what fields the engine needs):
+// - chat: a trailing assistant message (the client's own prefill, if it sent one, extended),
+//   plus the engine's chat_fields (vLLM: continue_final_message, add_generation_prompt: false);
+// - messages: the same, the API's own prefill;
+// - completions, llama_completion and raw ollama_generate: the prompt followed by the text;
+// - ollama_chat: a trailing assistant message; a templated ollama_generate goes to api/chat.
+// The token limit is reduced by what was generated (reported, else a lower bound).
+import type { Profile } from '../../../engine/core/profiles.js';
+import type { ContinuationKind } from '../../../engine/core/profiles.js';
+import type { AnswerText } from './answer.js';
+
+/** The continuation body, and the path when it differs from the original's; or why not. */
+export type Continued = { body: Record<string, unknown>; path?: string } | string;
+
+/** Extend the body's trailing assistant message, or add one. */
+function withAssistant(messages: unknown, prefill: string): unknown[] | string {
+  if (!Array.isArray(messages) || messages.length === 0) return 'the request has no messages';
+  const last = messages[messages.length - 1] as { role?: unknown; content?: unknown } | null;
+  if (last?.role === 'assistant') {
+    if (typeof last.content !== 'string') return "the request's own prefill is not plain text";
+    return [...messages.slice(0, -1), { ...last, content: last.content + prefill }];
+  }
+  return [...messages, { role: 'assistant', content: prefill }];
+}
+
+/** A token limit less what was generated, never below 1. */
+function reduce(body: Record<string, any>, key: string, used: number, within?: string): void {
+  const holder = within ? body[within] : body;
+  if (holder && typeof holder[key] === 'number' && holder[key] > 0) holder[key] = Math.max(1, holder[key] - used);
+}
+
+export function continued(kind: ContinuationKind, original: unknown, answer: AnswerText, profile: Profile): Continued {
+  if (typeof original !== 'object' || original === null || Array.isArray(original)) return 'the request body is not a JSON object';
+  const body: Record<string, any> = structuredClone(original);
+  const prefill = answer.prefill;
+  const used = answer.used;
+  switch (kind) {
+    case 'chat':
+    case 'messages': {
+      const messages = withAssistant(body.messages, prefill);
+      if (typeof messages === 'string') return messages;
+      body.messages = messages;
+      for (const key of ['max_tokens', 'max_completion_tokens']) reduce(body, key, used);
+      if (kind === 'chat') {
+        for (const [key, value] of Object.entries(profile.api.continuation.chat_fields ?? {})) {
+          const mine = body[key];
+          body[key] = value && typeof value === 'object' && mine && typeof mine === 'object' ? { ...mine, ...value } : value;
+        }
+      }
+      return { body };
+    }
+    case 'ollama_chat': {
+      const messages = withAssistant(body.messages, prefill);
+      if (typeof messages === 'string') return messages;
+      body.messages = messages;
+      reduce(body, 'num_predict', used, 'options');
+      return { body };
+    }
+    case 'ollama_generate': {
+      if (typeof body.prompt !== 'string') return 'the prompt is not a string';
+      reduce(body, 'num_predict', used, 'options');
+      if (body.raw === true) return { body: { ...body, prompt: body.prompt + prefill } };
+      // Templated: the same turn through api/chat, the answer so far its assistant message.
+      const user: Record<string, unknown> = { role: 'user', content: body.prompt };
+      if (body.images) user.images = body.images;
+      const messages = [...(typeof body.system === 'string' ? [{ role: 'system', content: body.system }] : []), user, { role: 'assistant', content: prefill }];
+      const { prompt: _p, system: _s, images: _i, template: _t, context: _c, suffix: _x, raw: _r, ...rest } = body;
+      return { body: { ...rest, messages, stream: true }, path: '/api/chat' };
+    }
+    case 'completions':
+    case 'llama_completion': {
+      if (typeof body.prompt !== 'string') return 'the prompt is not a single string';
+      body.prompt += prefill;
+      reduce(body, kind === 'completions' ? 'max_tokens' : 'n_predict', used);
+      return { body };
+    }
+  }
+}

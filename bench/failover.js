@@ -16,6 +16,7 @@ const BASELINES = [
   { rev: 'bbecc2d', issue: 12, title: 'Failover policy (issue 12)', now: 'status retries armed, the fleet retry budget counted per request, each stream watched event by event and held until its first content, its terminator checked at the end' },
   { rev: 'b108d85', issue: 17, title: 'Routing and failover as one layer (issue 17)', now: 'the route plan made per request by select-endpoint, the attempt loop walking it with its decisions, the stream shape handed in by the terminal step', instructions: true },
   { rev: '47742a8', issue: 18, title: 'A new user\'s first hour (issue 18)', now: 'each finished request sorted into ok, client error or failure, the path kept as the client sent it, the per-model last resort, the model lists with aliases cached', instructions: true },
+  { rev: '783557b', issue: 19, title: 'Stream continuation (issue 19)', now: 'a watched stream passed on whole events at a time, what it relayed kept so a break can be continued, the continuation API looked up per attempt', instructions: true },
 ];
 const arg = process.argv.indexOf('--baseline');
 const baselines = arg > 0 ? [{ ...BASELINES.at(-1), rev: process.argv[arg + 1] }] : BASELINES;

@@ -8,3 +8,6 @@ export { GatewayError, refuse } from './core/errors.js';
 export { isObject, type JsonObject, type ReplyHeaders } from './core/json.js';
 export { sendUpstream, type ReplyPlan, type SendPolicy } from './kernel/upstream.js';
 export type { Endpoint } from './backends/endpoints.js';
+// A terminal step whose streams may be continued elsewhere after a break (SendPolicy.continuation).
+export type { ContinuationApi, Transcript } from './routing/continuation.js';
+export type { StreamEvent } from './routing/stream-events.js';

@@ -7,12 +7,26 @@
 import type { Endpoint } from '../backends/endpoints.js';
 import type { EndpointQueue, Turn } from '../backends/queue.js';
 import type { Take } from '../backends/rate-buckets.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { AttemptState } from './attempt-state.js';
+import type { Exchange } from './exchange.js';
 import { formatDuration } from '../core/duration.js';
 import { gwError, type GatewayError } from '../core/errors.js';
 
 /** How admission ended when no slot was free at once; a wait past queue_timeout throws QUEUE_TIMEOUT. */
 export async function waitForSlot(rec: AttemptState, clientGone: boolean, ep: Endpoint, queue: EndpointQueue): Promise<'full' | Exclude<Turn, 'timeout'>> {
+  const from = performance.now();
+  let turn: 'full' | Turn | undefined;
+  try {
+    return (turn = await takeTurn(rec, clientGone, ep, queue));
+  } finally {
+    // Not admitted: the endpoint's requests-per-minute token is given back.
+    if (turn !== 'admitted') ep.rateGate?.refund();
+    rec.queueMs += performance.now() - from;
+  }
+}
+
+async function takeTurn(rec: AttemptState, clientGone: boolean, ep: Endpoint, queue: EndpointQueue): Promise<'full' | Exclude<Turn, 'timeout'>> {
   if (queue.full) {
     queue.reject();
     return 'full';
@@ -55,3 +69,19 @@ export function rateLimitHeaders(t: Take): string[] {
 }
 
 const busy = (key: 'QUEUE_FULL' | 'QUEUE_TIMEOUT', detail: Record<string, unknown>, retryAfter: number) => gwError(key, detail, ['retry-after', String(retryAfter)]);
+
+/** Wait `ms`; false when the client went away meanwhile (the wait ends at once). */
+export async function pause(ex: Exchange, ms: number): Promise<boolean> {
+  if (ex.res.destroyed) return false;
+  const gone = new AbortController();
+  const onClose = () => gone.abort();
+  ex.res.once('close', onClose);
+  try {
+    await sleep(ms, undefined, { signal: gone.signal });
+  } catch {
+    // aborted: the client left
+  } finally {
+    ex.res.off('close', onClose);
+  }
+  return !ex.res.destroyed;
+}

@@ -16,31 +16,25 @@
 // attempt that adds load to a failing backend (decisions.ts, chargesFleet). When every attempt
 // failed, the client gets the last backend answer held back (a fallback's client error never
 // replaces the primary's failure), else the gateway's error. A stream that breaks after its
-// content reached the client is continued by the next candidates that can (continuation.ts): the
-// walk starts again over them, each attempt's events spliced into the client's stream; when none
-// can, the stream ends with its in-stream error. An endpoint with a concurrency limit
-// admits the attempt first (free slot or FIFO wait; a full queue sends the request on); one with
-// a requests-per-minute limit takes a token first (without one it is skipped).
-import { setTimeout as sleep } from 'node:timers/promises';
+// content reached the client is continued by the candidates that can (continuation.ts): a new
+// walk over them, each attempt spliced into the client's stream; none can: its in-stream error.
+// An endpoint with a concurrency limit admits the attempt first (free slot or FIFO wait; a full
+// queue sends the request on); one with a requests-per-minute limit takes a token first.
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../backends/endpoints.js';
-import { BreakerOpen, ClientGone, connectionFailure, errorCode, StepFailed, unsendable } from '../backends/failures.js';
-import { parseDuration } from '../core/duration.js';
-import { gwError } from '../core/errors.js';
-import type { EndpointQueue, Turn } from '../backends/queue.js';
-import { waitForSlot } from './admission.js';
+import { BreakerOpen, ClientGone } from '../backends/failures.js';
+import { pause, waitForSlot } from './admission.js';
 import { AttemptFailed, BudgetSpent, type AttemptControl, type Broken, type HeldReply, type Outcome, type RetryableKind } from './attempt.js';
 import { AttemptState, type FailedAttempt } from './attempt-state.js';
-import { brokenReason } from './broken-stream.js';
-import { AnswerSoFar, continuationOrder, type ContinuationApi, type Splice } from './continuation.js';
-import { chargesFleet, exhaustedError, PlanWalk, retryDelay, type Exhaustion, type Failure, type Step } from './decisions.js';
+import { Continuations, type Splice } from './continuation.js';
+import { firstTokenOverride } from './deadline.js';
+import { chargesFleet, connectionOutcome, exhaustedError, fallbackRouting, largerContextAhead, PlanWalk, retryDelay, type Exhaustion, type Failure, type Step } from './decisions.js';
 import type { Exchange, SendPolicy } from './exchange.js';
 import type { Candidate, RoutePlan } from './plan.js';
 import { Relay } from './relay.js';
 import { writeWhole } from './reply.js';
 import type { StreamFormat, StreamShape } from './stream-watch.js';
 
-const FIRST_TOKEN_HEADER = 'x-gw-first-token-timeout';
 const NO_PLAN: RoutePlan = { candidates: [], fallbackFrom: 0, routing: null, requested: undefined };
 
 /** Send the request along its route plan (see the top of this file); resolves once a reply was
@@ -91,16 +85,10 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
   private fallbackFrom: number;
   /** Attempts made before this walk began (a continuation's walk has attempts of its own). */
   private phaseStart = 0;
-  /** How this request's streams are continued (the API of the attempt under way), the answer
-   *  relayed so far, and the break being continued. */
-  private continuing: ContinuationApi | null = null;
-  private answer: AnswerSoFar | null = null;
-  private broken: Broken | null = null;
-  /** The candidate under way (its index in `candidates`), and after a break the candidates that
-   *  may continue it and the tried entry of the break. */
-  private current: { c: Candidate; index: number } | null = null;
-  private next: Candidate[] = [];
-  private brokenEntry: { entry: number; endpoint: Endpoint; model: string | undefined } | null = null;
+  /** How a stream that breaks after its content is continued (continuation.ts). */
+  private readonly continuations: Continuations;
+  /** The index in `candidates` of the attempt under way. */
+  private current = 0;
 
   constructor(private readonly ex: C, private readonly policy: SendPolicy<C>, private readonly plan: RoutePlan) {
     super();
@@ -108,6 +96,7 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
     this.walk = new PlanWalk(plan.candidates);
     this.candidates = plan.candidates;
     this.fallbackFrom = plan.fallbackFrom;
+    this.continuations = new Continuations(this, ex.log, ex.id);
     this.budgetEnds = ex.start + (policy.retry?.budgetMs ?? Infinity);
     this.contextLengthError = policy.api?.contextLengthError ?? null;
     this.firstTokenOverrideMs = policy.retry ? firstTokenOverride(ex) : undefined;
@@ -139,35 +128,16 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
   }
 
   relayed(format: StreamFormat, bytes: Buffer): void {
-    (this.answer ??= new AnswerSoFar(this.continuing!)).add(format, bytes);
+    this.continuations.relayed(format, bytes);
   }
 
   mayContinue(): boolean {
-    const api = this.continuing;
-    const ep = this.endpoint!;
-    if (!api || !this.answer || !this.safe || this.continued >= ep.failover.continuation.max || performance.now() >= this.budgetEnds || this.ex.res.destroyed) {
-      // A continuation that broke in turn, with none left to it: the answer stays unfinished.
-      if (this.broken) this.continuation = 'failed';
-      return false;
-    }
-    const blocker = this.answer.fold().blocker();
-    if (blocker !== null) {
-      this.continuation = 'not_continuable';
-      this.ex.log.warn({ req: this.ex.id, endpoint: ep.name }, `the stream broke and cannot be continued: ${blocker}`);
-      return false;
-    }
-    const { c, index } = this.current!;
-    this.next = continuationOrder(this.candidates, index, ep.failover.continuation.sameModelOnly)
-      .map((i) => this.candidates[i])
-      .filter((k) => !k.endpoint.retired && this.policy.continuation?.(this.ex, k.endpoint) === api);
-    if (this.next.length > 0) return true;
-    this.continuation = 'failed';
-    this.ex.log.warn({ req: this.ex.id, endpoint: c.endpoint.name }, 'the stream broke after its content; no other candidate can continue it');
-    return false;
+    const allowed = this.safe && performance.now() < this.budgetEnds && !this.ex.res.destroyed;
+    return this.continuations.mayContinue(allowed, this.candidates, this.current, (ep) => this.policy.continuation?.(this.ex, ep) ?? null);
   }
 
   spliced(): void {
-    this.continuation = 'continued';
+    this.continuations.spliced();
   }
 
   async run(): Promise<true> {
@@ -175,7 +145,7 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
       return await this.walkPlan();
     } catch (err) {
       // A continuation's failure cannot become an error status: the stream ends saying why.
-      if (!this.broken) throw err;
+      if (!this.continuations.broken) throw err;
       this.ex.log.warn({ req: this.ex.id, err }, 'the continuation failed');
       return this.endBroken();
     }
@@ -227,7 +197,8 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
       this.safe = policy.replaySafe(ex, ep);
       const queue = ep.queue !== null && (policy.queued === undefined || policy.queued(ex, ep)) ? ep.queue : null;
       if (queue && !queue.tryEnter()) {
-        const turn = await this.waitTurn(ep, queue);
+        const turn = await waitForSlot(this, ex.res.destroyed, ep, queue);
+        if (turn === 'full') (this.x.full ??= []).push(ep);
         if (turn === 'gone') return this.clientGone();
         if (turn !== 'admitted') continue;
       }
@@ -248,23 +219,9 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
       }
       this.failed(c, step, outcome);
       // The prefill was refused: no other engine is asked to take it.
-      if (this.broken && outcome.error instanceof AttemptFailed && outcome.error.kind === 'client_error') this.walk.stop();
+      if (this.continuations.broken && outcome.error instanceof AttemptFailed && outcome.error.kind === 'client_error') this.walk.stop();
     }
     return this.giveUp();
-  }
-
-  /** No slot free at once: a wait in the endpoint's queue (a full one sends the request on). */
-  private async waitTurn(ep: Endpoint, queue: EndpointQueue): Promise<Turn | 'full'> {
-    const waitFrom = performance.now();
-    let turn: Turn | 'full' | undefined;
-    try {
-      turn = await waitForSlot(this, this.ex.res.destroyed, ep, queue);
-    } finally {
-      if (turn !== 'admitted') ep.rateGate?.refund();
-    }
-    this.queueMs += performance.now() - waitFrom;
-    if (turn === 'full') (this.x.full ??= []).push(ep);
-    return turn;
   }
 
   /** One attempt on candidate c: told what it must know, built, shaped and sent; settles with
@@ -274,15 +231,14 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
     const ep = c.endpoint;
     this.endpoint = ep;
     this.model = c.model;
-    this.current = { c, index };
+    this.current = index;
     this.count++;
     this.prepare(c, index);
-    const b = this.broken;
-    this.splice = b && { format: b.format, plan: b.plan, headers: b.headers, reason: b.reason, transform: this.answer!.fold().splicer(), endHonestly: b.endHonestly };
-    const up = b ? this.policy.continueRequest!(ex, ep, c.model, this.answer!.fold()) : this.policy.request(ex, ep, c.model);
+    const k = this.continuations;
+    this.splice = k.broken && k.splice();
+    const up = k.broken ? this.policy.continueRequest!(ex, ep, c.model, k.transcript) : this.policy.request(ex, ep, c.model);
     if (typeof up === 'string') {
-      this.continuation = 'not_continuable';
-      ex.log.warn({ req: ex.id }, `the stream broke and cannot be continued: ${up}`);
+      k.refused(up);
       return Promise.resolve({ relayed: false, error: new AttemptFailed(`not continuable (${up})`, 'client_error'), sent: false, answered: false });
     }
     ex.prepare(up);
@@ -298,12 +254,10 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
     const retry = policy.retry;
     const fallback = index >= this.fallbackFrom;
     this.streams = policy.api && (policy.watched === undefined || policy.watched(ex, ep)) ? policy.api.streams : null;
-    // A stream that may be continued keeps what it relays (the API stays that of the break).
-    const cs = ep.failover.continuation;
-    if (!this.broken) this.continuing = this.safe && cs.enabled && cs.max > 0 && this.streams !== null ? policy.continuation?.(ex, ep) ?? null : null;
-    this.keepsAnswer = this.continuing !== null && this.continued < cs.max;
+    // A stream that may be continued keeps what it relays.
+    this.keepsAnswer = this.continuations.prepare(() => (this.safe && this.streams !== null ? policy.continuation?.(ex, ep) ?? null : null), ep.failover.continuation);
     if (retry) {
-      this.contextFallback = !fallback && this.fallbackFrom < this.candidates.length && this.largerContextAhead(c, index);
+      this.contextFallback = !fallback && this.fallbackFrom < this.candidates.length && largerContextAhead(this.candidates, index, (k) => this.windowOf(k));
       this.clientErrorsFail = fallback && this.held !== null;
       this.firstTokenMs = 0;
       const f = ep.failover;
@@ -314,7 +268,7 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
       }
     }
     // Said before the attempt: its reply head carries the routing headers.
-    if (fallback) this.markFallback();
+    if (fallback) this.fellBack = fallbackRouting(this.plan, this.tried?.[0]) ?? this.fellBack;
   }
 
   /** An attempt failed before any byte reached the client: record it and say what may follow. */
@@ -347,25 +301,10 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
       this.skipped(ep);
       return;
     } else {
-      if (error instanceof StepFailed) throw error.failure;
-      if (unsendable(error)) throw gwError('BAD_REQUEST', { reason: `the request cannot be forwarded as it is: ${error.message}` });
-      if (answered) throw afterHead(ep, error);
-      const code = errorCode(error) ?? error.message;
-      // Before the request went out anything is a connection failure (a TLS error too).
-      const what = connectionFailure(error) ?? (sent ? undefined : `connect failed (${code})`);
-      if (!what) throw gwError('UPSTREAM_ERROR', { endpoint: ep.name, reason: code });
-      if (sent && !this.safe) {
-        if (what === 'timeout') throw gwError('UPSTREAM_TIMEOUT', { endpoint: ep.name, timeout: ep.setting('response_timeout'), detail: 'not sent again: this route is not replay-safe (model management)' });
-        throw gwError('UPSTREAM_ERROR', {
-          endpoint: ep.name,
-          reason: `connection ${what} after the backend may have read the ${ex.method} request; not sent again, so it never runs twice (model-management routes are not replay-safe)`,
-        });
-      }
+      ({ failure, said } = connectionOutcome(error, sent, answered, this.safe, ep, ex.method));
       // Never reached the backend: its requests-per-minute token is given back.
       if (!sent) ep.rateGate?.refund();
-      failure = { kind: !sent || what === 'refused' || what === 'unreachable' || what === 'connect timeout' ? 'connect' : what === 'timeout' ? 'timeout' : 'dropped' };
       if (failure.kind === 'connect') (x.unreachable ??= []).push(ep);
-      said = what === 'timeout' ? `timeout (no reply head within ${ep.setting('response_timeout')})` : what;
     }
     x.failed++;
     x.last = said;
@@ -385,13 +324,8 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
   /** The stream broke on candidate c after its content reached the client, and candidates that
    *  may continue it wait (mayContinue): the walk starts again over them. */
   private continueOn(c: Candidate, broken: Broken): void {
-    const { ex } = this;
-    const next = this.next;
-    ex.log.warn({ req: ex.id, endpoint: c.endpoint.name, reason: broken.reason, chars: this.answer!.fold().chars, next: next.map((k) => k.endpoint.name) }, 'the stream broke after its content; continuing it on the next candidate');
-    this.brokenEntry = { entry: this.tried?.length ?? 0, endpoint: c.endpoint, model: c.model };
+    const next = this.continuations.begin(c, broken, this.tried?.length ?? 0);
     this.recordFailure(c.endpoint, `stream_broken_midway (${broken.reason})`);
-    this.broken = broken;
-    this.continued++;
     this.candidates = next;
     this.walk = new PlanWalk(next);
     this.fallbackFrom = Infinity;
@@ -403,16 +337,15 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
   }
 
   /** No continuation came through: the client's stream ends with the break's in-stream error,
-   *  which is the request's answer (from the endpoint that broke). */
+   *  the request's answer from the endpoint that broke. */
   private endBroken(): true {
     const { ex } = this;
-    this.continuation ??= 'failed';
-    const b = this.brokenEntry!;
+    const gone = ex.res.destroyed;
+    const b = this.continuations.endHonestly(gone);
     this.endpoint = b.endpoint;
     this.model = b.model;
     this.tried![b.entry].answered = true;
-    if (ex.res.destroyed) return this.clientGone();
-    this.broken!.endHonestly();
+    if (gone) return this.clientGone();
     ex.log.warn({ req: ex.id, endpoint: b.endpoint.name, err: ex.error }, 'the reply broke off after it had started');
     return true;
   }
@@ -420,7 +353,7 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
   /** Nothing answered: the answer held back, the step's own answer, or the error. */
   private giveUp(): true {
     const { ex, held } = this;
-    if (this.broken) return this.endBroken();
+    if (this.continuations.broken) return this.endBroken();
     if (held) {
       // Every attempt failed: the last backend answer held back is the most honest reply.
       if (!held.fallback) this.fellBack = null;
@@ -463,58 +396,5 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
     return (name && this.policy.retry?.contextWindow(c.endpoint, name)) || 0;
   }
 
-  /** Does a candidate after this one serve its model with a larger context window? */
-  private largerContextAhead(c: Candidate, index: number): boolean {
-    const mine = this.windowOf(c);
-    if (!mine) return false;
-    const all = this.candidates;
-    for (let j = index + 1; j < all.length; j++) if (this.windowOf(all[j]) > mine) return true;
-    return false;
-  }
 
-  /** A fallback model is tried: the routing headers say so, and why. */
-  private markFallback(): void {
-    const first = this.tried?.[0];
-    // The primary was not served at all: the plan said so already.
-    if (!first && this.plan.routing?.decision === 'fallback') return;
-    const primary = this.plan.requested ?? first?.model ?? 'the requested model';
-    const why = first ? `${first.outcome} from ${first.endpoint}` : 'not served';
-    this.fellBack = { strategy: this.plan.routing?.strategy ?? 'fallback', decision: 'fallback', reason: `model_fallback (${primary}: ${why})` };
-  }
-}
-
-/** A reply that failed after its head arrived, while a buffer plan held it: the backend ran the
- *  request, so it is not sent again. The backend's failure (a code: reset, closed, idle) is the
- *  broken-reply error a piped reply ends with; one of ours (a reply over the plan's limit) is
- *  UPSTREAM_ERROR. */
-function afterHead(ep: Endpoint, error: Error): Error {
-  if (errorCode(error) === undefined) return gwError('UPSTREAM_ERROR', { endpoint: ep.name, reason: error.message });
-  return gwError('UPSTREAM_STREAM_BROKEN', { endpoint: ep.name, reason: brokenReason(error, ep) });
-}
-
-/** The per-request first-token deadline (X-Gw-First-Token-Timeout), or undefined. */
-function firstTokenOverride(ex: Exchange): number | undefined {
-  const value = ex.header(FIRST_TOKEN_HEADER);
-  if (value === undefined) return undefined;
-  try {
-    return parseDuration(value.trim());
-  } catch {
-    throw gwError('BAD_REQUEST', { reason: `the ${FIRST_TOKEN_HEADER} header must be a duration such as 10s or 500ms` });
-  }
-}
-
-/** Wait `ms`; false when the client went away meanwhile (the wait ends at once). */
-async function pause(ex: Exchange, ms: number): Promise<boolean> {
-  if (ex.res.destroyed) return false;
-  const gone = new AbortController();
-  const onClose = () => gone.abort();
-  ex.res.once('close', onClose);
-  try {
-    await sleep(ms, undefined, { signal: gone.signal });
-  } catch {
-    // aborted: the client left
-  } finally {
-    ex.res.off('close', onClose);
-  }
-  return !ex.res.destroyed;
 }

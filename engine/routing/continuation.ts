@@ -8,10 +8,15 @@
 // them). What an answer holds and how a continuation is asked for and spliced is the API's: the
 // terminal step hands in a ContinuationApi (plugins/lib/continuation/). When nothing can
 // continue it, the stream ends with the honest in-stream error, as any broken stream does.
+import type { Logger } from 'pino';
+import type { ContinuationSettings } from '../backends/endpoint-plans.js';
+import type { Endpoint } from '../backends/endpoints.js';
+import type { ReplyHeaders } from '../core/json.js';
+import type { Broken } from './attempt.js';
+import type { AttemptState } from './attempt-state.js';
 import type { Candidate } from './plan.js';
 import type { ReplyPlan } from './reply.js';
-import type { ReplyHeaders } from '../core/json.js';
-import { EventSplitter, type StreamEvent } from './stream-events.js';
+import { EventSplitter, frame, type StreamEvent } from './stream-events.js';
 import type { StreamFormat } from './stream-watch.js';
 
 /** What the answer relayed so far holds, read event by event (in the API's own terms). */
@@ -91,4 +96,126 @@ export function continuationOrder(candidates: readonly Candidate[], broken: numb
     else if (!sameModelOnly && i > broken) later.push(i);
   });
   return [...same, ...later];
+}
+
+/** One request's continuations, kept by its attempt loop: the API its streams speak, the answer
+ *  relayed so far, the break being continued. What happened goes into the attempt record
+ *  (continued, continuation) for the log and the metrics. */
+export class Continuations {
+  /** The API of the attempt under way; after a break, the break's. */
+  private api: ContinuationApi | null = null;
+  private answer: AnswerSoFar | null = null;
+  /** The break being continued, and where it is among the failed attempts. */
+  broken: Broken | null = null;
+  private brokenAt: { entry: number; endpoint: Endpoint; model: string | undefined } | null = null;
+  /** The candidates that may continue a break now (found by mayContinue). */
+  private next: Candidate[] = [];
+
+  constructor(private readonly rec: AttemptState, private readonly log: Logger, private readonly req: string) {}
+
+  /** Before an attempt: the API its stream would be continued in (asked while no break is being
+   *  continued). Returns whether the attempt keeps what it relays. */
+  prepare(api: () => ContinuationApi | null, s: ContinuationSettings): boolean {
+    if (!this.broken) this.api = s.enabled && s.max > 0 ? api() : null;
+    return this.api !== null && this.rec.continued < s.max;
+  }
+
+  relayed(format: StreamFormat, bytes: Buffer): void {
+    (this.answer ??= new AnswerSoFar(this.api!)).add(format, bytes);
+  }
+
+  /** A stream broke after its content: may another candidate continue it? `allowed`: what the
+   *  loop says (replay-safe, within the budget, the client still there). The candidates in turn
+   *  are those of `candidates` (continuationOrder from `index`) whose route speaks the same API. */
+  mayContinue(allowed: boolean, candidates: readonly Candidate[], index: number, apiOf: (ep: Endpoint) => ContinuationApi | null): boolean {
+    const ep = candidates[index].endpoint;
+    const s = ep.failover.continuation;
+    if (!allowed || !this.api || !this.answer || this.rec.continued >= s.max) {
+      // A continuation that broke in turn, with none left to it: the answer stays unfinished.
+      if (this.broken) this.rec.continuation = 'failed';
+      return false;
+    }
+    const blocker = this.answer.fold().blocker();
+    if (blocker !== null) {
+      this.rec.continuation = 'not_continuable';
+      this.log.warn({ req: this.req, endpoint: ep.name }, `the stream broke and cannot be continued: ${blocker}`);
+      return false;
+    }
+    this.next = continuationOrder(candidates, index, s.sameModelOnly).map((i) => candidates[i]).filter((k) => !k.endpoint.retired && apiOf(k.endpoint) === this.api);
+    if (this.next.length > 0) return true;
+    this.rec.continuation = 'failed';
+    this.log.warn({ req: this.req, endpoint: ep.name }, 'the stream broke after its content; no other candidate can continue it');
+    return false;
+  }
+
+  /** The break on candidate c is continued: returns the candidates to walk. `entry`: its place
+   *  among the failed attempts. */
+  begin(c: Candidate, broken: Broken, entry: number): Candidate[] {
+    this.log.warn({ req: this.req, endpoint: c.endpoint.name, reason: broken.reason, chars: this.answer!.fold().chars, next: this.next.map((k) => k.endpoint.name) }, 'the stream broke after its content; continuing it on the next candidate');
+    this.broken = broken;
+    this.brokenAt = { entry, endpoint: c.endpoint, model: c.model };
+    this.rec.continued++;
+    return this.next;
+  }
+
+  /** What the answer holds so far. */
+  get transcript(): Transcript {
+    return this.answer!.fold();
+  }
+
+  /** The splice of the next continuation attempt. */
+  splice(): Splice {
+    const b = this.broken!;
+    return { format: b.format, plan: b.plan, headers: b.headers, reason: b.reason, transform: this.transcript.splicer(), endHonestly: b.endHonestly };
+  }
+
+  /** A continuation's content joined the client's stream. */
+  spliced(): void {
+    this.rec.continuation = 'continued';
+  }
+
+  /** The request cannot be continued as it is (the route's API said why). */
+  refused(why: string): void {
+    this.rec.continuation = 'not_continuable';
+    this.log.warn({ req: this.req }, `the stream broke and cannot be continued: ${why}`);
+  }
+
+  /** None came through: the stream ends with the break's in-stream error, the request's answer
+   *  (from the endpoint that broke: returned, with the model it was sent). */
+  endHonestly(clientGone: boolean): { endpoint: Endpoint; model: string | undefined; entry: number } {
+    this.rec.continuation ??= 'failed';
+    if (!clientGone) this.broken!.endHonestly();
+    return this.brokenAt!;
+  }
+}
+
+/** A continuation's bytes on their way into the client's stream (whole events): its events as
+ *  the client must see them, in the stream's framing. Where they join a stream relayed as it
+ *  came (SSE), a comment says so first; clients skip comments. */
+export class SpliceOut {
+  private readonly events: EventSplitter;
+  private marked: boolean;
+
+  constructor(private readonly splice: Splice, private readonly endpoint: string, relayedAsItCame: boolean) {
+    this.events = new EventSplitter(splice.format);
+    this.marked = !relayedAsItCame || splice.format !== 'sse';
+  }
+
+  /** What the client gets for these bytes ('' : nothing). */
+  feed(bytes: Buffer): string {
+    return this.out(this.events.feed(bytes));
+  }
+
+  /** The stream ended: a last event without its end. */
+  end(): string {
+    return this.out(this.events.end());
+  }
+
+  private out(events: StreamEvent[]): string {
+    let out = '';
+    for (const ev of events) for (const e of this.splice.transform(ev)) out += frame(this.splice.format, e);
+    if (out === '' || this.marked) return out;
+    this.marked = true;
+    return `: gw continued this answer on endpoint ${this.endpoint}; the stream before broke: ${this.splice.reason.replace(/[\r\n]+/g, ' ')}\n\n${out}`;
+  }
 }

@@ -9,12 +9,17 @@
 //   failed before its first content while the attempts last;
 // - which further attempts the fleet's retry budget must allow (chargesFleet): those that add load
 //   to a backend that failed, never the failover to another endpoint after a connection failure;
+// - what a connection-level failure means for the request (connectionOutcome): another try, or
+//   the error the client gets at once;
 // - what the client is told when nothing answered (exhaustedError).
 import type { Endpoint } from '../backends/endpoints.js';
+import { connectionFailure, errorCode, StepFailed, unsendable } from '../backends/failures.js';
+import { brokenReason } from './broken-stream.js';
 import { formatDuration } from '../core/duration.js';
 import { gwError, type GatewayError } from '../core/errors.js';
 import { endpointsRateLimited, queueFull } from './admission.js';
-import type { Candidate } from './plan.js';
+import type { FailedAttempt } from './attempt-state.js';
+import type { Candidate, RoutePlan, RoutingInfo } from './plan.js';
 
 /** How an attempt failed, as far as what happens next depends on it. */
 export type FailureKind =
@@ -179,6 +184,24 @@ export class PlanWalk {
   }
 }
 
+/** Does a candidate after `index` serve its model with a larger context window (`windowOf`: 0
+ *  when unknown)? Then a context-length error is worth holding back. */
+export function largerContextAhead(candidates: readonly Candidate[], index: number, windowOf: (c: Candidate) => number): boolean {
+  const mine = windowOf(candidates[index]);
+  if (!mine) return false;
+  for (let j = index + 1; j < candidates.length; j++) if (windowOf(candidates[j]) > mine) return true;
+  return false;
+}
+
+/** How the routing headers say a fallback model is tried, and why; null when the plan said so
+ *  already (the primary was not served at all). */
+export function fallbackRouting(plan: RoutePlan, first: FailedAttempt | undefined): RoutingInfo | null {
+  if (!first && plan.routing?.decision === 'fallback') return null;
+  const primary = plan.requested ?? first?.model ?? 'the requested model';
+  const why = first ? `${first.outcome} from ${first.endpoint}` : 'not served';
+  return { strategy: plan.routing?.strategy ?? 'fallback', decision: 'fallback', reason: `model_fallback (${primary}: ${why})` };
+}
+
 /** What the attempts came to when none answered. */
 export interface Exhaustion {
   failed: number;
@@ -214,4 +237,36 @@ export function exhaustedError(x: Exhaustion, provider: string, attempts: number
     reason: `${failed} endpoint${failed === 1 ? '' : 's'} failed${x.last ? ` (last: ${x.last})` : ''}, ${x.skipped} skipped for an open circuit breaker${x.full ? `, ${x.full.length} with a full queue` : ''}`,
     hint: urls ? `nothing answered at ${urls.join(', ')}: start the backend there, or correct the endpoint's url under discovery.static.endpoints` : undefined,
   });
+}
+
+/** An attempt that failed below the reply (nothing of one relayed): how, as a kind and in words
+ *  — or, thrown, the error the client gets at once: a fault of ours, a request no backend can
+ *  take, a reply whose head had arrived (the backend ran it), a connection lost after a request
+ *  that is not replay-safe may have been read (never run twice). */
+export function connectionOutcome(error: Error, sent: boolean, answered: boolean, safe: boolean, ep: Endpoint, method: string): { failure: Failure; said: string } {
+  if (error instanceof StepFailed) throw error.failure;
+  if (unsendable(error)) throw gwError('BAD_REQUEST', { reason: `the request cannot be forwarded as it is: ${error.message}` });
+  if (answered) throw afterHead(ep, error);
+  const code = errorCode(error) ?? error.message;
+  // Before the request went out anything is a connection failure (a TLS error too).
+  const what = connectionFailure(error) ?? (sent ? undefined : `connect failed (${code})`);
+  if (!what) throw gwError('UPSTREAM_ERROR', { endpoint: ep.name, reason: code });
+  if (sent && !safe) {
+    if (what === 'timeout') throw gwError('UPSTREAM_TIMEOUT', { endpoint: ep.name, timeout: ep.setting('response_timeout'), detail: 'not sent again: this route is not replay-safe (model management)' });
+    throw gwError('UPSTREAM_ERROR', {
+      endpoint: ep.name,
+      reason: `connection ${what} after the backend may have read the ${method} request; not sent again, so it never runs twice (model-management routes are not replay-safe)`,
+    });
+  }
+  const kind = !sent || what === 'refused' || what === 'unreachable' || what === 'connect timeout' ? 'connect' : what === 'timeout' ? 'timeout' : 'dropped';
+  return { failure: { kind }, said: what === 'timeout' ? `timeout (no reply head within ${ep.setting('response_timeout')})` : what };
+}
+
+/** A reply that failed after its head arrived, while a buffer plan held it: the backend ran the
+ *  request, so it is not sent again. The backend's failure (a code: reset, closed, idle) is the
+ *  broken-reply error a piped reply ends with; one of ours (a reply over the plan's limit) is
+ *  UPSTREAM_ERROR. */
+function afterHead(ep: Endpoint, error: Error): Error {
+  if (errorCode(error) === undefined) return gwError('UPSTREAM_ERROR', { endpoint: ep.name, reason: error.message });
+  return gwError('UPSTREAM_STREAM_BROKEN', { endpoint: ep.name, reason: brokenReason(error, ep) });
 }

@@ -1,57 +1,44 @@
-// One upstream attempt, relayed into the client's response as it arrives (backpressure both
-// ways). It settles exactly once, and cancels the upstream request when the client goes away.
-// What reaches the client is decided here, with the attempt loop answering one question, "could
-// another attempt follow?", each time it matters:
+// One upstream attempt, relayed into the client's response as it arrives (its lifecycle:
+// attempt-handler.ts). What reaches the client is decided here, with the attempt loop answering
+// "could another attempt follow?" each time it matters:
 // - a failure status another candidate may fix (the endpoint's retry statuses; a client error of
 //   a fallback, or a context-length error when a larger context waits) is held back, not relayed;
 // - a stream (SSE, NDJSON) is held back — head and all — until its first content, so an error
 //   event, a malformed event, an end without content or a first-token deadline before it can
-//   still go to the next candidate; after it, bytes flow as they come;
-// - a stream goes out whole events at a time (stream-out.ts); one that breaks after its content
-//   reached the client — a reset, a stall, a malformed or error event, an end without its
-//   terminator — is handed back to the loop open when another candidate may continue it
-//   (continuation.ts), else ends with an in-stream error and is counted as failed: never a
-//   truncated success;
-// - an attempt that continues a broken stream writes no head: its events are spliced in.
+//   still go to the next candidate; after it, whole events flow as they come (stream-out.ts);
+// - a stream that breaks after its content (a reset, a stall, a malformed or error event, an end
+//   without its terminator) goes back to the loop open when another candidate may continue it
+//   (continuation.ts; that attempt writes no head, its events are spliced in), else ends with an
+//   in-stream error and is counted as failed: never a truncated success.
 // When no other attempt can follow, the attempt is never abandoned: it is passed through as is.
 // What a stream's events mean comes from the terminal step's API (AttemptControl.streams).
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../backends/endpoints.js';
 import { ClientGone, StepFailed } from '../backends/failures.js';
+import { AttemptHandler, type Controller } from './attempt-handler.js';
 import { formatDuration } from '../core/duration.js';
 import { gwError } from '../core/errors.js';
 import type { ReplyHeaders } from '../core/json.js';
 import type { AttemptState } from './attempt-state.js';
 import { brokenReason, endBroken } from './broken-stream.js';
 import { AttemptFailed, BudgetSpent, RELAYED, type AttemptControl, type HeldReply, type Outcome } from './attempt.js';
-import type { Splice } from './continuation.js';
-import { Deadline } from './deadline.js';
+import { SpliceOut, type Splice } from './continuation.js';
 import { heldVerdict, holdsStatus } from './decisions.js';
 import type { Exchange, SendPolicy } from './exchange.js';
 import { PIPE, writeRelayHead, writeWhole, type PipePlan, type ReplyPlan } from './reply.js';
-import { EventSplitter, frame, type StreamEvent } from './stream-events.js';
 import { StreamOut } from './stream-out.js';
 import { StreamWatch, streamFormatOf, type StreamFormat } from './stream-watch.js';
 
-type Controller = Dispatcher.DispatchController;
 /** A held failure status: read whole (bounded), then handed to the loop. */
 const HOLD = { kind: 'hold' } as const;
 const HELD_LIMIT = 64 * 1024;
 /** What a stream may hold back before its first content (keep-alives, role chunks). */
 const HOLD_STREAM_LIMIT = 1024 * 1024;
 
-export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
-  private controller: Controller | null = null;
-  private settled = false;
-  private readonly sentAt = performance.now();
-  private sent = false;
-  private status = 0;
-  private headers: ReplyHeaders = {};
+export class Relay<C extends Exchange> extends AttemptHandler<C> implements Dispatcher.DispatchHandler {
   private plan: ReplyPlan | typeof HOLD = PIPE;
   /** The last chunk relayed: whether a piped stream stopped mid-line decides how it is ended. */
   private lastChunk: Buffer | null = null;
-  /** The endpoint whose active-stream count this reply holds, while it streams. */
-  private streaming: Endpoint | null = null;
   private readonly chunks: Buffer[] = [];
   private size = 0;
   /** A stream's watcher (first content, error events, terminator); null: not watched. */
@@ -61,58 +48,31 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
   private readonly out = new StreamOut();
   /** The stream is held back (with its head) until its first content. */
   private held = false;
-  private heldSize = 0;
   /** This attempt continues a broken stream (its events spliced in), and their reader. */
   private readonly splice: Splice | null;
-  private spliceEvents: EventSplitter | null = null;
-  private spliced = false;
-  private marked = false;
+  private spliceOut: SpliceOut | null = null;
   /** The backend sent an error event in the stream, which went to the client as it was. */
   private relayedError = false;
-  /** The next deadline (first content, the budget); made when one is first needed. */
-  private deadline: Deadline | null = null;
-  /** A deadline passed before the request started: it is aborted when it does. */
-  private abortWith: Error | null = null;
-  private readonly onClientClose = () => {
-    if (!this.ex.res.writableFinished) this.controller?.abort(new ClientGone());
-  };
 
-  constructor(
-    private readonly ex: C,
-    private readonly rec: AttemptState,
-    private readonly ep: Endpoint,
-    private readonly policy: Pick<SendPolicy<C>, 'reply'>,
-    private readonly ctl: AttemptControl,
-    private readonly resolve: (o: Outcome) => void,
-  ) {
+  constructor(ex: C, rec: AttemptState, ep: Endpoint, private readonly policy: Pick<SendPolicy<C>, 'reply'>, ctl: AttemptControl, resolve: (o: Outcome) => void) {
+    super(ex, rec, ep, ctl, resolve);
     this.splice = ctl.splice;
-    ex.res.once('close', this.onClientClose);
     this.arm(ctl.firstTokenMs > 0 ? Math.min(this.sentAt + ctl.firstTokenMs, ctl.budgetEnds) : ctl.budgetEnds);
   }
 
   /** Nothing of this attempt reached the client yet: it can still be given up for another. */
   private get open(): boolean {
-    return this.splice ? !this.spliced : !this.ex.res.headersSent;
+    return this.splice ? this.spliceOut === null || this.held : !this.ex.res.headersSent;
   }
 
-  /** Were this attempt to fail now, before its content, would another follow? A continuation
-   *  always hands its failure back: the loop tries the next or ends the stream honestly. */
+  /** Were it to fail now, before its content, would another follow? (A continuation: always.) */
   private retryable(kind: 'stream' | 'first_token'): boolean {
     return this.splice !== null || this.ctl.canRetry(kind);
   }
 
-  /** Set the next deadline of this attempt (first content, the budget), when it falls before the
-   *  endpoint's own reply timeout would (that one is undici's; within 1 % of it too). */
-  private arm(at: number, always = false): void {
-    const ms = at - performance.now();
-    if ((!always && !(ms < this.ep.timeouts.responseMs * 0.99)) || !(ms < Infinity)) return;
-    this.deadline ??= new Deadline(() => this.onDeadline(), (err) => this.abort(err instanceof StepFailed ? err : new StepFailed(err)));
-    this.deadline.set(at);
-  }
-
-  private onDeadline(): void {
+  protected onDeadline(): void {
     if (this.settled) return;
-    const budget = this.deadline!.at >= this.ctl.budgetEnds;
+    const budget = this.deadlineAt >= this.ctl.budgetEnds;
     if (!this.open) {
       // Under way on the last attempt and still without content: the budget ends the stream.
       if (!this.watch || this.watch.hasContent || !this.controller) return;
@@ -131,35 +91,6 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
       if (this.held && this.controller) this.release(this.controller, this.watch!.completeTo);
       this.arm(this.ctl.budgetEnds);
     }
-  }
-
-  /** Give the attempt up: now, or as soon as undici hands over its controller (still connecting). */
-  private abort(reason: Error): void {
-    if (this.controller) this.controller.abort(reason);
-    else this.abortWith = reason;
-  }
-
-  /** Settle as failed before any byte reached the client. */
-  private fail(error: Error): void {
-    this.settle({ relayed: false, error, sent: this.sent, answered: this.status !== 0 });
-  }
-
-  private settle(o: Outcome): void {
-    if (this.settled) return;
-    this.settled = true;
-    this.deadline?.clear();
-    // Here, not after the await: the done hook may run before the loop resumes.
-    this.rec.upstreamMs += performance.now() - this.sentAt;
-    if (this.streaming) this.streaming.streams--;
-    this.ex.res.off('close', this.onClientClose);
-    this.resolve(o);
-  }
-
-  onRequestStart(controller: Controller): void {
-    this.controller = controller;
-    this.sent = true;
-    if (this.abortWith) controller.abort(this.abortWith);
-    else if (this.ex.res.destroyed) controller.abort(new ClientGone());
   }
 
   onResponseStart(_c: Controller, status: number, headers: ReplyHeaders): void {
@@ -194,10 +125,7 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
     const shape = this.ctl.streams;
     const watched = shape !== null && headers['content-length'] === undefined && status !== 204 && status !== 304 && this.ex.method !== 'HEAD';
     const format = watched ? streamFormatOf(headers['content-type'] as string | undefined) : null;
-    if (format) {
-      this.watch = new StreamWatch(format, shape!);
-      this.format = format;
-    }
+    if (format) this.watch = new StreamWatch((this.format = format), shape!);
     if (format && this.ctl.canRetry('stream')) return this.hold();
     this.writeHead();
   }
@@ -220,25 +148,19 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
     this.headers = splice.headers;
     this.format = splice.format;
     this.watch = new StreamWatch(splice.format, this.ctl.streams!);
-    this.spliceEvents = new EventSplitter(splice.format);
+    this.spliceOut = new SpliceOut(splice, this.ep.name, splice.plan.kind === 'pipe');
     this.hold();
   }
 
   /** The head of a reply relayed as it comes; a stream is counted on its endpoint while it lasts. */
   private writeHead(): void {
     if (this.splice) {
-      this.spliced = true;
       this.ctl.spliced();
-      if (!this.streaming) {
-        this.ep.streams++;
-        this.streaming = this.ep;
-      }
-      return;
+      return this.countStream();
     }
-    if (!writeRelayHead(this.ex.res, this.plan as Exclude<ReplyPlan, { kind: 'buffer' }>, this.status, this.headers) || this.streaming) return;
+    if (!writeRelayHead(this.ex.res, this.plan as Exclude<ReplyPlan, { kind: 'buffer' }>, this.status, this.headers)) return;
     this.rec.streamed = true;
-    this.ep.streams++;
-    this.streaming = this.ep;
+    this.countStream();
   }
 
   /** A buffer plan's reply outgrew its limit: relay it as the backend sent it after all. */
@@ -251,29 +173,20 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
     this.write(controller, held);
   }
 
-  private write(controller: Controller, out: Buffer | string): void {
-    if (this.rec.firstChunkMs === 0) this.rec.firstChunkMs = this.ex.elapsedMs();
-    if (!this.ex.res.write(out)) {
-      controller.pause();
-      this.ex.res.once('drain', () => controller.resume());
-    }
-  }
-
   onResponseData(controller: Controller, chunk: Buffer): void {
     const plan = this.plan;
-    if (plan.kind === 'hold') {
+    if (plan.kind === 'hold' || plan.kind === 'buffer') {
+      if (plan.kind === 'buffer' && plan.discard) return;
       this.size += chunk.length;
       this.chunks.push(chunk);
-      if (this.size <= HELD_LIMIT) return;
-      // A continuation's refusal is never relayed: enough of it was read.
-      if (this.splice) controller.abort(new AttemptFailed(`continuation refused (${this.status})`, 'client_error'));
-      else this.unhold(controller);
-      return;
-    }
-    if (plan.kind === 'buffer') {
-      if (plan.discard) return;
-      this.size += chunk.length;
-      this.chunks.push(chunk);
+      if (plan.kind === 'hold') {
+        // Too large to keep: a continuation's refusal is never relayed (enough was read); another
+        // failure is the answer after all.
+        if (this.size <= HELD_LIMIT) return;
+        if (this.splice) controller.abort(new AttemptFailed(`continuation refused (${this.status})`, 'client_error'));
+        else this.unhold(controller);
+        return;
+      }
       if (this.size <= plan.limit) return;
       if (!plan.overflow) controller.abort(new Error(`the backend reply is larger than ${plan.limit} bytes`));
       else this.guarded(controller, () => this.overflowToPipe(controller, plan.overflow!));
@@ -291,8 +204,7 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
     this.out.add(chunk);
     if (this.held) {
       if (seen === 'none') {
-        this.heldSize += chunk.length;
-        if (this.heldSize > HOLD_STREAM_LIMIT) this.release(controller, watch.completeTo);
+        if (this.out.waiting > HOLD_STREAM_LIMIT) this.release(controller, watch.completeTo);
         else this.checkBudget();
         return;
       }
@@ -332,25 +244,12 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
 
   /** Whole events on their way out: spliced when this attempt continues a stream, kept when a
    *  break may be continued, then relayed. */
-  private pass(controller: Controller, bytes: Buffer | null): void {
+  private pass(controller: Controller, bytes: Buffer | string | null): void {
     if (bytes === null) return;
-    if (this.spliceEvents) return this.passEvents(controller, this.spliceEvents.feed(bytes));
+    if (this.spliceOut && typeof bytes !== 'string') bytes = this.spliceOut.feed(bytes);
+    if (bytes.length === 0) return;
+    if (typeof bytes === 'string') bytes = Buffer.from(bytes);
     if (this.ctl.keepsAnswer) this.ctl.relayed(this.format, bytes);
-    this.relay(controller, bytes);
-  }
-
-  /** A continuation's events, as the client must see them. */
-  private passEvents(controller: Controller, events: StreamEvent[]): void {
-    let out = '';
-    for (const ev of events) for (const e of this.splice!.transform(ev)) out += frame(this.format, e);
-    if (out === '') return;
-    const bytes = Buffer.from(out);
-    if (this.ctl.keepsAnswer) this.ctl.relayed(this.format, bytes);
-    // Where it joins a stream relayed as it came, an SSE comment says so (clients skip comments).
-    if (!this.marked && this.format === 'sse' && this.plan.kind === 'pipe') {
-      this.marked = true;
-      this.write(controller, `: gw continued this answer on endpoint ${this.ep.name}; the stream before broke: ${this.splice!.reason.replace(/[\r\n]+/g, ' ')}\n\n`);
-    }
     this.relay(controller, bytes);
   }
 
@@ -362,25 +261,14 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
     return true;
   }
 
-  /** Run a step of ours; what it throws aborts the attempt as a gateway fault, not the endpoint's. */
-  private guarded(controller: Controller, step: () => void): boolean {
-    try {
-      step();
-      return true;
-    } catch (err) {
-      controller.abort(err instanceof StepFailed ? err : new StepFailed(err));
-      return false;
-    }
-  }
-
   /** Still no content and the budget is spent: what its timer would have done (a timer is set
    *  only when the budget ends before a silence of stream_idle_timeout would). */
   private checkBudget(): void {
-    if (this.deadline?.armed || this.settled || performance.now() < this.ctl.budgetEnds) return;
+    if (this.deadlineArmed || this.settled || performance.now() < this.ctl.budgetEnds) return;
     this.arm(this.ctl.budgetEnds, true);
   }
 
-  /** A held failure too large to keep: it is the answer after all, shaped as any reply. */
+  /** A held failure, shaped as any reply. */
   private unhold(controller: Controller): void {
     const chunks = this.chunks.splice(0);
     this.size = 0;
@@ -388,8 +276,7 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
     for (const c of chunks) this.onResponseData(controller, c);
   }
 
-  /** Holding ends before the first content (the last attempt waits on): head, then the whole
-   *  events held, up to `to`. */
+  /** Holding ends before the first content (the last attempt waits on): head, then what is held. */
   private release(controller: Controller, to: number): void {
     this.held = false;
     this.writeHead();
@@ -444,7 +331,7 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
         this.held = false;
         // The last event may lack its blank line or newline: it is whole now.
         this.pass(controller, this.out.takeAll());
-        if (this.spliceEvents) this.passEvents(controller, this.spliceEvents.end());
+        if (this.spliceOut) this.pass(controller, this.spliceOut.end());
         res.end(plan.kind === 'stream' ? plan.end() : undefined);
       }
       this.settle(RELAYED);
@@ -465,14 +352,13 @@ export class Relay<C extends Exchange> implements Dispatcher.DispatchHandler {
       return this.fail(new AttemptFailed(`continuation ${refused ? 'refused' : 'failed'} (${status}${status === 200 ? ', not a stream' : ''})`, refused ? 'client_error' : 'status'));
     }
     const verdict = heldVerdict(status, this.ep.failover.retryStatuses, ctl, () => ctl.contextLengthError?.(body.toString('utf8', 0, Math.min(body.length, 4096))) === true);
-    if (verdict !== 'answer') return this.fail(new AttemptFailed(verdict === 'context_length' ? `context_length (${status})` : String(status), verdict, this.heldReply(body)));
-    writeWhole(this.ex.res, this.ex.method, this.policy.reply?.(this.ex, status, headers) ?? PIPE, status, headers, body);
+    const plan = this.policy.reply?.(this.ex, status, headers) ?? PIPE;
+    if (verdict !== 'answer') {
+      const held: HeldReply = { status, headers, body, plan, endpoint: this.ep, model: ctl.model };
+      return this.fail(new AttemptFailed(verdict === 'context_length' ? `context_length (${status})` : String(status), verdict, held));
+    }
+    writeWhole(this.ex.res, this.ex.method, plan, status, headers, body);
     this.settle(RELAYED);
-  }
-
-  private heldReply(body: Buffer): HeldReply {
-    const plan = this.policy.reply?.(this.ex, this.status, this.headers) ?? PIPE;
-    return { status: this.status, headers: this.headers, body, plan, endpoint: this.ep, model: this.ctl.model };
   }
 
   /** undici turns a throw from here into an 'error' event nobody listens to (a crash): never throw. */

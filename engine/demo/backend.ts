@@ -80,8 +80,9 @@ export interface Behaviour {
   /** Refuse a request that ends with part of an answer (a trailing assistant message, a prompt
    *  ending in the reply's first words) with a 400, as an engine without prefill does. */
   refusePrefill: boolean;
-  /** Streams: before piece `at`, write `text` (a malformed event, an error event) and end. */
-  breakWith: { at: number; text: string } | null;
+  /** Streams: before piece `at`, write `text` (a malformed event, an error event) and end —
+   *  cleanly, or with a reset (`reset`). */
+  breakWith: { at: number; text: string; reset?: boolean } | null;
 }
 
 /** A tool call the fake makes when the request offers tools. */
@@ -361,7 +362,10 @@ export class FakeBackend {
       if (this.behaviour.stallAfterChunks >= 0 && i >= this.behaviour.stallAfterChunks) return; // open, silent
       const breakWith = this.behaviour.breakWith;
       if (breakWith && i === breakWith.at) {
-        res.end(breakWith.text);
+        if (!breakWith.reset) return void res.end(breakWith.text);
+        res.write(breakWith.text);
+        await new Promise((r) => setTimeout(r, 30));
+        res.socket?.destroy();
         return;
       }
       if (this.behaviour.beforeChunk) await this.behaviour.beforeChunk(i);

@@ -24,9 +24,9 @@ import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../backends/endpoints.js';
 import { BreakerOpen, ClientGone } from '../backends/failures.js';
 import { pause, waitForSlot } from './admission.js';
-import { AttemptFailed, BudgetSpent, type AttemptControl, type Broken, type HeldReply, type Outcome, type RetryableKind } from './attempt.js';
+import { AttemptFailed, BudgetSpent, type AnswerKeeper, type AttemptControl, type Broken, type HeldReply, type Outcome, type RetryableKind } from './attempt.js';
 import { AttemptState, type FailedAttempt } from './attempt-state.js';
-import { Continuations, type Splice } from './continuation.js';
+import { Continuations, type ContinuationApi, type ContinuationHost, type Splice } from './continuation.js';
 import { firstTokenOverride } from './deadline.js';
 import { chargesFleet, connectionOutcome, exhaustedError, fallbackRouting, largerContextAhead, PlanWalk, retryDelay, type Exhaustion, type Failure, type Step } from './decisions.js';
 import type { Exchange, SendPolicy } from './exchange.js';
@@ -52,7 +52,7 @@ interface Held extends HeldReply {
 
 /** One request's walk through its plan: the request's attempt record (what steps read as
  *  ctx.attempt, one object for both) and the AttemptControl its attempts are told. */
-class AttemptRun<C extends Exchange> extends AttemptState implements AttemptControl {
+class AttemptRun<C extends Exchange> extends AttemptState implements AttemptControl, ContinuationHost {
   // What the current attempt is told (AttemptControl; `model` is the record's).
   contextFallback = false;
   clientErrorsFail = false;
@@ -61,7 +61,7 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
   readonly contextLengthError: ((text: string) => boolean) | null;
   readonly budgetEnds: number;
   splice: Splice | null = null;
-  keepsAnswer = false;
+  answer: AnswerKeeper | null = null;
 
   private walk: PlanWalk;
   private readonly x: Exhaustion = { failed: 0, skipped: 0, testAt: Infinity, full: null, limited: null, last: undefined, budgetSpent: false, unreachable: null };
@@ -81,14 +81,14 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
   /** Endpoints a failure status was retried on already: once per request each. */
   private statusRetried: Set<Endpoint> | null = null;
   /** The candidates walked now: the plan's, or after a break those that may continue it. */
-  private candidates: readonly Candidate[];
+  candidates: readonly Candidate[];
   private fallbackFrom: number;
   /** Attempts made before this walk began (a continuation's walk has attempts of its own). */
   private phaseStart = 0;
   /** How a stream that breaks after its content is continued (continuation.ts). */
   private readonly continuations: Continuations;
   /** The index in `candidates` of the attempt under way. */
-  private current = 0;
+  current = 0;
 
   constructor(private readonly ex: C, private readonly policy: SendPolicy<C>, private readonly plan: RoutePlan) {
     super();
@@ -96,7 +96,7 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
     this.walk = new PlanWalk(plan.candidates);
     this.candidates = plan.candidates;
     this.fallbackFrom = plan.fallbackFrom;
-    this.continuations = new Continuations(this, ex.log, ex.id);
+    this.continuations = new Continuations(this, this, ex.log, ex.id);
     this.budgetEnds = ex.start + (policy.retry?.budgetMs ?? Infinity);
     this.contextLengthError = policy.api?.contextLengthError ?? null;
     this.firstTokenOverrideMs = policy.retry ? firstTokenOverride(ex) : undefined;
@@ -127,17 +127,12 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
     if (this.safe && retry && this.count - this.phaseStart <= this.policy.maxRetries && performance.now() < this.budgetEnds && !retry.fleet.canRetry()) retry.fleet.exhausted++;
   }
 
-  relayed(format: StreamFormat, bytes: Buffer): void {
-    this.continuations.relayed(format, bytes);
+  continuationAllowed(): boolean {
+    return this.safe && performance.now() < this.budgetEnds && !this.ex.res.destroyed;
   }
 
-  mayContinue(): boolean {
-    const allowed = this.safe && performance.now() < this.budgetEnds && !this.ex.res.destroyed;
-    return this.continuations.mayContinue(allowed, this.candidates, this.current, (ep) => this.policy.continuation?.(this.ex, ep) ?? null);
-  }
-
-  spliced(): void {
-    this.continuations.spliced();
+  continuationApi(ep: Endpoint): ContinuationApi | null {
+    return this.policy.continuation?.(this.ex, ep) ?? null;
   }
 
   async run(): Promise<true> {
@@ -214,6 +209,8 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
         continue;
       }
       if (outcome.relayed) {
+        // A continuation that never joined (its client left first): the broken stream's answer.
+        if (this.continuations.broken && this.continuation !== 'continued') return this.endBroken();
         if (ex.res.headersSent && ex.error && !(ex.error instanceof ClientGone)) ex.log.warn({ req: ex.id, endpoint: ep.name, err: ex.error }, 'the reply broke off after it had started');
         return true;
       }
@@ -235,12 +232,15 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
     this.count++;
     this.prepare(c, index);
     const k = this.continuations;
-    this.splice = k.broken && k.splice();
     const up = k.broken ? this.policy.continueRequest!(ex, ep, c.model, k.transcript) : this.policy.request(ex, ep, c.model);
     if (typeof up === 'string') {
       k.refused(up);
       return Promise.resolve({ relayed: false, error: new AttemptFailed(`not continuable (${up})`, 'client_error'), sent: false, answered: false });
     }
+    // After the request: it says what the continuation was sent (an engine may repeat it).
+    this.splice = k.broken && k.splice();
+    // A fallback model finishing the answer is a fallback answer.
+    if (k.broken && c.group > 0) this.fellBack = fallbackRouting(this.plan, this.tried?.[0]) ?? this.fellBack;
     ex.prepare(up);
     return new Promise((resolve) => {
       ep.dispatch({ path: up.path, method: up.method as Dispatcher.HttpMethod, headers: up.headers, body: up.body, replaySafe: this.safe, lastResort: c.why === 'last_resort' }, new Relay(ex, this, ep, this.policy, this, resolve));
@@ -255,7 +255,7 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
     const fallback = index >= this.fallbackFrom;
     this.streams = policy.api && (policy.watched === undefined || policy.watched(ex, ep)) ? policy.api.streams : null;
     // A stream that may be continued keeps what it relays.
-    this.keepsAnswer = this.continuations.prepare(() => (this.safe && this.streams !== null ? policy.continuation?.(ex, ep) ?? null : null), ep.failover.continuation);
+    this.answer = this.continuations.prepare(ep, this.safe && this.streams !== null);
     if (retry) {
       this.contextFallback = !fallback && this.fallbackFrom < this.candidates.length && largerContextAhead(this.candidates, index, (k) => this.windowOf(k));
       this.clientErrorsFail = fallback && this.held !== null;
@@ -341,12 +341,9 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
   private endBroken(): true {
     const { ex } = this;
     const gone = ex.res.destroyed;
-    const b = this.continuations.endHonestly(gone);
-    this.endpoint = b.endpoint;
-    this.model = b.model;
-    this.tried![b.entry].answered = true;
-    if (gone) return this.clientGone();
-    ex.log.warn({ req: ex.id, endpoint: b.endpoint.name, err: ex.error }, 'the reply broke off after it had started');
+    const ep = this.continuations.end(gone);
+    if (gone) ex.error = new ClientGone();
+    else ex.log.warn({ req: ex.id, endpoint: ep.name, err: ex.error }, 'the reply broke off after it had started');
     return true;
   }
 
@@ -381,6 +378,8 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
   }
 
   private clientGone(): true {
+    // During a continuation: the answer is the broken stream's, as far as it went.
+    if (this.continuations.broken) return this.endBroken();
     this.ex.error = new ClientGone();
     return true;
   }

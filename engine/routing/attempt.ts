@@ -60,15 +60,18 @@ export interface AttemptControl {
   /** This attempt continues a stream that broke: no head of its own, its events spliced into
    *  the client's stream; null: an attempt like any other. */
   readonly splice: Splice | null;
-  /** Keep what the stream relays (the answer so far), so a break can be continued? */
-  readonly keepsAnswer: boolean;
+  /** What keeps the answer this stream relays, so a break can be continued; null: a break of
+   *  this attempt is not continued. */
+  readonly answer: AnswerKeeper | null;
+}
+
+/** Keeps a stream's answer for a continuation (continuation.ts, Continuations). */
+export interface AnswerKeeper {
   /** Whole events the client's stream received, as the backend's API has them. */
   relayed(format: StreamFormat, bytes: Buffer): void;
   /** Were the stream to break now, after its content reached the client, could another
-   *  candidate continue it (settings, budget, what the answer holds)? */
+   *  candidate continue it (settings, budget, what the answer holds, who is left)? */
   mayContinue(): boolean;
-  /** This continuation's first content joined the client's stream. */
-  spliced(): void;
 }
 
 /** How one attempt ended: relayed (fully or cut after the first byte), or failed before any

@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import type { ContinuationSettings } from '../backends/endpoint-plans.js';
 import type { Endpoint } from '../backends/endpoints.js';
 import type { ReplyHeaders } from '../core/json.js';
-import type { Broken } from './attempt.js';
+import type { AnswerKeeper, Broken } from './attempt.js';
 import type { AttemptState } from './attempt-state.js';
 import type { Candidate } from './plan.js';
 import type { ReplyPlan } from './reply.js';
@@ -45,28 +45,36 @@ export interface Splice {
   readonly headers: ReplyHeaders;
   /** Why the stream broke (said in an SSE comment where the continuation joins it). */
   readonly reason: string;
+  /** This attempt's first content joined the client's stream; or, after it did, it broke in
+   *  turn and ends the stream unfinished. */
+  readonly joined: () => void;
+  readonly unfinished: () => void;
   /** The events of this attempt as the client must see them. */
   readonly transform: (ev: StreamEvent) => StreamEvent[];
   /** End the client's stream with the in-stream error of the break that started it all. */
   readonly endHonestly: () => void;
 }
 
-/** Folded into the transcript once this much is kept: memory stays bounded by the text. */
-const FOLD_BYTES = 256 * 1024;
+/** Folded into the transcript once this much is kept: memory stays bounded by the text, and a
+ *  stream shorter than this (some thousands of tokens) is never parsed unless it breaks. */
+const FOLD_BYTES = 1024 * 1024;
 
-/** The answer so far: the bytes relayed (whole events), read into the transcript when needed. */
+/** The answer so far: the bytes relayed (whole events), kept as they came and read into the
+ *  transcript only when needed (a break, or too much kept): a stream that never breaks is never
+ *  parsed here. */
 export class AnswerSoFar {
-  readonly transcript: Transcript;
   private kept: Buffer[] = [];
   private keptBytes = 0;
+  private format: StreamFormat = 'sse';
   private splitter: EventSplitter | null = null;
+  private read: Transcript | null = null;
+  /** An event the API's reader could not take: the answer cannot be continued. */
+  problem: string | null = null;
 
-  constructor(readonly api: ContinuationApi) {
-    this.transcript = api.transcript();
-  }
+  constructor(private readonly api: ContinuationApi) {}
 
   add(format: StreamFormat, bytes: Buffer): void {
-    this.splitter ??= new EventSplitter(format);
+    this.format = format;
     this.kept.push(bytes);
     this.keptBytes += bytes.length;
     if (this.keptBytes > FOLD_BYTES) this.fold();
@@ -74,12 +82,18 @@ export class AnswerSoFar {
 
   /** Everything kept, read into the transcript. */
   fold(): Transcript {
-    if (this.splitter && this.kept.length > 0) {
-      for (const ev of this.splitter.feed(Buffer.concat(this.kept, this.keptBytes))) this.transcript.read(ev);
+    const t = (this.read ??= this.api.transcript());
+    if (this.kept.length > 0) {
+      const splitter = (this.splitter ??= new EventSplitter(this.format));
+      try {
+        for (const ev of splitter.feed(Buffer.concat(this.kept, this.keptBytes))) t.read(ev);
+      } catch (err) {
+        this.problem ??= `an event of it could not be read (${(err as Error).message})`;
+      }
       this.kept = [];
       this.keptBytes = 0;
     }
-    return this.transcript;
+    return t;
   }
 }
 
@@ -98,10 +112,21 @@ export function continuationOrder(candidates: readonly Candidate[], broken: numb
   return [...same, ...later];
 }
 
+/** What a request's continuations need to know of its attempt loop. */
+export interface ContinuationHost {
+  /** The candidates walked now, and the index among them of the attempt under way. */
+  readonly candidates: readonly Candidate[];
+  readonly current: number;
+  /** Could a continuation start now (a replay-safe route, budget left, the client there)? */
+  continuationAllowed(): boolean;
+  /** The API a stream of this request is continued in on that endpoint; null: not there. */
+  continuationApi(ep: Endpoint): ContinuationApi | null;
+}
+
 /** One request's continuations, kept by its attempt loop: the API its streams speak, the answer
  *  relayed so far, the break being continued. What happened goes into the attempt record
  *  (continued, continuation) for the log and the metrics. */
-export class Continuations {
+export class Continuations implements AnswerKeeper {
   /** The API of the attempt under way; after a break, the break's. */
   private api: ContinuationApi | null = null;
   private answer: AnswerSoFar | null = null;
@@ -110,42 +135,55 @@ export class Continuations {
   private brokenAt: { entry: number; endpoint: Endpoint; model: string | undefined } | null = null;
   /** The candidates that may continue a break now (found by mayContinue). */
   private next: Candidate[] = [];
+  /** Could another candidate continue the attempt under way? Asked at its first bytes. */
+  private worthKeeping: boolean | undefined;
 
-  constructor(private readonly rec: AttemptState, private readonly log: Logger, private readonly req: string) {}
+  constructor(private readonly host: ContinuationHost, private readonly rec: AttemptState, private readonly log: Logger, private readonly req: string) {}
 
-  /** Before an attempt: the API its stream would be continued in (asked while no break is being
-   *  continued). Returns whether the attempt keeps what it relays. */
-  prepare(api: () => ContinuationApi | null, s: ContinuationSettings): boolean {
-    if (!this.broken) this.api = s.enabled && s.max > 0 ? api() : null;
-    return this.api !== null && this.rec.continued < s.max;
+  /** Before an attempt on ep: whether it keeps what it relays (the API its stream would be
+   *  continued in is asked while no break is being continued). */
+  prepare(ep: Endpoint, streams: boolean): AnswerKeeper | null {
+    const s = ep.failover.continuation;
+    if (!this.broken) this.api = streams && s.enabled && s.max > 0 ? this.host.continuationApi(ep) : null;
+    this.worthKeeping = undefined;
+    return this.api !== null && this.rec.continued < s.max ? this : null;
   }
 
+  /** Keeps what a stream relays — unless no other candidate could continue it (a single
+   *  endpoint, say): asked once per attempt, at its first bytes. */
   relayed(format: StreamFormat, bytes: Buffer): void {
+    if (!(this.worthKeeping ??= this.continuers().length > 0)) return;
     (this.answer ??= new AnswerSoFar(this.api!)).add(format, bytes);
   }
 
-  /** A stream broke after its content: may another candidate continue it? `allowed`: what the
-   *  loop says (replay-safe, within the budget, the client still there). The candidates in turn
-   *  are those of `candidates` (continuationOrder from `index`) whose route speaks the same API. */
-  mayContinue(allowed: boolean, candidates: readonly Candidate[], index: number, apiOf: (ep: Endpoint) => ContinuationApi | null): boolean {
-    const ep = candidates[index].endpoint;
+  /** A stream broke after its content: may another candidate continue it? */
+  mayContinue(): boolean {
+    const ep = this.host.candidates[this.host.current].endpoint;
     const s = ep.failover.continuation;
-    if (!allowed || !this.api || !this.answer || this.rec.continued >= s.max) {
+    if (!this.host.continuationAllowed() || !this.api || !this.answer || this.rec.continued >= s.max) {
       // A continuation that broke in turn, with none left to it: the answer stays unfinished.
       if (this.broken) this.rec.continuation = 'failed';
       return false;
     }
-    const blocker = this.answer.fold().blocker();
+    const blocker = this.answer.fold().blocker() ?? this.answer.problem;
     if (blocker !== null) {
       this.rec.continuation = 'not_continuable';
       this.log.warn({ req: this.req, endpoint: ep.name }, `the stream broke and cannot be continued: ${blocker}`);
       return false;
     }
-    this.next = continuationOrder(candidates, index, s.sameModelOnly).map((i) => candidates[i]).filter((k) => !k.endpoint.retired && apiOf(k.endpoint) === this.api);
+    this.next = this.continuers();
     if (this.next.length > 0) return true;
     this.rec.continuation = 'failed';
     this.log.warn({ req: this.req, endpoint: ep.name }, 'the stream broke after its content; no other candidate can continue it');
     return false;
+  }
+
+  /** The candidates that may continue a break of the attempt under way, in order: those whose
+   *  route speaks the same API (continuationOrder). */
+  private continuers(): Candidate[] {
+    const { candidates, current } = this.host;
+    const order = continuationOrder(candidates, current, candidates[current].endpoint.failover.continuation.sameModelOnly);
+    return order.map((i) => candidates[i]).filter((k) => !k.endpoint.retired && this.host.continuationApi(k.endpoint) === this.api);
   }
 
   /** The break on candidate c is continued: returns the candidates to walk. `entry`: its place
@@ -155,6 +193,8 @@ export class Continuations {
     this.broken = broken;
     this.brokenAt = { entry, endpoint: c.endpoint, model: c.model };
     this.rec.continued++;
+    // Until this continuation joins, the answer is unfinished.
+    this.rec.continuation = null;
     return this.next;
   }
 
@@ -166,13 +206,17 @@ export class Continuations {
   /** The splice of the next continuation attempt. */
   splice(): Splice {
     const b = this.broken!;
-    return { format: b.format, plan: b.plan, headers: b.headers, reason: b.reason, transform: this.transcript.splicer(), endHonestly: b.endHonestly };
+    return { format: b.format, plan: b.plan, headers: b.headers, reason: b.reason, transform: this.transcript.splicer(), endHonestly: b.endHonestly, joined: this.joined, unfinished: this.unfinished };
   }
 
   /** A continuation's content joined the client's stream. */
-  spliced(): void {
+  private readonly joined = () => {
     this.rec.continuation = 'continued';
-  }
+  };
+
+  private readonly unfinished = () => {
+    this.rec.continuation = 'failed';
+  };
 
   /** The request cannot be continued as it is (the route's API said why). */
   refused(why: string): void {
@@ -180,12 +224,17 @@ export class Continuations {
     this.log.warn({ req: this.req }, `the stream broke and cannot be continued: ${why}`);
   }
 
-  /** None came through: the stream ends with the break's in-stream error, the request's answer
-   *  (from the endpoint that broke: returned, with the model it was sent). */
-  endHonestly(clientGone: boolean): { endpoint: Endpoint; model: string | undefined; entry: number } {
-    this.rec.continuation ??= 'failed';
+  /** None came through: the stream ends with the break's in-stream error (unless its client
+   *  left), the request's answer from the endpoint that broke, which is returned. */
+  end(clientGone: boolean): Endpoint {
+    const rec = this.rec;
+    rec.continuation ??= 'failed';
+    const b = this.brokenAt!;
+    rec.endpoint = b.endpoint;
+    rec.model = b.model;
+    rec.tried![b.entry].answered = true;
     if (!clientGone) this.broken!.endHonestly();
-    return this.brokenAt!;
+    return b.endpoint;
   }
 }
 

@@ -18,6 +18,7 @@ import { brokenReason } from './broken-stream.js';
 import { formatDuration } from '../core/duration.js';
 import { gwError, type GatewayError } from '../core/errors.js';
 import { endpointsRateLimited, queueFull } from './admission.js';
+import { AttemptFailed } from './attempt.js';
 import type { FailedAttempt } from './attempt-state.js';
 import type { Candidate, RoutePlan, RoutingInfo } from './plan.js';
 
@@ -200,6 +201,13 @@ export function fallbackRouting(plan: RoutePlan, first: FailedAttempt | undefine
   const primary = plan.requested ?? first?.model ?? 'the requested model';
   const why = first ? `${first.outcome} from ${first.endpoint}` : 'not served';
   return { strategy: plan.routing?.strategy ?? 'fallback', decision: 'fallback', reason: `model_fallback (${primary}: ${why})` };
+}
+
+/** A continuation's reply that is not a stream the client's can take: a 4xx refused the prefill
+ *  (no other engine is asked), anything else is a failure the next candidate may not have. */
+export function continuationFailure(status: number): AttemptFailed {
+  const refused = status >= 400 && status < 500 && status !== 429;
+  return new AttemptFailed(`continuation ${refused ? 'refused' : 'failed'} (${status}${status === 200 ? ', not a stream' : ''})`, refused ? 'client_error' : 'status');
 }
 
 /** What the attempts came to when none answered. */

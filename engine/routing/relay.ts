@@ -23,17 +23,16 @@ import type { AttemptState } from './attempt-state.js';
 import { brokenReason, endBroken } from './broken-stream.js';
 import { AttemptFailed, BudgetSpent, RELAYED, type AttemptControl, type HeldReply, type Outcome } from './attempt.js';
 import { SpliceOut, type Splice } from './continuation.js';
-import { heldVerdict, holdsStatus } from './decisions.js';
+import { continuationFailure, heldVerdict, holdsStatus } from './decisions.js';
 import type { Exchange, SendPolicy } from './exchange.js';
 import { PIPE, writeRelayHead, writeWhole, type PipePlan, type ReplyPlan } from './reply.js';
 import { StreamOut } from './stream-out.js';
-import { StreamWatch, streamFormatOf, type StreamFormat } from './stream-watch.js';
+import { StreamWatch, streamFormatOf, type StreamFormat, type StreamShape } from './stream-watch.js';
 
 /** A held failure status: read whole (bounded), then handed to the loop. */
 const HOLD = { kind: 'hold' } as const;
 const HELD_LIMIT = 64 * 1024;
-/** What a stream may hold back before its first content (keep-alives, role chunks). */
-const HOLD_STREAM_LIMIT = 1024 * 1024;
+const HOLD_STREAM_LIMIT = 1024 * 1024; // what a stream may hold before its first content
 
 export class Relay<C extends Exchange> extends AttemptHandler<C> implements Dispatcher.DispatchHandler {
   private plan: ReplyPlan | typeof HOLD = PIPE;
@@ -41,22 +40,21 @@ export class Relay<C extends Exchange> extends AttemptHandler<C> implements Disp
   private lastChunk: Buffer | null = null;
   private readonly chunks: Buffer[] = [];
   private size = 0;
-  /** A stream's watcher (first content, error events, terminator); null: not watched. */
+  /** A watched stream: its watcher (first content, errors, terminator), its bytes on their way
+   *  out whole events at a time, its format; null: not watched. */
   private watch: StreamWatch | null = null;
+  private out!: StreamOut;
   private format: StreamFormat = 'sse';
-  /** A watched stream's bytes on their way out, whole events at a time. */
-  private readonly out = new StreamOut();
   /** The stream is held back (with its head) until its first content. */
   private held = false;
-  /** This attempt continues a broken stream (its events spliced in), and their reader. */
-  private readonly splice: Splice | null;
+  /** This attempt continues a broken stream (its events spliced in), and their way out. */
+  private readonly splice: Splice | null = this.ctl.splice;
   private spliceOut: SpliceOut | null = null;
   /** The backend sent an error event in the stream, which went to the client as it was. */
   private relayedError = false;
 
   constructor(ex: C, rec: AttemptState, ep: Endpoint, private readonly policy: Pick<SendPolicy<C>, 'reply'>, ctl: AttemptControl, resolve: (o: Outcome) => void) {
     super(ex, rec, ep, ctl, resolve);
-    this.splice = ctl.splice;
     this.arm(ctl.firstTokenMs > 0 ? Math.min(this.sentAt + ctl.firstTokenMs, ctl.budgetEnds) : ctl.budgetEnds);
   }
 
@@ -98,8 +96,7 @@ export class Relay<C extends Exchange> extends AttemptHandler<C> implements Disp
     this.status = status;
     this.headers = headers;
     if (this.splice) {
-      // A continuation joins the client's stream only as a stream of the same format; anything
-      // else is read whole and handed back (a 4xx: the prefill was refused).
+      // A continuation joins only as a stream of the same format; else it is read whole, handed back.
       if (status !== 200 || streamFormatOf(headers['content-type'] as string | undefined) !== this.splice.format) this.plan = HOLD;
       else this.startSplice();
       return;
@@ -125,9 +122,15 @@ export class Relay<C extends Exchange> extends AttemptHandler<C> implements Disp
     const shape = this.ctl.streams;
     const watched = shape !== null && headers['content-length'] === undefined && status !== 204 && status !== 304 && this.ex.method !== 'HEAD';
     const format = watched ? streamFormatOf(headers['content-type'] as string | undefined) : null;
-    if (format) this.watch = new StreamWatch((this.format = format), shape!);
+    if (format) this.watched(format, shape!);
     if (format && this.ctl.canRetry('stream')) return this.hold();
     this.writeHead();
+  }
+
+  private watched(format: StreamFormat, shape: StreamShape): void {
+    this.format = format;
+    this.watch = new StreamWatch(format, shape);
+    this.out = new StreamOut();
   }
 
   /** Held until its first content, so it can still go to another candidate. undici's timeouts
@@ -147,7 +150,7 @@ export class Relay<C extends Exchange> extends AttemptHandler<C> implements Disp
     this.plan = splice.plan;
     this.headers = splice.headers;
     this.format = splice.format;
-    this.watch = new StreamWatch(splice.format, this.ctl.streams!);
+    this.watched(splice.format, this.ctl.streams!);
     this.spliceOut = new SpliceOut(splice, this.ep.name, splice.plan.kind === 'pipe');
     this.hold();
   }
@@ -155,7 +158,7 @@ export class Relay<C extends Exchange> extends AttemptHandler<C> implements Disp
   /** The head of a reply relayed as it comes; a stream is counted on its endpoint while it lasts. */
   private writeHead(): void {
     if (this.splice) {
-      this.ctl.spliced();
+      this.splice.joined();
       return this.countStream();
     }
     if (!writeRelayHead(this.ex.res, this.plan as Exclude<ReplyPlan, { kind: 'buffer' }>, this.status, this.headers)) return;
@@ -183,7 +186,7 @@ export class Relay<C extends Exchange> extends AttemptHandler<C> implements Disp
         // Too large to keep: a continuation's refusal is never relayed (enough was read); another
         // failure is the answer after all.
         if (this.size <= HELD_LIMIT) return;
-        if (this.splice) controller.abort(new AttemptFailed(`continuation refused (${this.status})`, 'client_error'));
+        if (this.splice) controller.abort(continuationFailure(this.status));
         else this.unhold(controller);
         return;
       }
@@ -196,16 +199,16 @@ export class Relay<C extends Exchange> extends AttemptHandler<C> implements Disp
     this.relay(controller, chunk);
   }
 
-  /** A watched stream's chunk: held until its first content, then passed on whole events at a
-   *  time; an error or malformed event after it breaks the stream off. */
+  /** A watched stream's chunk: held until its first content, then whole events as they come. */
   private onStream(controller: Controller, watch: StreamWatch, chunk: Buffer): void {
     if (this.relayedError) return this.relay(controller, chunk);
     const seen = watch.feed(chunk);
     this.out.add(chunk);
     if (this.held) {
       if (seen === 'none') {
-        if (this.out.waiting > HOLD_STREAM_LIMIT) this.release(controller, watch.completeTo);
-        else this.checkBudget();
+        if (this.out.waiting <= HOLD_STREAM_LIMIT) this.checkBudget();
+        else if (this.splice) controller.abort(new AttemptFailed('no content in its first MiB', 'stream'));
+        else this.release(controller, watch.completeTo);
         return;
       }
       if (seen !== 'content') {
@@ -225,10 +228,11 @@ export class Relay<C extends Exchange> extends AttemptHandler<C> implements Disp
         controller.abort(new AttemptFailed(seen === 'malformed' ? 'malformed_event' : 'stream_error', 'stream'));
         return;
       }
-      if (seen === 'malformed') {
+      // Malformed, or in a continuation (its raw events cannot join): the stream's own error.
+      if (seen === 'malformed' || this.splice) {
         this.endIncomplete(reason);
         this.settle(RELAYED);
-        controller.abort(new AttemptFailed('malformed_event', 'stream'));
+        controller.abort(new AttemptFailed(seen === 'malformed' ? 'malformed_event' : 'stream_error', 'stream'));
         return;
       }
       // The backend's own error event goes to the client as it sent it, and what follows it.
@@ -242,27 +246,25 @@ export class Relay<C extends Exchange> extends AttemptHandler<C> implements Disp
     if (!watch.hasContent) this.checkBudget();
   }
 
-  /** Whole events on their way out: spliced when this attempt continues a stream, kept when a
-   *  break may be continued, then relayed. */
+  /** Whole events on their way out: spliced (a continuation), kept (for one), relayed. */
   private pass(controller: Controller, bytes: Buffer | string | null): void {
     if (bytes === null) return;
     if (this.spliceOut && typeof bytes !== 'string') bytes = this.spliceOut.feed(bytes);
     if (bytes.length === 0) return;
     if (typeof bytes === 'string') bytes = Buffer.from(bytes);
-    if (this.ctl.keepsAnswer) this.ctl.relayed(this.format, bytes);
+    this.ctl.answer?.relayed(this.format, bytes);
     this.relay(controller, bytes);
   }
 
-  /** The stream broke after its content reached the client: handed back to the loop, open,
-   *  when another candidate may continue it. Returns whether it was. */
+  /** A stream broke after its content: back to the loop, open, when another may continue it. */
   private breakOff(reason: string): boolean {
-    if (!this.watch?.hasContent || !this.ctl.mayContinue()) return false;
+    // An answer that reached its end already is not asked for again.
+    if (!this.watch?.hasContent || this.watch.complete || !this.ctl.answer?.mayContinue()) return false;
     this.settle({ relayed: 'broken', reason, format: this.format, plan: this.plan as ReplyPlan, headers: this.headers, endHonestly: () => this.endIncomplete(reason) });
     return true;
   }
 
-  /** Still no content and the budget is spent: what its timer would have done (a timer is set
-   *  only when the budget ends before a silence of stream_idle_timeout would). */
+  /** Still no content, the budget spent: what its timer would have done (hold() sets none). */
   private checkBudget(): void {
     if (this.deadlineArmed || this.settled || performance.now() < this.ctl.budgetEnds) return;
     this.arm(this.ctl.budgetEnds, true);
@@ -303,6 +305,7 @@ export class Relay<C extends Exchange> extends AttemptHandler<C> implements Disp
 
   /** End a started stream with an error in its own format, and count the reply as failed. */
   private endIncomplete(reason: string): void {
+    this.splice?.unfinished();
     this.ex.error ??= gwError('UPSTREAM_STREAM_BROKEN', { endpoint: this.ep.name, reason });
     endBroken(this.ex, this.plan as ReplyPlan, this.ep.name, this.headers, this.lastChunk, reason);
   }
@@ -320,6 +323,8 @@ export class Relay<C extends Exchange> extends AttemptHandler<C> implements Disp
           return;
         }
         const reason = `ended the stream without its terminator (${this.ctl.streams!.terminators})`;
+        // Its last event, read whole at the end, is the client's too.
+        if (!this.held && !this.relayedError) this.pass(controller, this.out.take(this.watch.completeTo));
         if (this.relayedError) res.end();
         else if (this.breakOff(reason)) return;
         else {
@@ -330,7 +335,7 @@ export class Relay<C extends Exchange> extends AttemptHandler<C> implements Disp
         if (this.held) this.writeHead();
         this.held = false;
         // The last event may lack its blank line or newline: it is whole now.
-        this.pass(controller, this.out.takeAll());
+        if (this.watch) this.pass(controller, this.out.takeAll());
         if (this.spliceOut) this.pass(controller, this.spliceOut.end());
         res.end(plan.kind === 'stream' ? plan.end() : undefined);
       }
@@ -345,12 +350,7 @@ export class Relay<C extends Exchange> extends AttemptHandler<C> implements Disp
   private endHeld(): void {
     const { status, headers, ctl } = this;
     const body = Buffer.concat(this.chunks, this.size);
-    if (this.splice) {
-      // Not a stream the client's can take: a 4xx refused the prefill (no other is asked), else
-      // the loop may try the next candidate.
-      const refused = status >= 400 && status < 500 && status !== 429;
-      return this.fail(new AttemptFailed(`continuation ${refused ? 'refused' : 'failed'} (${status}${status === 200 ? ', not a stream' : ''})`, refused ? 'client_error' : 'status'));
-    }
+    if (this.splice) return this.fail(continuationFailure(this.status));
     const verdict = heldVerdict(status, this.ep.failover.retryStatuses, ctl, () => ctl.contextLengthError?.(body.toString('utf8', 0, Math.min(body.length, 4096))) === true);
     const plan = this.policy.reply?.(this.ex, status, headers) ?? PIPE;
     if (verdict !== 'answer') {
@@ -380,18 +380,18 @@ export class Relay<C extends Exchange> extends AttemptHandler<C> implements Disp
     } else if (this.open && (error instanceof AttemptFailed || error instanceof BudgetSpent)) {
       // Our own abort (a deadline, a bad event before content): the loop reads it as it is.
       this.fail(error);
-    } else if (this.held && !(error instanceof StepFailed) && this.retryable('stream')) {
-      // A stream that broke before its first content: nothing reached the client, another
-      // candidate may answer.
+    } else if (this.open && (this.held || this.splice) && this.status !== 0 && !(error instanceof StepFailed) && this.retryable('stream')) {
+      // A stream (or a continuation's reply) that broke before its first content: nothing of it
+      // reached the client, another candidate may answer.
       this.fail(new AttemptFailed(`stream_broken (${brokenReason(error, this.ep)})`, 'stream'));
     } else if (error instanceof StepFailed || this.open) {
       // Nothing reached the client: the loop fails over or answers with an error.
       this.fail(error);
     } else {
-      // The head already reached the client: no retry; a continuation elsewhere, or the end of
-      // its stream saying why.
+      // The head reached the client: no retry; a continuation, or the end of its stream saying why.
       const reason = brokenReason(error, this.ep);
       if (!(error instanceof StepFailed) && this.breakOff(reason)) return;
+      this.splice?.unfinished();
       ex.error = error;
       endBroken(ex, this.plan as ReplyPlan, this.ep.name, this.headers, this.lastChunk, reason);
       this.settle(RELAYED);

@@ -69,6 +69,16 @@ describe('llama.cpp\'s chat route', () => {
     expect(body.messages.at(-1)).toEqual({ role: 'assistant', content: FIVE_WORDS });
     expect(body.chat_template_kwargs).toEqual({ enable_thinking: false });
   });
+
+  it('the client\'s own prefill, repeated by the engine: neither sent twice nor shown twice', async () => {
+    fake('cppengine-a').behaviour.resetAfterChunks = 4; // the role chunk, "The quick" repeated + " brown", " fox", " jumps"
+    const messages = [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'The quick' }];
+    const res = await rawRequest(`${gw.url}/gw/cppengine/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'llama-3.2-3b', messages, stream: true }) });
+    const text = res.body.split('\n\n').filter((e) => e.startsWith('data: {')).map((e) => JSON.parse(e.slice(6)).choices[0]?.delta?.content ?? '').join('');
+    expect(text).toBe(REPLY);
+    const [body] = sent('cppengine-b', '/v1/chat/completions');
+    expect(body.messages.at(-1)).toEqual({ role: 'assistant', content: FIVE_WORDS });
+  });
 });
 
 describe('Ollama\'s native routes (NDJSON)', () => {

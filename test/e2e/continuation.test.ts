@@ -95,6 +95,22 @@ describe('chat completions: a stream broken after its first words is finished by
     expect((await streamText()).text).toBe(REPLY);
   });
 
+  it('a break after the answer\'s end ([DONE] reached the client) is not continued', async () => {
+    a.behaviour.breakWith = { at: 19, text: 'data: [DONE]\n\n', reset: true }; // the role chunk, 17 words, the finish
+    const r = await streamText();
+    expect(r.text).toBe(REPLY);
+    expect(r.finish).toBe('stop');
+    expect(chatSent(b)).toHaveLength(0);
+  });
+
+  it('constrained output (a JSON schema) is never continued: the grammar would open a new value', async () => {
+    a.behaviour.resetAfterChunks = 6;
+    const response_format = { type: 'json_schema' as const, json_schema: { name: 'x', schema: { type: 'object' } } };
+    await expect(streamText({ response_format })).rejects.toThrow(/paged-a broke off the reply/);
+    expect(chatSent(b)).toHaveLength(0);
+    expect(accessLog().continuation).toBe('not_continuable');
+  });
+
   it('usage: the continuation\'s, marked partial since the broken part reported none', async () => {
     a.behaviour.resetAfterChunks = 6;
     const r = await streamText({ stream_options: { include_usage: true } });

@@ -13,6 +13,9 @@ export abstract class AnswerText implements Transcript {
   contentEvents = 0;
   /** Tokens generated so far, when the backend reported them (a usage block mid-stream). */
   reportedTokens: number | undefined;
+  /** The answer text the continuation request carried (the prefill, after any of the client's
+   *  own): what an engine that repeats it starts with. */
+  sent: string | undefined;
   /** Why it cannot be continued, once known. */
   protected blocked: string | null = null;
   /** Reasoning began and no answer text followed yet. */
@@ -57,18 +60,18 @@ export abstract class AnswerText implements Transcript {
    *  held back while it may still be one. Then the whitespace the client already has is taken
    *  off the front when the continuation repeats it. Returns what to send of each piece. */
   joiner(): (piece: string) => string {
-    const prefill = this.prefill;
-    let overlap = this.text.slice(prefill.length);
+    const sent = this.sent ?? this.prefill;
+    let overlap = this.text.slice(this.prefill.length);
     let echo: string | null = '';
     return (piece) => {
       if (echo !== null) {
         const seen = echo + piece;
-        if (seen.length < prefill.length && prefill.startsWith(seen)) {
+        if (seen.length < sent.length && sent.startsWith(seen)) {
           echo = seen;
           return '';
         }
         echo = null;
-        piece = seen.startsWith(prefill) ? seen.slice(prefill.length) : seen;
+        piece = seen.startsWith(sent) ? seen.slice(sent.length) : seen;
       }
       let i = 0;
       while (overlap !== '' && i < piece.length && piece[i] === overlap[0]) {

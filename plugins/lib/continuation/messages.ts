@@ -16,6 +16,7 @@ class MessagesAnswer extends AnswerText {
 
   read(ev: StreamEvent): void {
     const v = json(ev);
+    if (typeof v !== 'object' || v === null) return;
     const type = typeof v?.type === 'string' ? v.type : ev.name;
     if (type === 'content_block_start') {
       this.index = typeof v.index === 'number' ? v.index : this.index + 1;
@@ -42,17 +43,22 @@ class MessagesAnswer extends AnswerText {
   splicer(): (ev: StreamEvent) => StreamEvent[] {
     const join = this.joiner();
     let shift: number | null = null;
+    /** Blocks of the continuation before its first text (it thought again): not the answer's. */
+    const before = new Set<number>();
     return (ev) => {
       const v = json(ev);
-      const type = typeof v?.type === 'string' ? v.type : ev.name;
+      if (typeof v !== 'object' || v === null) return [ev];
+      const type = typeof v.type === 'string' ? v.type : ev.name;
       if (type === 'message_start' || type === 'ping') return [];
-      if (typeof v?.index === 'number') {
+      if (typeof v.index === 'number') {
         if (shift === null) {
-          // Its first block: the client's open text block goes on; else a new block after it.
-          const joins = type === 'content_block_start' && v.content_block?.type === 'text' && !this.closed && this.type === 'text';
+          if (type === 'content_block_start' && v.content_block?.type !== 'text') before.add(v.index);
+          if (before.has(v.index)) return [];
+          // Its first text block: the client's open text block goes on; else a new block after it.
+          const joins = !this.closed && this.type === 'text';
           shift = (joins ? this.index : this.index + 1) - v.index;
-          if (joins) return [];
-        }
+          if (joins && type === 'content_block_start') return [];
+        } else if (before.has(v.index)) return [];
         v.index += shift;
       }
       if (type === 'content_block_delta' && v.delta?.type === 'text_delta') {
@@ -60,7 +66,7 @@ class MessagesAnswer extends AnswerText {
         if (v.delta.text === '') return [];
       }
       if (type === 'message_delta' && v.usage && typeof v.usage === 'object') v.usage.gw_partial = true;
-      return v === undefined ? [ev] : [withData(ev, v)];
+      return [withData(ev, v)];
     };
   }
 }

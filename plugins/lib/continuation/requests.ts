@@ -14,15 +14,35 @@ import type { AnswerText } from './answer.js';
 /** The continuation body, and the path when it differs from the original's; or why not. */
 export type Continued = { body: Record<string, unknown>; path?: string } | string;
 
-/** Extend the body's trailing assistant message, or add one. */
-function withAssistant(messages: unknown, prefill: string): unknown[] | string {
+/** Extend the body's trailing assistant message (the client's own prefill: an engine that
+ *  repeats it has it in the answer already), or add one. The answer learns what was sent: an
+ *  engine may repeat all of it. */
+function withAssistant(messages: unknown, answer: AnswerText): unknown[] | string {
   if (!Array.isArray(messages) || messages.length === 0) return 'the request has no messages';
   const last = messages[messages.length - 1] as { role?: unknown; content?: unknown } | null;
+  let content = answer.prefill;
   if (last?.role === 'assistant') {
     if (typeof last.content !== 'string') return "the request's own prefill is not plain text";
-    return [...messages.slice(0, -1), { ...last, content: last.content + prefill }];
+    if (!answer.text.startsWith(last.content)) content = last.content + content;
+    answer.sent = content;
+    return [...messages.slice(0, -1), { ...last, content }];
   }
-  return [...messages, { role: 'assistant', content: prefill }];
+  answer.sent = content;
+  return [...messages, { role: 'assistant', content }];
+}
+
+/** What makes a continuation wrong for this body, or null: a grammar or schema applies to the
+ *  new tokens only (the engine would open a new structure inside the old one), and an echo of
+ *  the prompt would be sent back as its own continuation. */
+function constrained(body: Record<string, any>): string | null {
+  const rf = body.response_format;
+  if (rf && typeof rf === 'object' && rf.type !== undefined && rf.type !== 'text') return `constrained output (response_format ${rf.type}) is not continued`;
+  for (const key of ['guided_json', 'guided_regex', 'guided_choice', 'guided_grammar', 'grammar', 'json_schema', 'structured_outputs']) {
+    if (body[key] !== undefined && body[key] !== null) return `constrained output (${key}) is not continued`;
+  }
+  if (body.format !== undefined && body.format !== '' && body.format !== null) return 'constrained output (format) is not continued';
+  if (body.echo === true) return 'a completion that echoes its prompt is not continued';
+  return null;
 }
 
 /** A token limit less what was generated, never below 1. */
@@ -34,12 +54,15 @@ function reduce(body: Record<string, any>, key: string, used: number, within?: s
 export function continued(kind: ContinuationKind, original: unknown, answer: AnswerText, profile: Profile): Continued {
   if (typeof original !== 'object' || original === null || Array.isArray(original)) return 'the request body is not a JSON object';
   const body: Record<string, any> = structuredClone(original);
+  const why = constrained(body);
+  if (why) return why;
   const prefill = answer.prefill;
   const used = answer.used;
+  answer.sent = prefill;
   switch (kind) {
     case 'chat':
     case 'messages': {
-      const messages = withAssistant(body.messages, prefill);
+      const messages = withAssistant(body.messages, answer);
       if (typeof messages === 'string') return messages;
       body.messages = messages;
       for (const key of ['max_tokens', 'max_completion_tokens']) reduce(body, key, used);
@@ -52,7 +75,7 @@ export function continued(kind: ContinuationKind, original: unknown, answer: Ans
       return { body };
     }
     case 'ollama_chat': {
-      const messages = withAssistant(body.messages, prefill);
+      const messages = withAssistant(body.messages, answer);
       if (typeof messages === 'string') return messages;
       body.messages = messages;
       reduce(body, 'num_predict', used, 'options');
@@ -62,6 +85,9 @@ export function continued(kind: ContinuationKind, original: unknown, answer: Ans
       if (typeof body.prompt !== 'string') return 'the prompt is not a string';
       reduce(body, 'num_predict', used, 'options');
       if (body.raw === true) return { body: { ...body, prompt: body.prompt + prefill } };
+      for (const key of ['context', 'suffix', 'template']) {
+        if (body[key] !== undefined && body[key] !== null && body[key] !== '') return `a templated api/generate with ${key} is not continued (api/chat cannot carry it)`;
+      }
       // Templated: the same turn through api/chat, the answer so far its assistant message.
       const user: Record<string, unknown> = { role: 'user', content: body.prompt };
       if (body.images) user.images = body.images;

@@ -16,7 +16,7 @@ const BASELINES = [
   { rev: 'bbecc2d', issue: 12, title: 'Failover policy (issue 12)', now: 'status retries armed, the fleet retry budget counted per request, each stream watched event by event and held until its first content, its terminator checked at the end' },
   { rev: 'b108d85', issue: 17, title: 'Routing and failover as one layer (issue 17)', now: 'the route plan made per request by select-endpoint, the attempt loop walking it with its decisions, the stream shape handed in by the terminal step', instructions: true },
   { rev: '47742a8', issue: 18, title: 'A new user\'s first hour (issue 18)', now: 'each finished request sorted into ok, client error or failure, the path kept as the client sent it, the per-model last resort, the model lists with aliases cached', instructions: true },
-  { rev: '783557b', issue: 19, title: 'Stream continuation (issue 19)', now: 'a watched stream passed on whole events at a time, what it relayed kept so a break can be continued, the continuation API looked up per attempt', instructions: true },
+  { rev: '783557b', issue: 19, title: 'Stream continuation (issue 19)', now: 'a watched stream passed on whole events at a time, what it relayed kept so a break can be continued, the continuation API looked up per attempt', instructions: true, endpoints: 2 },
 ];
 const arg = process.argv.indexOf('--baseline');
 const baselines = arg > 0 ? [{ ...BASELINES.at(-1), rev: process.argv[arg + 1] }] : BASELINES;
@@ -37,14 +37,14 @@ function buildBaseline(rev) {
 
 /** The same two builds counted by callgrind (bench/instructions.js): the verdict's figure where
  *  valgrind is there, since CPU time on two shared cores moves by several per cent between runs. */
-async function instructionTable(backendPort, root) {
+async function instructionTable(backendPort, root, endpoints) {
   if (!hasCallgrind()) return { text: '(Instructions per request not counted: valgrind is not installed.)\n', added: null };
   const kinds = [['chat', chatBody, { warm: quick ? 500 : 10000, count: quick ? 500 : 4000 }], ['stream (10 events)', streamBody, { warm: quick ? 100 : 2000, count: quick ? 100 : 800 }]];
   const rows = [];
   const added = [];
   for (const [name, body, n] of kinds) {
-    const before = await instructionsPerRequest(root, backendPort, body, n);
-    const now = await instructionsPerRequest(repo, backendPort, body, n);
+    const before = await instructionsPerRequest(root, backendPort, body, n, endpoints);
+    const now = await instructionsPerRequest(repo, backendPort, body, n, endpoints);
     added.push(now.withoutCompiler / before.withoutCompiler - 1);
     rows.push(`| ${name} | ${Math.round(before.total)} | ${Math.round(now.total)} | ${pct(now.total / before.total - 1)} | ${Math.round(before.withoutCompiler)} | ${Math.round(now.withoutCompiler)} | ${pct(added.at(-1))} |`);
   }
@@ -72,12 +72,15 @@ export async function failoverSection(backendPort) {
   return sections.join('\n');
 }
 
-async function comparison(backendPort, { rev: baseline, issue, title, now: what, instructions }) {
+async function comparison(backendPort, { rev: baseline, issue, title, now: what, instructions, endpoints = 1 }) {
   const root = buildBaseline(baseline);
   if (!root) return `## ${title}\n\nSkipped: the baseline ${baseline} could not be checked out and built (no git history?).\n`;
   try {
     const path = '/gw/pagedengine/v1/chat/completions';
-    const config = ['logging: { level: info }', ...endpointLines(backendPort)];
+    // Two endpoints (of the one backend): each can continue the other's streams, so they keep them.
+    const lines = endpointLines(backendPort);
+    if (endpoints === 2) lines.push(lines.at(-1).replace('name: bench,', 'name: bench-2,'));
+    const config = ['logging: { level: info }', ...lines];
     const before = await startGateway(config, {}, undefined, root);
     const now = await startGateway(config);
     const rows = [];
@@ -87,12 +90,12 @@ async function comparison(backendPort, { rev: baseline, issue, title, now: what,
       rows.push({ name, a, b, added: cpuAdded(a, b) });
     }
     const row = (name, x, more) => `| ${name} | ${round(x.rps, 0)} | ${round(x.cpu_us, 1)} | ${more === undefined ? '—' : pct(more)} |`;
-    const counted = instructions ? await instructionTable(backendPort, root) : null;
+    const counted = instructions ? await instructionTable(backendPort, root, endpoints) : null;
     const verdict = (cpu, ir) => (ir !== undefined ? ir <= 0.02 : cpu <= 0.02) ? 'met' : 'NOT met';
     return `## ${title}
 
 Requests that need no retry, at concurrency 16 (autocannon, ${ROUNDS} alternating rounds of ${ROUND_S} s per gateway), to
-two gateways in front of the lean backend with the default configuration: **before** (the build of ${baseline}, the
+two gateways in front of the lean backend${endpoints === 2 ? ' registered as two endpoints' : ''} with the default configuration: **before** (the build of ${baseline}, the
 last commit before issue ${issue}) and **now** (${what}). "CPU added" is
 the median over the rounds of the extra gateway CPU time per request.
 

@@ -59,11 +59,12 @@ export interface Splice {
  *  stream shorter than this (some thousands of tokens) is never parsed unless it breaks. */
 const FOLD_BYTES = 1024 * 1024;
 
-/** The answer so far: the bytes relayed (whole events), kept as they came and read into the
+/** The answer so far: the bytes relayed (whole events), copied into one buffer that grows (the
+ *  chunks themselves are not held: kept alive, each would cost the collector), read into the
  *  transcript only when needed (a break, or too much kept): a stream that never breaks is never
  *  parsed here. */
 export class AnswerSoFar {
-  private kept: Buffer[] = [];
+  private kept: Buffer | null = null;
   private keptBytes = 0;
   private format: StreamFormat = 'sse';
   private splitter: EventSplitter | null = null;
@@ -75,22 +76,28 @@ export class AnswerSoFar {
 
   add(format: StreamFormat, bytes: Buffer): void {
     this.format = format;
-    this.kept.push(bytes);
-    this.keptBytes += bytes.length;
+    const need = this.keptBytes + bytes.length;
+    if (this.kept === null || need > this.kept.length) {
+      // Small ones come from Node's buffer pool; TypedArray set is a plain copy (Buffer.copy makes a view).
+      const grown = Buffer.allocUnsafe(Math.max(need, Math.min(FOLD_BYTES, (this.kept?.length ?? 1024) * 2)));
+      if (this.kept) grown.set(this.kept.subarray(0, this.keptBytes));
+      this.kept = grown;
+    }
+    this.kept.set(bytes, this.keptBytes);
+    this.keptBytes = need;
     if (this.keptBytes > FOLD_BYTES) this.fold();
   }
 
   /** Everything kept, read into the transcript. */
   fold(): Transcript {
     const t = (this.read ??= this.api.transcript());
-    if (this.kept.length > 0) {
+    if (this.kept !== null && this.keptBytes > 0) {
       const splitter = (this.splitter ??= new EventSplitter(this.format));
       try {
-        for (const ev of splitter.feed(Buffer.concat(this.kept, this.keptBytes))) t.read(ev);
+        for (const ev of splitter.feed(this.kept.subarray(0, this.keptBytes))) t.read(ev);
       } catch (err) {
         this.problem ??= `an event of it could not be read (${(err as Error).message})`;
       }
-      this.kept = [];
       this.keptBytes = 0;
     }
     return t;
@@ -152,7 +159,7 @@ export class Continuations implements AnswerKeeper {
   /** Keeps what a stream relays — unless no other candidate could continue it (a single
    *  endpoint, say): asked once per attempt, at its first bytes. */
   relayed(format: StreamFormat, bytes: Buffer): void {
-    if (!(this.worthKeeping ??= this.continuers().length > 0)) return;
+    if (!(this.worthKeeping ??= this.anyContinuer())) return;
     (this.answer ??= new AnswerSoFar(this.api!)).add(format, bytes);
   }
 
@@ -175,6 +182,20 @@ export class Continuations implements AnswerKeeper {
     if (this.next.length > 0) return true;
     this.rec.continuation = 'failed';
     this.log.warn({ req: this.req, endpoint: ep.name }, 'the stream broke after its content; no other candidate can continue it');
+    return false;
+  }
+
+  /** Is there a candidate that could continue the attempt under way (continuers(), without
+   *  making the list: asked at every kept stream's first bytes)? */
+  private anyContinuer(): boolean {
+    const { candidates, current } = this.host;
+    const c = candidates[current];
+    const sameModelOnly = c.endpoint.failover.continuation.sameModelOnly;
+    for (let i = 0; i < candidates.length; i++) {
+      const k = candidates[i];
+      if (k.endpoint === c.endpoint || k.endpoint.retired || (k.model !== c.model && (sameModelOnly || i < current))) continue;
+      if (this.host.continuationApi(k.endpoint) === this.api) return true;
+    }
     return false;
   }
 
@@ -206,17 +227,13 @@ export class Continuations implements AnswerKeeper {
   /** The splice of the next continuation attempt. */
   splice(): Splice {
     const b = this.broken!;
-    return { format: b.format, plan: b.plan, headers: b.headers, reason: b.reason, transform: this.transcript.splicer(), endHonestly: b.endHonestly, joined: this.joined, unfinished: this.unfinished };
+    return { format: b.format, plan: b.plan, headers: b.headers, reason: b.reason, transform: this.transcript.splicer(), endHonestly: b.endHonestly, joined: () => this.outcome('continued'), unfinished: () => this.outcome('failed') };
   }
 
-  /** A continuation's content joined the client's stream. */
-  private readonly joined = () => {
-    this.rec.continuation = 'continued';
-  };
-
-  private readonly unfinished = () => {
-    this.rec.continuation = 'failed';
-  };
+  /** How a continuation came out: it joined the client's stream, or broke in turn unfinished. */
+  private outcome(o: 'continued' | 'failed'): void {
+    this.rec.continuation = o;
+  }
 
   /** The request cannot be continued as it is (the route's API said why). */
   refused(why: string): void {

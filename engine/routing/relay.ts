@@ -241,6 +241,7 @@ export class Relay<C extends Exchange> extends AttemptHandler<C> implements Disp
       this.pass(controller, this.out.takeAll());
       return;
     }
+    // The usual chunk is whole events, nothing waits: it goes as it came.
     this.pass(controller, this.out.take(watch.completeTo));
     // Under way (the last attempt) but still without content: keep-alives do not stop the budget.
     if (!watch.hasContent) this.checkBudget();

@@ -26,9 +26,10 @@ export class StreamOut {
     this.takenTo = to;
     const p = this.pending;
     if (p.length === 1 && p[0].length === n) {
-      this.pending = [];
+      const whole = p[0];
+      p.length = 0;
       this.pendingBytes = 0;
-      return p[0];
+      return whole;
     }
     const all = p.length === 1 ? p[0] : Buffer.concat(p, this.pendingBytes);
     const rest = all.subarray(n);

@@ -23,7 +23,8 @@ beforeAll(async () => {
   await pair('cppengine', 'llama-3.2-3b');
   await pair('radixengine', 'qwen2.5-7b');
   await pair('localrunner', 'llama3.1:8b');
-  const eps = Object.values(fakes).map((f) => endpoint(f.name, f.family, f.url, { priority: f.name.endsWith('-a') ? 100 : 50, check_interval: '60s' }));
+  // The first of each pair goes silent for at most half a second before it counts as stalled.
+  const eps = Object.values(fakes).map((f) => endpoint(f.name, f.family, f.url, { priority: f.name.endsWith('-a') ? 100 : 50, check_interval: '60s', ...(f.name.endsWith('-a') ? { stream_idle_timeout: '500ms' } : {}) }));
   gw = await startGateway({ proxy: { circuit_breaker: { proxy_failures: 1000 } }, discovery: { static: { endpoints: eps } } });
 });
 afterAll(() => closeAll(gw, Object.values(fakes)));
@@ -134,3 +135,65 @@ describe('llama.cpp\'s native completion', () => {
     expect(body.n_predict).toBe(59);
   });
 });
+
+// Every API, every way a stream breaks after its first words: the client's official reader gets
+// the whole answer, and the second backend was asked to continue the five words the client had.
+const SSE_BAD = { malformed: 'data: {"oops": \n\n', error: 'data: {"error": {"message": "CUDA out of memory", "type": "server_error"}}\n\n' };
+const NDJSON_BAD = { malformed: '{"oops": \n', error: '{"error": "CUDA out of memory"}\n' };
+const MSGAPI_BAD = { malformed: SSE_BAD.malformed, error: 'event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}\n\n' };
+const ollama = () => new Ollama({ host: `${gw.url}/gw/localrunner` });
+const APIS = [
+  {
+    api: 'messages API, passthrough', fake: 'cppengine', at: 7, bad: MSGAPI_BAD, path: '/v1/messages',
+    read: async () => ((await messagesText('llama-3.2-3b')).content[0] as Anthropic.TextBlock).text,
+    prefill: (body: any) => body.messages.at(-1).content,
+  },
+  {
+    api: 'messages API, translated', fake: 'radixengine', at: 6, bad: SSE_BAD, path: '/v1/chat/completions',
+    read: async () => ((await messagesText('qwen2.5-7b')).content[0] as Anthropic.TextBlock).text,
+    prefill: (body: any) => body.messages.at(-1).content,
+  },
+  {
+    api: 'Ollama api/chat', fake: 'localrunner', at: 5, bad: NDJSON_BAD, path: '/api/chat',
+    read: async () => {
+      let text = '';
+      for await (const part of await ollama().chat({ model: 'llama3.1:8b', messages: [{ role: 'user', content: 'tell me' }], stream: true })) text += part.message.content;
+      return text;
+    },
+    prefill: (body: any) => body.messages.at(-1).content,
+  },
+  {
+    api: 'Ollama api/generate', fake: 'localrunner', at: 5, bad: NDJSON_BAD, path: '/api/chat',
+    read: async () => {
+      let text = '';
+      for await (const part of await ollama().generate({ model: 'llama3.1:8b', prompt: 'Tell me a story', stream: true })) text += part.response;
+      return text;
+    },
+    prefill: (body: any) => body.messages.at(-1).content,
+  },
+  {
+    api: 'llama.cpp completion', fake: 'cppengine', at: 5, bad: SSE_BAD, path: '/completion',
+    read: async () => {
+      const r = await rawRequest(`${gw.url}/gw/cppengine/completion`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'Story: ', stream: true }) });
+      const events = r.body.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => JSON.parse(e.slice(6)));
+      if (events.at(-1)?.stop !== true) throw new Error(`no final event: ${r.body.slice(-200)}`);
+      return events.map((e) => e.content).join('');
+    },
+    prefill: (body: any) => body.prompt.slice('Story: '.length),
+  },
+];
+const BREAKS = ['reset', 'stall', 'malformed', 'error'] as const;
+
+describe.each(APIS)('$api', (t) => {
+  it.each(BREAKS)('a %s after five words: one complete answer', async (kind) => {
+    const first = fake(`${t.fake}-a`).behaviour;
+    if (kind === 'reset') first.resetAfterChunks = t.at;
+    else if (kind === 'stall') first.stallAfterChunks = t.at;
+    else first.breakWith = { at: t.at, text: t.bad[kind] };
+    expect(await t.read()).toBe(REPLY);
+    const asked = sent(`${t.fake}-b`, t.path);
+    expect(asked).toHaveLength(1);
+    expect(t.prefill(asked[0])).toBe(FIVE_WORDS);
+  });
+});
+

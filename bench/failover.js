@@ -23,7 +23,7 @@ const baselines = arg > 0 ? [{ ...BASELINES.at(-1), rev: process.argv[arg + 1] }
 const repo = join(here, '..');
 
 /** A built checkout of `rev` (bin/gw.js runs from it), or null when git cannot provide it. */
-function buildBaseline(rev) {
+export function buildBaseline(rev) {
   const dir = join(mkdtempSync(join(tmpdir(), 'gw-baseline-')), 'tree');
   try {
     execFileSync('git', ['-C', repo, 'worktree', 'add', '--detach', dir, rev], { stdio: 'ignore' });
@@ -50,7 +50,8 @@ async function instructionTable(backendPort, root, endpoints) {
   }
   const text = `Instructions per request, counted by callgrind over ${kinds[0][2].count} sequential chat requests and ${kinds[1][2].count} streams after a
 warm-up of ${kinds[0][2].warm} and ${kinds[1][2].warm} (bench/instructions.js): a count the machine's other load does not move
-(repeated runs of one build agree within about 0.5 %). "Steady" leaves out the JIT compiler's own instructions (it may
+(but one build counted again moves by up to about 2 %, with what the JIT optimises and when: a verdict near
+its target wants the median of several pairs, bench/instructions-repeat.js). "Steady" leaves out the JIT compiler's own instructions (it may
 still be optimising functions after the warm-up): the cost of the request path itself, which the verdict uses.
 
 | request | before, all | now, all | added | before, steady | now, steady | added |
@@ -60,7 +61,7 @@ ${rows.join('\n')}
   return { text, added };
 }
 
-function removeBaseline(dir) {
+export function removeBaseline(dir) {
   try {
     execFileSync('git', ['-C', repo, 'worktree', 'remove', '--force', dir], { stdio: 'ignore' });
   } catch {}

@@ -38,12 +38,12 @@ async function requests(port, path, body, count) {
 }
 
 /** Instructions per request of the gateway built in `root` ({ total, withoutCompiler }). */
-export async function instructionsPerRequest(root, backendPort, body, { warm, count }, endpoints = 1) {
+export async function instructionsPerRequest(root, backendPort, body, { warm, count }, endpoints = 1, extra = '') {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'gw-callgrind-'));
   const config = join(dir, 'config.yaml');
   // No custom pipelines: a folder that does not exist (this one holds the config).
-  const lines = endpointLines(backendPort);
+  const lines = endpointLines(backendPort, 'pagedengine', extra);
   if (endpoints === 2) lines.push(lines.at(-1).replace('name: bench,', 'name: bench-2,'));
   writeFileSync(config, [`server: { host: 127.0.0.1, port: ${port}, ${RATE_LIMITS_OFF} }`, `pipelines: { dir: ${join(dir, 'none')} }`, 'logging: { level: info }', ...lines].join('\n'));
   const out = join(dir, 'callgrind.out');

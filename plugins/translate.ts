@@ -102,13 +102,10 @@ export default definePlugin<Options>({
       // on, as if they were the broken stream's.
       continuation: (_ctx, ep) => continuationApi(continuationKind(ep.profile, upstreamRoute(ep))),
       continueRequest: (ctx, ep, model, answer) => {
-        const st = state(ctx);
-        const route = upstreamRoute(ep);
-        const kind = continuationKind(ep.profile, route)!;
+        const kind = continuationKind(ep.profile, upstreamRoute(ep))!;
         const up = policy.request(ctx, ep, model);
         const c = continued(kind, JSON.parse(up.body!.toString('utf8')), answer as AnswerText, ep.profile);
         if (typeof c === 'string') return c;
-        st.mode = modeFor(ep, passthrough).mode;
         return { ...up, body: Buffer.from(JSON.stringify(c.body)) };
       },
     };

@@ -159,7 +159,7 @@ export class Continuations implements AnswerKeeper {
   /** Keeps what a stream relays — unless no other candidate could continue it (a single
    *  endpoint, say): asked once per attempt, at its first bytes. */
   relayed(format: StreamFormat, bytes: Buffer): void {
-    if (!(this.worthKeeping ??= this.anyContinuer())) return;
+    if (!(this.worthKeeping ??= this.continuers().length > 0)) return;
     (this.answer ??= new AnswerSoFar(this.api!)).add(format, bytes);
   }
 
@@ -182,20 +182,6 @@ export class Continuations implements AnswerKeeper {
     if (this.next.length > 0) return true;
     this.rec.continuation = 'failed';
     this.log.warn({ req: this.req, endpoint: ep.name }, 'the stream broke after its content; no other candidate can continue it');
-    return false;
-  }
-
-  /** Is there a candidate that could continue the attempt under way (continuers(), without
-   *  making the list: asked at every kept stream's first bytes)? */
-  private anyContinuer(): boolean {
-    const { candidates, current } = this.host;
-    const c = candidates[current];
-    const sameModelOnly = c.endpoint.failover.continuation.sameModelOnly;
-    for (let i = 0; i < candidates.length; i++) {
-      const k = candidates[i];
-      if (k.endpoint === c.endpoint || k.endpoint.retired || (k.model !== c.model && (sameModelOnly || i < current))) continue;
-      if (this.host.continuationApi(k.endpoint) === this.api) return true;
-    }
     return false;
   }
 

@@ -29,8 +29,7 @@ import { PIPE, writeRelayHead, writeWhole, type PipePlan, type ReplyPlan } from 
 import { StreamOut } from './stream-out.js';
 import { StreamWatch, streamFormatOf, type StreamFormat, type StreamShape } from './stream-watch.js';
 
-/** A held failure status: read whole (bounded), then handed to the loop. */
-const HOLD = { kind: 'hold' } as const;
+const HOLD = { kind: 'hold' } as const; // a failure status: read whole (bounded), handed to the loop
 const HELD_LIMIT = 64 * 1024;
 const HOLD_STREAM_LIMIT = 1024 * 1024; // what a stream may hold before its first content
 
@@ -63,9 +62,9 @@ export class Relay<C extends Exchange> extends AttemptHandler<C> implements Disp
     return this.splice ? this.spliceOut === null || this.held : !this.ex.res.headersSent;
   }
 
-  /** Were it to fail now, before its content, would another follow? (A continuation: always.) */
+  /** Would another follow a failure now? (A continuation's broken stream: always; it cannot pass.) */
   private retryable(kind: 'stream' | 'first_token'): boolean {
-    return this.splice !== null || this.ctl.canRetry(kind);
+    return (this.splice !== null && kind === 'stream') || this.ctl.canRetry(kind);
   }
 
   protected onDeadline(): void {
@@ -85,8 +84,8 @@ export class Relay<C extends Exchange> extends AttemptHandler<C> implements Disp
     else if (this.retryable('first_token')) this.abort(new AttemptFailed(`first_token_timeout (${formatDuration(this.ctl.firstTokenMs)})`, 'first_token'));
     else {
       this.ctl.passedOn();
-      // The last attempt: waiting on beats no answer, and what is held goes out now.
-      if (this.held && this.controller) this.release(this.controller, this.watch!.completeTo);
+      // The last attempt: waiting on beats no answer; what is held goes out (a continuation's waits).
+      if (this.held && this.controller && !this.splice) this.release(this.controller, this.watch!.completeTo);
       this.arm(this.ctl.budgetEnds);
     }
   }

@@ -108,7 +108,6 @@ function fieldValue(buf: Buffer, s: number, e: number, field: string): number {
 export class StreamWatch {
   private _hasContent = false;
   private _complete = false;
-  private _badEventStart = -1;
   private _problem = '';
   /** An error or malformed event was seen: the stream is over for the kernel; later chunks are ignored. */
   private stopped = false;
@@ -137,9 +136,6 @@ export class StreamWatch {
   get complete(): boolean {
     return this._complete;
   }
-  get badEventStart(): number {
-    return this._badEventStart;
-  }
   get problem(): string {
     return this._problem;
   }
@@ -164,7 +160,6 @@ export class StreamWatch {
    *  'malformed' as soon as one is seen (the rest of the chunk is not examined, and later chunks
    *  are ignored), else 'content' when this chunk carried the stream's first content, else 'none'. */
   feed(chunk: Buffer): Seen {
-    this._badEventStart = -1;
     if (this.stopped || chunk.length === 0) return 'none';
     this.fedBefore = this.fed;
     this.fed += chunk.length;
@@ -233,7 +228,6 @@ export class StreamWatch {
   }
 
   private bad(seen: 'error' | 'malformed', problem: string): Seen {
-    this._badEventStart = Math.max(0, this.evStart);
     this.badAt = this.evStart === -1 ? this.fedBefore : this.evStartAt;
     this._problem = problem;
     this.stopped = true;

@@ -23,8 +23,8 @@ beforeAll(async () => {
   await pair('cppengine', 'llama-3.2-3b');
   await pair('radixengine', 'qwen2.5-7b');
   await pair('localrunner', 'llama3.1:8b');
-  // The first of each pair goes silent for at most half a second before it counts as stalled.
-  const eps = Object.values(fakes).map((f) => endpoint(f.name, f.family, f.url, { priority: f.name.endsWith('-a') ? 100 : 50, check_interval: '60s', ...(f.name.endsWith('-a') ? { stream_idle_timeout: '500ms' } : {}) }));
+  // The first of each pair goes silent for 2 s before it counts as stalled (far above any gap of a healthy stream under load).
+  const eps = Object.values(fakes).map((f) => endpoint(f.name, f.family, f.url, { priority: f.name.endsWith('-a') ? 100 : 50, check_interval: '60s', ...(f.name.endsWith('-a') ? { stream_idle_timeout: '2s' } : {}) }));
   gw = await startGateway({ proxy: { circuit_breaker: { proxy_failures: 1000 } }, discovery: { static: { endpoints: eps } } });
 });
 afterAll(() => closeAll(gw, Object.values(fakes)));

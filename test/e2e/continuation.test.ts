@@ -28,7 +28,7 @@ beforeAll(async () => {
     // Every test breaks paged-a's streams: its breaker must not open on them.
     proxy: { circuit_breaker: { proxy_failures: 1000 } },
     model_fallbacks: { [MODEL]: [FALLBACK] },
-    discovery: { static: { endpoints: [ep(a, 100, { stream_idle_timeout: '500ms' }), ep(b, 50), ep(fb, 10)] } },
+    discovery: { static: { endpoints: [ep(a, 100, { stream_idle_timeout: '2s' }), ep(b, 50), ep(fb, 10)] } },
   });
 });
 afterAll(() => closeAll(gw, fakes()));

@@ -68,7 +68,7 @@ describe('the fakes’ streams, one event per chunk', () => {
     expect(seen).toEqual(['none', 'content', ...pieces.slice(2).map(() => 'none')]);
     expect(w.complete).toBe(true);
     expect(w.hasContent).toBe(true);
-    expect(w.badEventStart).toBe(-1);
+    expect(w.badEventAt).toBe(-1);
   });
 
   it('chat-completions with reasoning: the first reasoning piece is content', async () => {
@@ -165,7 +165,7 @@ describe('terminators', () => {
       const w = perEvent(format, pieces.slice(0, -1)).w;
       expect(pieces.at(-2)).toContain(`"finish_reason":"${finish}"`);
       expect(w.complete).toBe(true);
-      expect(w.badEventStart).toBe(-1);
+      expect(w.badEventAt).toBe(-1);
     });
   }
 
@@ -275,23 +275,23 @@ describe('errors from the backend', () => {
       expect(w.feed(Buffer.from(bytes))).toBe('error');
       expect(w.hasContent).toBe(false);
       expect(w.complete).toBe(false);
-      expect(w.badEventStart).toBe(0);
+      expect(w.badEventAt).toBe(0);
       expect(w.problem).toContain(message);
     });
   }
 
-  it('an error after content, in the same chunk: error wins; badEventStart is where the error event begins', () => {
+  it('an error after content, in the same chunk: error wins; badEventAt is where the error event begins', () => {
     const before = ': keep-alive\n\n' + sse(chunk({ role: 'assistant' }), chunk({ content: 'Hi' })).join('');
     const error = 'data: {"error":{"message":"GPU fell off the bus"}}\n\n';
     const w = new StreamWatch('sse', INFERENCE_STREAMS);
     expect(w.feed(Buffer.from(before + error + sse(chunk({ content: 'not examined' }))[0]))).toBe('error');
     expect(w.hasContent).toBe(true);
-    expect(w.badEventStart).toBe(Buffer.byteLength(before));
+    expect(w.badEventAt).toBe(Buffer.byteLength(before));
     expect(w.problem).toBe('backend error: GPU fell off the bus');
     // The stream is over for the kernel: what comes after is not examined.
     expect(w.feed(Buffer.from(sse(chunk({}, 'stop'))[0] + 'data: [DONE]\n\n'))).toBe('none');
     expect(w.complete).toBe(false);
-    expect(w.badEventStart).toBe(-1);
+    expect(w.badEventAt).toBe(Buffer.byteLength(before));
   });
 
   it('llama.cpp: an `error:` line followed by [DONE] is an error, never a complete stream', () => {
@@ -302,11 +302,12 @@ describe('errors from the backend', () => {
     expect(w.problem).toBe('backend error: the request exceeds the available context size');
   });
 
-  it('an error event that began in an earlier chunk begins at 0 of the chunk that revealed it', () => {
+  it('an error event that began in an earlier chunk: where it began in the stream', () => {
     const w = new StreamWatch('sse', INFERENCE_STREAMS);
-    expect(w.feed(Buffer.from(sse(chunk({ content: 'Hi' }))[0] + 'event: err'))).toBe('content');
+    const first = sse(chunk({ content: 'Hi' }))[0];
+    expect(w.feed(Buffer.from(first + 'event: err'))).toBe('content');
     expect(w.feed(Buffer.from('or\ndata: {"type":"error","error":{"message":"x"}}\n\n'))).toBe('error');
-    expect(w.badEventStart).toBe(0);
+    expect(w.badEventAt).toBe(Buffer.byteLength(first));
   });
 
   it('a long error message is cut to 200 characters', () => {
@@ -334,7 +335,7 @@ describe('malformed events', () => {
     const bytes = Buffer.from(pieces.join(''));
     const w = new StreamWatch(format, INFERENCE_STREAMS);
     expect(w.feed(bytes)).toBe('malformed');
-    expect(w.badEventStart).toBe(Buffer.byteLength(pieces.slice(0, at).join('')));
+    expect(w.badEventAt).toBe(Buffer.byteLength(pieces.slice(0, at).join('')));
     expect(w.problem).toContain('not JSON');
     expect(w.problem).toContain('{\\"this is not\\": json');
     expect(w.hasContent).toBe(false);
@@ -345,7 +346,7 @@ describe('malformed events', () => {
     const w = new StreamWatch('ndjson', INFERENCE_STREAMS);
     expect(w.feed(Buffer.from(first + '{"model":"m","message":{"role":"assis\n'))).toBe('malformed');
     expect(w.hasContent).toBe(true);
-    expect(w.badEventStart).toBe(Buffer.byteLength(first));
+    expect(w.badEventAt).toBe(Buffer.byteLength(first));
   });
 
   it('a line over 1 MiB arriving in pieces is malformed as soon as it passes the bound; nothing more is kept', () => {
@@ -358,14 +359,14 @@ describe('malformed events', () => {
     expect(seen).toBe('malformed');
     expect(fed).toBe(16); // 13 + 16 × 64 KiB > 1 MiB
     expect(w.problem).toContain('longer than');
-    expect(w.badEventStart).toBe(0);
+    expect(w.badEventAt).toBe(0);
   });
 
   it('a line over 1 MiB inside one chunk is malformed', () => {
     const line = `{"response":"${'a'.repeat(MAX_EVENT_BYTES)}","done":false}\n`;
     const w = new StreamWatch('ndjson', INFERENCE_STREAMS);
     expect(w.feed(Buffer.from(nd({ response: 'ok', done: false })[0] + line))).toBe('malformed');
-    expect(w.badEventStart).toBe(Buffer.byteLength(nd({ response: 'ok', done: false })[0]));
+    expect(w.badEventAt).toBe(Buffer.byteLength(nd({ response: 'ok', done: false })[0]));
   });
 
   it('an SSE event over 1 MiB of short data lines is malformed', () => {
@@ -411,7 +412,7 @@ describe('any chunking', () => {
         const expected = i === 0 || i === bytes.length ? ['content'] : i >= firstAt ? ['content', 'none'] : ['none', 'content'];
         expect(seen, `${name} cut at ${i}`).toEqual(expected);
         expect(w.complete, `${name} cut at ${i}`).toBe(true);
-        expect(w.badEventStart).toBe(-1);
+        expect(w.badEventAt).toBe(-1);
       }
     }
   });

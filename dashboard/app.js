@@ -158,10 +158,19 @@ function renderEndpoints(endpoints) {
     el('td', { class: 'num' }, e.requests),
     el('td', { class: 'num' }, `${e.errors} (${e.error_rate})`),
     el('td', { class: 'num' }, e.requests ? fmt(ms(e.average_latency)) : '—'),
-    el('td', { class: 'num' }, e.active_requests),
+    el('td', { class: 'num load', title: loadTitle(e.load) }, e.load.total),
+    el('td', { class: 'num' }, e.weight),
+    el('td', { class: 'num' }, e.latency_ewma === null ? '—' : fmt(ms(e.latency_ewma))),
     el('td', { class: 'num' }, `${Number(e.uptime_percentage).toFixed(1)}%`),
     el('td', {}, e.last_check ? new Date(e.last_check).toLocaleTimeString() : '—'),
-    el('td', { class: 'error' }, e.error || ''))), 12);
+    el('td', { class: 'error' }, e.error || ''))), 14);
+}
+
+/** Where an endpoint's load comes from: this gateway's requests, and what the engine reported. */
+function loadTitle(load) {
+  const own = `${load.in_flight} in flight from this gateway`;
+  const engine = load.engine;
+  return engine ? `${own}; the engine reports ${engine.running} running, ${engine.waiting} waiting (${engine.others} for others) at ${new Date(engine.read_at).toLocaleTimeString()} from ${engine.from}` : `${own}; no engine report`;
 }
 
 function renderModels(models, endpoints) {

@@ -3,6 +3,7 @@
 // GET/HEAD polls (2xx, 304) log at debug, everything else at info — under /internal/ by default
 // (`polling: auto`), or wherever `polling: true` says.
 import { clip } from '../engine/core/head.js';
+import { affinityOutcome } from './lib/affinity.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 
 interface Options { level: 'debug' | 'info'; polling: boolean | 'auto' }
@@ -35,6 +36,8 @@ export default definePlugin<Options>({
         tried: ctx.attempt.tried ?? undefined, routing: ctx.routing?.decision === 'fallback' ? ctx.routing.reason : undefined,
         // A stream that broke after its content: continued elsewhere, or not (and why, in a warning before).
         continuation: ctx.attempt.continuation ?? undefined,
+        // Conversation affinity: what it did, and where the conversation's key came from.
+        ...(ctx.plan?.affinity ? { affinity: affinityOutcome(ctx.plan.affinity, ctx.endpoint), affinity_key: ctx.plan.affinity.source ?? undefined } : {}),
       }, 'request');
     });
   },

@@ -20,7 +20,7 @@ export default definePlugin<Options>({
       allow_origin: { type: 'string', default: '*' },
       allow_methods: { type: 'string', default: 'GET, POST, OPTIONS' },
       allow_headers: { type: 'string', default: 'Content-Type, Authorization' },
-      expose_headers: { type: 'string', default: 'X-Gw-Request-Id, X-Gw-Endpoint, X-Gw-Model, X-Gw-Backend-Type, X-Gw-Response-Time, X-Gw-Routing-Strategy, X-Gw-Routing-Decision, X-Gw-Routing-Reason, X-Gw-Mode, X-Gw-Token-Count, X-Gw-Attempts, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset' },
+      expose_headers: { type: 'string', default: 'X-Gw-Request-Id, X-Gw-Endpoint, X-Gw-Model, X-Gw-Backend-Type, X-Gw-Response-Time, X-Gw-Routing-Strategy, X-Gw-Routing-Decision, X-Gw-Routing-Reason, X-Gw-Affinity, X-Gw-Mode, X-Gw-Token-Count, X-Gw-Attempts, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset' },
       allow_requested: {
         type: 'boolean', default: true,
         description: 'A preflight is also granted the headers (Access-Control-Request-Headers) and method (Access-Control-Request-Method) it asks for; false: only allow_headers and allow_methods',

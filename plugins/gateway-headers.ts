@@ -1,8 +1,9 @@
 // X-Gw-* headers on every response of the route: request id, endpoint, model, family, timing,
-// and the routing decision when model routing ran.
+// the routing decision when model routing ran, and what conversation affinity did.
 import { formatDuration } from '../engine/core/duration.js';
 import { echo } from '../engine/core/head.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
+import { affinityOutcome } from './lib/affinity.js';
 
 interface Options { model_header: boolean }
 
@@ -28,6 +29,8 @@ export default definePlugin<Options>({
       if (attempts > 0) h.push('x-gw-attempts', String(attempts));
       const r = ctx.routing;
       if (r) h.push('x-gw-routing-strategy', r.strategy, 'x-gw-routing-decision', r.decision, 'x-gw-routing-reason', r.reason);
+      const affinity = ctx.plan?.affinity;
+      if (affinity) h.push('x-gw-affinity', affinityOutcome(affinity, ep));
     });
   },
 });

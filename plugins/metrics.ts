@@ -8,6 +8,7 @@ import type { CounterCell, HistogramSeries } from '../engine/backends/metrics.js
 import type { RoutingInfo } from '../engine/kernel/context.js';
 import { ERROR_CODES, GatewayError } from '../engine/core/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
+import { affinityOutcome } from './lib/affinity.js';
 import { instruments, modelLabel } from './lib/metrics/instruments.js';
 
 const CLASSES = ['none', '1xx', '2xx', '3xx', '4xx', '5xx'] as const;
@@ -51,6 +52,12 @@ export default definePlugin<Record<string, never>>({
         for (const t of tried) m.failedAttempts.with(t.family, t.endpoint, modelLabel(catalogue, t.model), reasonOf(t.outcome)).value++;
       }
       if (attempt.continuation) m.continuations.with(family, route, attempt.continuation).value++;
+      const note = ctx.plan?.affinity;
+      if (note) {
+        const outcome = affinityOutcome(note, ep);
+        const cut = outcome.indexOf(' (');
+        m.affinity.with(family, route, cut < 0 ? outcome : outcome.slice(0, cut), cut < 0 ? '-' : outcome.slice(cut + 2, -1)).value++;
+      }
       if (ctx.routing?.decision === 'fallback' && ctx.status > 0 && ctx.status < 400) (fallbacks ??= m.fallbacks.with(family, route)).value++;
       const err = ctx.error;
       if (err instanceof GatewayError) m.errors.with(route, err.key in ERROR_CODES ? err.key : 'other').value++;

@@ -9,7 +9,9 @@
 //   serving its real names; when it has fallbacks, theirs after its own (lib/fallback-chain.ts);
 // - when it names none, on a generation or embedding route, the endpoints that list a model of
 //   that kind (lib/route-kinds.ts); on any other route, every routable endpoint.
-// Then the order (lib/balancing.ts): the balancing strategy, the Busy/Warming weights, capacity.
+// Then the order (lib/balancing.ts): the balancing strategy, conversation affinity (a request
+// naming a model goes to its conversation's endpoint among the equally preferred: lib/affinity.ts,
+// lib/affinity-key.ts; what it did is noted on the plan), the Busy/Warming weights, capacity.
 // When no routable endpoint serves the request — none of the family is routable, or the model's
 // (or alias's) own endpoints are all out — one that failed (Unhealthy, Offline) and serves it gets
 // the request as a last resort, rather than the client a 503 until its next health check, however
@@ -23,7 +25,9 @@ import { parseDuration } from '../engine/core/duration.js';
 import { GatewayError, gwError } from '../engine/core/errors.js';
 import type { Context, RoutingInfo } from '../engine/kernel/context.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
-import { PlanBuilder, planOf, rejectedPlan } from '../engine/routing/plan.js';
+import { PlanBuilder, planOf, rejectedPlan, type AffinityNote } from '../engine/routing/plan.js';
+import { noteOf, type AffinityKey } from './lib/affinity.js';
+import { affinityKeys } from './lib/affinity-key.js';
 import { balancer, STRATEGIES } from './lib/balancing.js';
 import { chainPlan, type ChainRouting } from './lib/fallback-chain.js';
 import { aliasChoice, continuable, familiesOf, modelChoice, routableIn, UNAVAILABLE_OPTION, type AliasCache, type Choice, type Unavailable } from './lib/model-routing.js';
@@ -32,7 +36,7 @@ import { nothingRoutable, outOfRotation } from './lib/unavailable-hint.js';
 
 export { STRATEGIES } from './lib/balancing.js';
 
-interface Options { strategy?: string; model_routing: boolean; unavailable: Unavailable }
+interface Options { strategy?: string; affinity?: boolean; model_routing: boolean; unavailable: Unavailable }
 
 export default definePlugin<Options>({
   name: 'select-endpoint',
@@ -43,6 +47,7 @@ export default definePlugin<Options>({
     type: 'object', additionalProperties: false,
     properties: {
       strategy: { enum: Object.keys(STRATEGIES), description: 'Default: proxy.load_balancer' },
+      affinity: { type: 'boolean', description: 'Conversation affinity on this route. Default: proxy.affinity.enabled' },
       model_routing: { type: 'boolean', default: true, description: 'Route by the body model through the catalogue (and model-less requests by what the route needs)' },
       unavailable: UNAVAILABLE_OPTION,
     },
@@ -51,14 +56,23 @@ export default definePlugin<Options>({
     const families = familiesOf(env);
     const provider = env.profile?.name ?? env.pipeline;
     const shares = env.config.proxy.degraded_traffic;
-    const order = balancer(STRATEGIES[o.strategy ?? env.config.proxy.load_balancer](), { busy: shares.busy_one_in, warming: shares.warming_one_in });
+    const strategyName = o.strategy ?? env.config.proxy.load_balancer;
+    const aff = env.config.proxy.affinity;
+    const affinityOn = o.affinity ?? aff.enabled;
+    const residency = env.residency;
+    const order = balancer(STRATEGIES[strategyName]({ cold: (ep, model) => residency?.isLoaded(ep, model) === false }), {
+      shares: { busy: shares.busy_one_in, warming: shares.warming_one_in },
+      maxLoadFactor: affinityOn ? aff.max_load_factor : null,
+      byPriority: strategyName === 'priority',
+    });
+    const keyOf = affinityKeys(aff.session_headers.map((h) => h.toLowerCase()));
     const { endpoints, discovery, catalogue } = env;
     const strategy = env.config.model_registry.routing_strategy.type;
     const refreshTimeoutMs = parseDuration(env.config.model_registry.routing_strategy.options.discovery_timeout);
     const kinds = routeKindsOf(env.profile);
     const capabilities = env.profile && kinds.size > 0 ? new CapabilityRouter(env, env.profile.name) : null;
     const cache: AliasCache = new Map();
-    const chains: ChainRouting = { env, families, cache, order, routing: (decision, reason) => routing(decision, reason) };
+    const chains: ChainRouting = { env, families, cache, order, routing: (decision, reason) => routing(decision, reason), affinity: (ctx, list, key) => affinity(ctx, list, key) };
     // One object per decision and reason, made once (they are few) and shared by the plans.
     const decisions = new Map<string, RoutingInfo>();
     const routing = (decision: RoutingInfo['decision'], reason: string): RoutingInfo => {
@@ -66,6 +80,22 @@ export default definePlugin<Options>({
       if (r === undefined || r.decision !== decision) decisions.set(reason, (r = Object.freeze({ strategy, decision, reason })));
       return r;
     };
+
+    /** Affinity's key for a request naming a model, when there is a choice to make (several
+     *  endpoints could serve it, in or out of rotation); undefined: affinity has no say. */
+    const keyFor = (ctx: Context, candidates: readonly Endpoint[]): AffinityKey | null | undefined => {
+      if (!affinityOn || !o.model_routing) return undefined;
+      const model = ctx.requested?.requested ?? ctx.model;
+      if (model === undefined) return undefined;
+      if (candidates.length < 2 && configuredIn().length < 2) return undefined;
+      return keyOf(ctx, model);
+    };
+    /** What affinity did for the ordered candidates (down: endpoints out of rotation that could be home). */
+    const affinity = (ctx: Context, ordered: readonly Endpoint[], key: AffinityKey | null): AffinityNote => {
+      const down = key?.home && routableIn(env, families).length < configuredIn().length ? downServing(ctx) : [];
+      return noteOf(key, ordered, down, strategyName === 'priority');
+    };
+    const configuredIn = (): readonly Endpoint[] => (families.length === 1 ? endpoints.endpoints(families[0].name) : endpoints.all);
 
     /** The plan for one name's choice; a rejection is thrown, or — `unavailable: continue`, the
      *  name served by endpoints down now — a plan without candidates. */
@@ -78,10 +108,13 @@ export default definePlugin<Options>({
         throw continuable(c) ? meanwhile(c.error, downServing(ctx)) : c.error;
       }
       const real = c.realName;
-      if (!real) return ctx.setPlan(planOf(order(c.endpoints), routing(c.decision, c.reason), requested));
+      const key = keyFor(ctx, c.endpoints);
+      const ordered = order(c.endpoints, key, ctx.model);
+      const note = key === undefined ? undefined : affinity(ctx, ordered, key);
+      if (!real) return ctx.setPlan(planOf(ordered, routing(c.decision, c.reason), requested, 'requested', undefined, note));
       const plan = new PlanBuilder();
-      plan.add(0, order(c.endpoints), (ep) => real.get(ep), 'alias');
-      ctx.setPlan(plan.build(routing(c.decision, c.reason), requested));
+      plan.add(0, ordered, (ep) => real.get(ep), 'alias');
+      ctx.setPlan(plan.build(routing(c.decision, c.reason), requested, note));
     };
 
     /** Endpoints of the route's families out of rotation by their health (Unhealthy, Offline). */
@@ -142,7 +175,7 @@ export default definePlugin<Options>({
       // stands for another name), or an alias (its real names; kept without model routing too).
       const route = ctx.requested;
       if (route && o.model_routing && (route.groups.length > 1 || route.groups[0].name !== route.requested)) {
-        const plan = chainPlan(chains, routable, route);
+        const plan = chainPlan(chains, routable, route, ctx, keyFor(ctx, routable));
         if ('candidates' in plan) return ctx.setPlan(plan);
         // Every name of the chain served only by endpoints out of rotation: one of them is tried.
         const down = plan.reason.endsWith('_unavailable');

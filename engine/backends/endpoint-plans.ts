@@ -21,6 +21,8 @@ export interface EndpointPlan {
   profile: Profile;
   url: URL;
   priority: number;
+  /** Its share of traffic against its peers (every balancer, affinity). */
+  weight: number;
   version?: string;
   healthUrl: string;
   modelUrl: string;
@@ -188,6 +190,7 @@ export function planEndpoint(ep: EndpointConfig, index: number, config: GatewayC
     profile,
     url,
     priority: ep.priority ?? profile.characteristics.default_priority,
+    weight: ep.weight ?? 1,
     version: ep.version,
     healthUrl: joinEndpointUrl(url, ep.health_check_url ?? profile.api.health_check_path ?? '/'),
     modelUrl: joinEndpointUrl(url, ep.model_url ?? profile.api.model_discovery_path ?? '/v1/models'),

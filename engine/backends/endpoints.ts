@@ -2,9 +2,12 @@
 // are read once at load and kept out of everything that is printed.
 import { buildConnector, Pool } from 'undici';
 import { CircuitBreaker, type BreakerSettings } from './breaker.js';
+import type { EngineLoadReport } from './engine-load.js';
+import { PeakEwma } from './peak-ewma.js';
 import type { Dispatch } from './interceptors.js';
 import { EndpointQueue, type QueueSettings } from './queue.js';
 import type { EndpointRateGate, Rate } from './rate-buckets.js';
+import { fnv1a32 } from '../core/hash.js';
 import { retryAfterMs } from '../core/head.js';
 import { recentEnough } from './version.js';
 import type { Profile } from '../core/profiles.js';
@@ -38,6 +41,10 @@ export class Endpoint {
   readonly origin: string;
   readonly breaker: CircuitBreaker;
   readonly upstream = new UpstreamTimings();
+  /** Recent time to the first byte of a reply body (the p2c balancer's latency). */
+  readonly latency = new PeakEwma();
+  /** id as a 32-bit number: what rendezvous hashing mixes with a conversation's key. */
+  readonly idHash: number;
   name!: string;
   profile!: Profile;
   /** URL path without a trailing slash ("" for the root): kept in front of every forwarded path. */
@@ -45,6 +52,8 @@ export class Endpoint {
   /** The URL's own query string (without "?"), added to every forwarded request; never shown. */
   query!: string;
   priority!: number;
+  /** Its share of traffic against its peers (every balancer, affinity); default 1. */
+  weight!: number;
   /** The backend's version when configured (feature checks such as msgapi min_version). */
   version: string | undefined;
   /** It speaks the messages API itself: the profile declares it (api.msgapi_support.enabled) and
@@ -78,6 +87,9 @@ export class Endpoint {
   state: HealthState = 'unknown';
   /** Proxied requests in flight (least-connections balancing). */
   active = 0;
+  /** What the engine last said it is running and holding in its queue (engine-load.ts); null: no
+   *  such report, or none fresh. */
+  engineLoad: EngineLoadReport | null = null;
   /** Replies from this endpoint being relayed to clients as streams now (routing/relay.ts). */
   streams = 0;
   /** Requests the stale-socket interceptor sent once more on a fresh connection. */
@@ -98,6 +110,7 @@ export class Endpoint {
 
   constructor(id: string, plan: EndpointPlan, breaker: BreakerSettings) {
     this.id = id;
+    this.idHash = fnv1a32(id);
     this.url = sanitizeUrl(plan.url);
     this.origin = plan.url.origin;
     this.breaker = new CircuitBreaker(breaker);
@@ -112,6 +125,7 @@ export class Endpoint {
     this.basePath = plan.url.pathname.replace(/\/+$/, '');
     this.query = plan.url.search.slice(1);
     this.priority = plan.priority;
+    this.weight = plan.weight;
     this.version = plan.version;
     const msgapi = plan.profile.api.msgapi_support;
     this.speaksMessagesApi = msgapi?.enabled === true && recentEnough(plan.version, msgapi.min_version);
@@ -183,6 +197,13 @@ export class Endpoint {
   upstreamPath(path: string): string {
     const full = this.basePath + path;
     return this.query ? `${full}${full.includes('?') ? '&' : '?'}${this.query}` : full;
+  }
+
+  /** Requests it is serving now: this gateway's in flight, plus those the engine last reported
+   *  serving for others while that report is fresh (engine-load.ts). */
+  load(now: number): number {
+    const r = this.engineLoad;
+    return r === null || r.until < now ? this.active : this.active + r.others;
   }
 
   get uptimePercentage(): number {

@@ -49,7 +49,7 @@ export class HealthMonitor {
   /** Aborts the checks under way at shutdown: stopping never waits on a backend that hangs. */
   private readonly halt = new AbortController();
 
-  /** `afterPass`: run (not awaited) after each passing check — the residency report, which must
+  /** `afterPass`: run (not awaited) after each passing check — the engine's own reports (residency, load), which must
    *  neither delay nor join the health check (a connection failure's re-check must not wait on it). */
   constructor(private readonly registry: EndpointRegistry, private readonly log: Logger, private readonly afterPass?: (ep: Endpoint) => void) {}
 

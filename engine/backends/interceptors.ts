@@ -3,7 +3,8 @@
 //   breaker     — admission (an open breaker skips the endpoint: BreakerOpen, nothing sent)
 //                 and the outcome recorded on the breaker, with a pause the endpoint asked for
 //                 (Retry-After on a 429 or 503: it goes last in the balancing order until then);
-//   inflight    — active-request counts (least-connections) and the time to the reply head;
+//   inflight    — active-request counts (least-connections) and the time to the reply head and
+//                 to its first body byte (the p2c balancer's peak EWMA);
 //   health      — a connection-level failure marks the endpoint unhealthy (and re-checks it);
 //                 an answer from an endpoint out of rotation (a last resort) brings it back;
 //   staleRetry  — a replay-safe request that a pooled socket failed (reset or closed after it
@@ -110,6 +111,8 @@ export const breaker = (ep: Endpoint): Interceptor => (next) => (opts, handler) 
 class InflightWatch extends Forwarding {
   private readonly started = performance.now();
   private open = true;
+  /** A successful reply whose first body byte is still to come (its time is then recorded). */
+  private awaitingBody = false;
   constructor(private readonly ep: Endpoint, next: Handler) {
     super(next);
   }
@@ -119,11 +122,24 @@ class InflightWatch extends Forwarding {
       this.ep.active--;
     }
   }
+  private firstByte(): void {
+    this.awaitingBody = false;
+    const now = performance.now();
+    this.ep.latency.record(now - this.started, now);
+  }
   override onResponseStart(c: Controller, status: number, headers: ReplyHeaders, message?: string): void {
-    if (status >= 200) this.ep.upstream.record(performance.now() - this.started);
+    if (status >= 200) {
+      this.ep.upstream.record(performance.now() - this.started);
+      this.awaitingBody = status < 400;
+    }
     super.onResponseStart(c, status, headers, message);
   }
+  override onResponseData(c: Controller, chunk: Buffer): void {
+    if (this.awaitingBody) this.firstByte();
+    super.onResponseData(c, chunk);
+  }
   override onResponseEnd(c: Controller, trailers: Trailers): void {
+    if (this.awaitingBody) this.firstByte();
     this.finish();
     super.onResponseEnd(c, trailers);
   }

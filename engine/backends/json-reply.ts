@@ -21,9 +21,13 @@ export class BoundedBody {
     this.chunks.push(chunk);
   }
 
+  text(): string {
+    return Buffer.concat(this.chunks, this.size).toString('utf8');
+  }
+
   /** The body parsed as JSON (a SyntaxError when it is not). */
   json(): unknown {
-    return JSON.parse(Buffer.concat(this.chunks, this.size).toString('utf8'));
+    return JSON.parse(this.text());
   }
 }
 

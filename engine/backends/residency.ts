@@ -2,24 +2,18 @@
 // first is slow for a reason (a cold load, not a stall), and the attempt loop gives it the longer
 // cold_first_token_timeout. Two sources, the fresher first:
 //  - the family's own report (profile api.residency_path: localrunner's api/ps lists what is
-//    loaded; mlxmulti's v1/models/status lists every model with `loaded`), fetched after each
-//    passing health check, within check_timeout and 1 MiB, on connections of its own — a failure
-//    makes the answer unknown and never touches health, breaker or traffic counts;
+//    loaded; mlxmulti's v1/models/status lists every model with `loaded`), read after each
+//    passing health check (engine-reports.ts) — a failure makes the answer unknown;
 //  - the catalogue, where discovery's list says `loaded` (LM Studio `state`, mlxmulti).
 // A report is forgotten when the endpoint stops being routable. Names follow the lookup rule
 // (model-names.ts): "llama3" finds a loaded "llama3:latest".
-import { Agent, request } from 'undici';
 import type { Logger } from 'pino';
 import type { Catalogue } from './catalogue.js';
 import type { Endpoint } from './endpoints.js';
-import { readJson } from './json-reply.js';
+import type { EngineReports } from './engine-reports.js';
 import { parseModelList, type DiscoveredModel } from './model-lists.js';
 import { NameIndex } from './model-names.js';
 import type { EndpointRegistry } from './registry.js';
-import { SingleFlight } from './single-flight.js';
-
-/** A residency report is a few KiB; this bounds what one endpoint can make the gateway hold. */
-export const RESIDENCY_REPLY_LIMIT = 1024 * 1024;
 
 export class Residency {
   /** Listed name → loaded, per endpoint that reported; a name not listed is not loaded. */
@@ -27,11 +21,10 @@ export class Residency {
   /** The catalogue's lists indexed by the lookup rule, made once per list (a list is replaced,
    *  never changed, when rediscovered). */
   private readonly listed = new WeakMap<readonly DiscoveredModel[], NameIndex<DiscoveredModel>>();
-  private readonly inFlight = new SingleFlight<Endpoint, void>();
-  private readonly agent = new Agent({ keepAliveTimeout: 2_500, keepAliveMaxTimeout: 2_500 });
-  private readonly halt = new AbortController();
+  private readonly inFlight;
 
-  constructor(registry: EndpointRegistry, private readonly catalogue: Catalogue, private readonly log: Logger) {
+  constructor(registry: EndpointRegistry, private readonly catalogue: Catalogue, private readonly reader: EngineReports, private readonly log: Logger) {
+    this.inFlight = reader.singleFlight();
     registry.on('state', (ep: Endpoint) => {
       if (!ep.routable) this.reports.delete(ep);
     });
@@ -66,25 +59,9 @@ export class Residency {
     this.reports.delete(ep);
   }
 
-  async stop(): Promise<void> {
-    this.halt.abort();
-    await this.inFlight.drain();
-    await this.agent.close();
-  }
-
   private async fetch(ep: Endpoint, path: string): Promise<void> {
     try {
-      const res = await request(ep.origin + ep.upstreamPath(path), {
-        method: 'GET',
-        headers: ep.headers as string[],
-        signal: AbortSignal.any([this.halt.signal, AbortSignal.timeout(ep.checkTimeoutMs)]),
-        dispatcher: this.agent,
-      });
-      if (res.statusCode !== 200) {
-        await res.body.dump();
-        throw new Error(`answered ${res.statusCode}`);
-      }
-      const body = await readJson(res.body, RESIDENCY_REPLY_LIMIT, `the ${path} reply`);
+      const body = (await this.reader.read(ep, path, `the ${path} reply`)).json();
       const index = new NameIndex<boolean>();
       // An entry without `loaded` is listed because it is loaded (api/ps).
       for (const m of parseModelList(body, ep.profile.request.response_format)) index.add(m.name, m.loaded ?? true, ep.profile.models);
@@ -92,7 +69,7 @@ export class Residency {
       if (ep.routable && !ep.retired) this.reports.set(ep, index);
     } catch (err) {
       this.reports.delete(ep);
-      if (!this.halt.signal.aborted) this.log.debug({ endpoint: ep.name, path, err: err instanceof SyntaxError ? 'not JSON' : (err as Error).message }, 'residency report failed; loaded models unknown');
+      if (!this.reader.stopped) this.log.debug({ endpoint: ep.name, path, err: err instanceof SyntaxError ? 'not JSON' : (err as Error).message }, 'residency report failed; loaded models unknown');
     }
   }
 }

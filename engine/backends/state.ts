@@ -6,6 +6,8 @@ import type { GatewayConfig } from '../core/config.js';
 import { parseDuration } from '../core/duration.js';
 import { Catalogue } from './catalogue.js';
 import { DiscoveryService } from './discovery.js';
+import { EngineLoad } from './engine-load.js';
+import { EngineReports } from './engine-reports.js';
 import type { EndpointPlan } from './endpoint-plans.js';
 import { HealthMonitor } from './health.js';
 import { EndpointRateGate, RateBuckets } from './rate-buckets.js';
@@ -22,6 +24,9 @@ export class Backends {
   readonly discovery: DiscoveryService;
   /** Which models each endpoint has loaded now (residency.isLoaded): the cold first-token deadline. */
   readonly residency: Residency;
+  /** What each engine reports it is running (endpoint.load): balancing counts others' requests too. */
+  readonly engineLoad: EngineLoad;
+  private readonly reports = new EngineReports();
   readonly stats = new Stats();
   /** The Prometheus registry (/internal/metrics): its series outlive reloads like the counters. */
   readonly metrics = new Metrics();
@@ -39,8 +44,12 @@ export class Backends {
       markAnswered: (ep, status) => this.health.markAnswered(ep, status),
     });
     this.catalogue = new Catalogue(() => this.endpoints.all);
-    this.residency = new Residency(this.endpoints, this.catalogue, log);
-    this.health = new HealthMonitor(this.endpoints, log, (ep) => void this.residency.refresh(ep));
+    this.residency = new Residency(this.endpoints, this.catalogue, this.reports, log);
+    this.engineLoad = new EngineLoad(this.endpoints, this.reports, log);
+    this.health = new HealthMonitor(this.endpoints, log, (ep) => {
+      void this.residency.refresh(ep);
+      void this.engineLoad.refresh(ep);
+    });
     this.discovery = new DiscoveryService(this.endpoints, this.catalogue, config, log);
     this.reconcile(config, plans);
   }
@@ -57,7 +66,10 @@ export class Backends {
     };
     const r = this.endpoints.reconcile(plans, breaker);
     this.catalogue.reconcile(r.removed);
-    for (const ep of r.removed) this.residency.forget(ep);
+    for (const ep of r.removed) {
+      this.residency.forget(ep);
+      this.engineLoad.forget(ep);
+    }
     this.health.reconcile(r);
     this.discovery.configure(config);
     this.buckets.configure(config.server.rate_limits.max_tracked_clients);
@@ -76,7 +88,7 @@ export class Backends {
 
   async stop(): Promise<void> {
     await this.health.stop();
-    await this.residency.stop();
+    await this.reports.stop();
     await this.discovery.stop();
     this.stats.stopObserving();
     await this.endpoints.close();

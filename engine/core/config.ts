@@ -16,7 +16,7 @@ export interface AuthConfig {
   token?: string; token_file?: string;
 }
 export interface EndpointConfig {
-  name: string; type: string; url: string; priority?: number; version?: string;
+  name: string; type: string; url: string; priority?: number; weight: number; version?: string;
   health_check_url?: string; model_url?: string;
   check_interval: Duration; check_timeout: Duration;
   headers: Record<string, string>; auth?: AuthConfig;
@@ -28,6 +28,8 @@ export interface EndpointConfig {
 }
 /** proxy.continuation: a stream that breaks after its content is finished by another candidate. */
 export interface ContinuationConfig { enabled: boolean; max: number; same_model_only: boolean }
+/** proxy.affinity: a conversation's requests go where its prompt is cached. */
+export interface AffinityConfig { enabled: boolean; max_load_factor: number; session_headers: string[] }
 export interface GatewayConfig {
   server: {
     host: string; port: number; shutdown_timeout: Duration;
@@ -41,7 +43,7 @@ export interface GatewayConfig {
     };
   };
   proxy: {
-    load_balancer: string; degraded_traffic: { busy_one_in: number; warming_one_in: number }; connection_timeout: Duration; response_timeout: Duration; stream_idle_timeout: Duration;
+    load_balancer: string; affinity: AffinityConfig; degraded_traffic: { busy_one_in: number; warming_one_in: number }; connection_timeout: Duration; response_timeout: Duration; stream_idle_timeout: Duration;
     max_retries: number; profiles_dir: string;
     retry: { on_statuses: number[]; budget: Duration; backoff: Duration; fleet: { ratio: number; min_per_second: number; window: Duration } };
     first_token_timeout: Duration; cold_first_token_timeout: Duration; enable_optional_prefixes: boolean;

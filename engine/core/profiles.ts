@@ -11,6 +11,15 @@ import { readYaml } from './yaml-file.js';
 /** How an engine continues an answer on one route: the API the route speaks (plugins/lib/continuation/). */
 export type ContinuationKind = 'chat' | 'completions' | 'messages' | 'ollama_chat' | 'ollama_generate' | 'llama_completion';
 
+/** One route where an engine reports its load, and how to read it. */
+export interface LoadSource {
+  path: string;
+  format: 'prometheus' | 'llamacpp_slots';
+  /** prometheus: the gauges summed as running and as waiting requests. */
+  running?: string[];
+  waiting?: string[];
+}
+
 export interface Profile {
   name: string;
   type_aliases: string[];
@@ -34,6 +43,8 @@ export interface Profile {
     /** What the backend has loaded now (localrunner api/ps, mlxmulti v1/models/status): read
      *  after each passing health check (backends/residency.ts). */
     residency_path?: string;
+    /** Where the engine reports its running and waiting requests (backends/engine-load.ts). */
+    load_report?: LoadSource[];
     health_check_path?: string;
     metrics_path?: string;
     /** The paths whose gateway-made errors take another shape than the route's (core/error-formats.ts). */

@@ -38,6 +38,17 @@ export interface RoutingInfo {
   readonly reason: string;
 }
 
+/** What conversation affinity made of the request (plugins/lib/affinity.ts): the X-Gw-Affinity
+ *  header, metrics and the access log read it with the endpoint that answered. */
+export interface AffinityNote {
+  /** Where the key came from (a header name, "conversation"); null: the request had none. */
+  readonly source: string | null;
+  /** The endpoint the key prefers; null without a key. */
+  readonly home: Endpoint | null;
+  /** Why the first candidate is another (overloaded, busy, offline…); null: it is home. */
+  readonly moved: string | null;
+}
+
 export interface RoutePlan {
   readonly candidates: readonly Candidate[];
   /** Index of the first candidate serving a fallback model; candidates.length when none does. */
@@ -45,6 +56,8 @@ export interface RoutePlan {
   readonly routing: RoutingInfo | null;
   /** The requested name (a model or an alias), named when a fallback answers instead. */
   readonly requested: string | undefined;
+  /** Set when affinity placed the request; absent when it was off or had no choice to make. */
+  readonly affinity?: AffinityNote;
 }
 
 /** One name a request's model stands for: a model, or an alias whose real names any serving
@@ -62,10 +75,10 @@ export interface ModelRoute {
 }
 
 /** A plan in which every endpoint serves the same name. */
-export function planOf(endpoints: readonly Endpoint[], routing: RoutingInfo | null, requested?: string, why: Why = 'requested', model?: string): RoutePlan {
+export function planOf(endpoints: readonly Endpoint[], routing: RoutingInfo | null, requested?: string, why: Why = 'requested', model?: string, affinity?: AffinityNote): RoutePlan {
   const candidates: Candidate[] = new Array(endpoints.length);
   for (let i = 0; i < endpoints.length; i++) candidates[i] = { endpoint: endpoints[i], model, group: 0, why };
-  return { candidates, fallbackFrom: candidates.length, routing, requested };
+  return affinity ? { candidates, fallbackFrom: candidates.length, routing, requested, affinity } : { candidates, fallbackFrom: candidates.length, routing, requested };
 }
 
 /** A refusal: no candidates, the decision (rejected) kept for the reply's headers. */
@@ -86,9 +99,9 @@ export class PlanBuilder {
     for (const endpoint of endpoints) this.candidates.push({ endpoint, model: modelOf(endpoint), group, why });
   }
 
-  build(routing: RoutingInfo | null, requested: string | undefined): RoutePlan {
+  build(routing: RoutingInfo | null, requested: string | undefined, affinity?: AffinityNote): RoutePlan {
     const fallbackFrom = this.fallbackFrom < 0 ? this.candidates.length : this.fallbackFrom;
-    return { candidates: this.candidates, fallbackFrom, routing, requested };
+    return affinity ? { candidates: this.candidates, fallbackFrom, routing, requested, affinity } : { candidates: this.candidates, fallbackFrom, routing, requested };
   }
 }
 

@@ -1,62 +1,159 @@
-// The order candidates are tried in, in three passes over the routable endpoints:
-// 1. the balancing strategy: priority, round-robin, least-connections;
-// 2. state weights: a Busy or Warming endpoint keeps only 1 in N of the first places the strategy
-//    gives it while a Healthy endpoint is among the candidates (proxy.degraded_traffic); the other
-//    first places go to the Healthy ones. Counted per endpoint, no randomness: shares are exact;
-// 3. capacity: endpoints with a free slot (or no concurrency limit) before those whose every slot
+// The order candidates are tried in, in passes over the routable endpoints:
+// 1. the balancing strategy: priority, round-robin, least-connections, p2c — each honouring the
+//    endpoints' weights;
+// 2. conversation affinity (affinity.ts): a request with a key tries the equally preferred (the
+//    top priority under `priority`, every candidate otherwise) in the key's order, its endpoint
+//    first; the strategy's order for the rest;
+// 3. state weights: a Busy or Warming endpoint keeps only 1 in N of the first places it is given
+//    while a Healthy endpoint is among the candidates (proxy.degraded_traffic); the other first
+//    places go to the Healthy ones. Counted per endpoint, no randomness: shares are exact;
+// 4. capacity: endpoints with a free slot (or no concurrency limit) before those whose every slot
 //    is held, so a request queues only where no candidate can take it now;
-// 4. pauses: an endpoint whose last 429 or 503 asked to wait (Retry-After) comes last until the
+// 5. pauses: an endpoint whose last 429 or 503 asked to wait (Retry-After) comes last until the
 //    wait is over: it is tried only when nothing better is left.
+// Load is an endpoint's requests in flight plus what its engine reports serving for others
+// (Endpoint.load, backends/engine-load.ts).
 import type { Endpoint } from '../../engine/backends/endpoints.js';
+import { rankKey, type AffinityKey } from './affinity.js';
 
-export type Order = (routable: readonly Endpoint[]) => readonly Endpoint[];
+/** `model`: the name the request asks for, where it names one (p2c prefers endpoints that have it loaded). */
+export type Order = (routable: readonly Endpoint[], key?: AffinityKey | null, model?: string) => readonly Endpoint[];
+
+/** What a strategy may ask the backends' state: is the model not loaded there (Ollama's api/ps,
+ *  LM Studio's state: backends/residency.ts)? */
+export interface BalancingState {
+  cold(ep: Endpoint, model: string): boolean;
+}
 
 const byPriority = (a: Endpoint, b: Endpoint) => b.priority - a.priority;
 
-/** Highest priority first; endpoints sharing the top priority take turns. */
+/** Smooth weighted round-robin (nginx's): each turn every endpoint gains its weight, the richest
+ *  is chosen and pays the total. Equal weights give plain turns; weight 2 takes two turns in three
+ *  against a weight-1 peer, spread out rather than back to back. */
+class Turns {
+  private readonly credit = new WeakMap<Endpoint, number>();
+
+  /** The index of the next of list[0..n). */
+  next(list: readonly Endpoint[], n: number): number {
+    let total = 0;
+    let best = 0;
+    let richest = -Infinity;
+    for (let i = 0; i < n; i++) {
+      const ep = list[i];
+      const c = (this.credit.get(ep) ?? 0) + ep.weight;
+      this.credit.set(ep, c);
+      total += ep.weight;
+      if (c > richest) {
+        richest = c;
+        best = i;
+      }
+    }
+    this.credit.set(list[best], richest - total);
+    return best;
+  }
+}
+
+/** Highest priority first; endpoints sharing the top priority take turns by weight. */
 function priority(): Order {
-  let turn = 0;
+  const turns = new Turns();
   return (routable) => {
     if (routable.length === 1) return routable;
     const sorted = [...routable].sort(byPriority);
     let tier = 1;
     while (tier < sorted.length && sorted[tier].priority === sorted[0].priority) tier++;
     if (tier > 1) {
-      const k = turn++ % tier;
+      const k = turns.next(sorted, tier);
       return [...sorted.slice(k, tier), ...sorted.slice(0, k), ...sorted.slice(tier)];
     }
     return sorted;
   };
 }
 
-/** Each request starts one endpoint further along; failover continues around the ring. */
+/** Each request starts one endpoint further along (by weight); failover continues around the ring. */
 function roundRobin(): Order {
-  let turn = 0;
+  const turns = new Turns();
   return (routable) => {
     const n = routable.length;
     if (n === 1) return routable;
-    const k = turn++ % n;
+    const k = turns.next(routable, n);
     return [...routable.slice(k), ...routable.slice(0, k)];
   };
 }
 
-/** Fewest requests in flight first; ties go to the higher priority, then configuration order. */
+/** Least load for its weight first; ties go to the higher priority, then configuration order. */
 function leastConnections(): Order {
-  return (routable) => (routable.length === 1 ? routable : [...routable].sort((a, b) => a.active - b.active || byPriority(a, b)));
+  return (routable) => {
+    if (routable.length === 1) return routable;
+    const now = performance.now();
+    return [...routable].sort((a, b) => a.load(now) / a.weight - b.load(now) / b.weight || byPriority(a, b));
+  };
 }
 
-export const STRATEGIES: Record<string, () => Order> = {
+/** An unmeasured endpoint already carrying requests waits for its first measure before more
+ *  (Finagle's penalty); an idle one is tried. */
+const UNMEASURED_BUSY = 1e9;
+
+/** What p2c compares: (load + 1) × recent time to first byte, per unit of weight. */
+export function p2cCost(ep: Endpoint, now: number): number {
+  const load = ep.load(now);
+  const latency = ep.latency.samples === 0 ? (load === 0 ? 0 : UNMEASURED_BUSY) : ep.latency.value(now);
+  return ((load + 1) * latency) / ep.weight;
+}
+
+/** Power of two choices (Mitzenmacher; Finagle's and Linkerd's balancer): of two endpoints drawn
+ *  at random in proportion to weight, the cheaper (p2cCost) goes first — near least-loaded
+ *  choices without herding every request onto one endpoint between load reports. An endpoint that
+ *  must load the model first (a cold load takes seconds) is dearer than any that has it loaded.
+ *  The rest follow cheapest first (failover). */
+function p2c(state?: BalancingState): Order {
+  return (routable, _key, model) => {
+    const n = routable.length;
+    if (n === 1) return routable;
+    const now = performance.now();
+    const cold = (ep: Endpoint) => (model !== undefined && state?.cold(ep, model) ? 1 : 0);
+    const cheaper = (x: Endpoint, y: Endpoint) => cold(x) - cold(y) || p2cCost(x, now) - p2cCost(y, now);
+    const a = drawn(routable, -1);
+    const b = drawn(routable, a);
+    const first = cheaper(routable[b], routable[a]) < 0 ? b : a;
+    const rest = routable.filter((_, i) => i !== first).sort(cheaper);
+    return [routable[first], ...rest];
+  };
+}
+
+/** An index drawn in proportion to weight, never `not`. */
+function drawn(list: readonly Endpoint[], not: number): number {
+  let total = 0;
+  for (let i = 0; i < list.length; i++) if (i !== not) total += list[i].weight;
+  let r = Math.random() * total;
+  for (let i = 0; i < list.length; i++) {
+    if (i === not) continue;
+    r -= list[i].weight;
+    if (r < 0) return i;
+  }
+  return not === list.length - 1 ? list.length - 2 : list.length - 1;
+}
+
+export const STRATEGIES: Record<string, (state?: BalancingState) => Order> = {
   priority,
   'round-robin': roundRobin,
   round_robin: roundRobin,
   'least-connections': leastConnections,
   least_conn: leastConnections,
+  p2c,
 };
 
 /** 1 in N first places kept by a degraded endpoint while a Healthy one is a candidate; 0: none. */
 export interface DegradedShares {
   busy: number;
   warming: number;
+}
+
+export interface BalancerSettings {
+  shares: DegradedShares;
+  /** proxy.affinity.max_load_factor; null: affinity off. */
+  maxLoadFactor: number | null;
+  /** Affinity chooses within the top priority (the priority strategy) rather than among all. */
+  byPriority: boolean;
 }
 
 const isHealthy = (e: Endpoint) => e.state === 'healthy';
@@ -66,15 +163,30 @@ const hasRoom = (e: Endpoint) => !saturated(e);
 /** Asked for a pause at some time (cheap test first; the clock only when one did). */
 const paused = (e: Endpoint) => e.coolingUntil > 0;
 
-/** The strategy's order with the state weights and capacity applied (see the top of this file). */
-export function balancer(order: Order, shares: DegradedShares): Order {
-  /** First places the strategy gave each degraded endpoint. */
+/** The endpoints affinity chooses among: the top priority's, or all. */
+function equallyPreferred(list: readonly Endpoint[], byPriority: boolean): readonly Endpoint[] {
+  if (!byPriority) return list;
+  let top = -Infinity;
+  for (const e of list) if (e.priority > top) top = e.priority;
+  return list.every((e) => e.priority === top) ? list : list.filter((e) => e.priority === top);
+}
+
+/** The strategy's order with affinity, the state weights and capacity applied (see the top of this file). */
+export function balancer(order: Order, s: BalancerSettings): Order {
+  /** First places given to each degraded endpoint. */
   const offered = new WeakMap<Endpoint, number>();
-  return (list) => {
-    let ordered = order(list);
+  return (list, key, model) => {
+    let ordered = order(list, null, model);
+    if (key && s.maxLoadFactor !== null && list.length > 0) {
+      const tier = equallyPreferred(list, s.byPriority);
+      if (tier.length > 1) {
+        const ranked = rankKey(tier, key, s.maxLoadFactor, performance.now());
+        ordered = tier.length === list.length ? ranked : [...ranked, ...ordered.filter((e) => !tier.includes(e))];
+      } else key.home = tier[0];
+    }
     const first = ordered[0];
     if (first !== undefined && first.state !== 'healthy' && ordered.some(isHealthy)) {
-      const every = first.state === 'busy' ? shares.busy : shares.warming;
+      const every = first.state === 'busy' ? s.shares.busy : s.shares.warming;
       const n = (offered.get(first) ?? 0) + 1;
       offered.set(first, n);
       if (every === 0 || n % every !== 0) ordered = [...ordered.filter(isHealthy), ...ordered.filter(notHealthy)];

@@ -34,6 +34,7 @@ export function endpointDetail(ep: Endpoint, stats: Stats) {
     type: ep.family,
     url: ep.url,
     priority: ep.priority,
+    weight: ep.weight,
     status: ep.state,
     healthy: isHealthy(ep),
     routable: ep.routable,
@@ -46,6 +47,12 @@ export function endpointDetail(ep: Endpoint, stats: Stats) {
     /** Time to the backend's reply head, from the endpoint's own interceptor. */
     average_upstream_latency: averageLatency(ep.upstream.totalMs, ep.upstream.count),
     active_requests: ep.active,
+    /** What balancing counts: this gateway's requests in flight plus those the engine reports
+     *  serving for others (engine: its last report, null without a fresh one). */
+    load: loadView(ep, performance.now()),
+    /** Recent time to the first byte of a reply (peak EWMA, p2c) as of the last reply (it decays
+     *  while the endpoint is quiet); null before the first. */
+    latency_ewma: ep.latency.samples === 0 ? null : formatDuration(ep.latency.atLastSample),
     queue: ep.queue ? queueView(ep.queue) : null,
     consecutive_failures: ep.consecutiveFailures,
     /** The timeouts and failover settings in force: each value as written, and where it came from
@@ -69,6 +76,16 @@ export function endpointDetail(ep: Endpoint, stats: Stats) {
     last_latency: formatDuration(ep.lastLatencyMs),
     next_check: ep.nextCheckAt?.toISOString() ?? null,
     ...(ep.lastError ? { error: ep.lastError } : {}),
+  };
+}
+
+function loadView(ep: Endpoint, now: number) {
+  const r = ep.engineLoad;
+  const fresh = r !== null && r.until >= now;
+  return {
+    total: ep.load(now),
+    in_flight: ep.active,
+    engine: fresh ? { running: r.running, waiting: r.waiting, others: r.others, from: r.path, read_at: r.readAt.toISOString() } : null,
   };
 }
 

@@ -6,10 +6,11 @@
 // the request goes straight to its fallback (X-Gw-Routing-Decision: fallback).
 import type { Endpoint } from '../../engine/backends/endpoints.js';
 import { gwError, type GatewayError } from '../../engine/core/errors.js';
-import type { ModelRoute, RoutePlan, RoutingInfo } from '../../engine/kernel/context.js';
+import type { Context, ModelRoute, RoutePlan, RoutingInfo } from '../../engine/kernel/context.js';
 import type { PluginEnv } from '../../engine/kernel/plugin.js';
 import type { Profile } from '../../engine/core/profiles.js';
-import { PlanBuilder } from '../../engine/routing/plan.js';
+import { PlanBuilder, type AffinityNote } from '../../engine/routing/plan.js';
+import type { AffinityKey } from './affinity.js';
 import type { Order } from './balancing.js';
 import { aliasChoice, modelChoice, type AliasCache, type Choice } from './model-routing.js';
 
@@ -20,13 +21,17 @@ export interface ChainRouting {
   order: Order;
   /** The step's shared routing decisions (one object per reason). */
   routing: (decision: RoutingInfo['decision'], reason: string) => RoutingInfo;
+  /** What affinity did with the ordered endpoints of the name it placed. */
+  affinity: (ctx: Context, ordered: readonly Endpoint[], key: AffinityKey | null) => AffinityNote;
 }
 
-/** The chain's plan, or why nothing of it can be served (the first name's rejection). */
-export function chainPlan(r: ChainRouting, routable: readonly Endpoint[], route: ModelRoute): RoutePlan | { error: GatewayError; reason: string } {
+/** The chain's plan, or why nothing of it can be served (the first name's rejection). Affinity's
+ *  `key` (undefined: no say) places the first name that can be served: where the conversation goes. */
+export function chainPlan(r: ChainRouting, routable: readonly Endpoint[], route: ModelRoute, ctx: Context, key: AffinityKey | null | undefined): RoutePlan | { error: GatewayError; reason: string } {
   const plan = new PlanBuilder();
   let rejection: Choice | undefined;
   let primaryServed = false;
+  let note: AffinityNote | undefined;
   route.groups.forEach((g, i) => {
     // Refreshed: a chain does not wait for discovery, its next name is the answer to a miss.
     const c = g.targets ? aliasChoice(r.env, r.families, routable, g.name, g.targets, r.cache) : (modelChoice(r.env, r.families, routable, g.name, true) as Choice);
@@ -34,7 +39,10 @@ export function chainPlan(r: ChainRouting, routable: readonly Endpoint[], route:
     if (!c || c.endpoints.length === 0) return;
     if (i === 0) primaryServed = true;
     const real = c.realName;
-    plan.add(i, r.order(c.endpoints), real ? (ep) => real.get(ep) : () => g.name, i > 0 ? 'fallback' : real ? 'alias' : 'requested');
+    const placed = plan.size === 0 && key !== undefined;
+    const ordered = r.order(c.endpoints, placed ? key : undefined, real ? undefined : g.name);
+    if (placed) note = r.affinity(ctx, ordered, key);
+    plan.add(i, ordered, real ? (ep) => real.get(ep) : () => g.name, i > 0 ? 'fallback' : real ? 'alias' : 'requested');
   });
   if (plan.size === 0) {
     const error = rejection?.error ?? gwError('MODEL_NOT_FOUND', { model: route.requested, hint: `no routable endpoint serves any of ${route.groups.map((g) => g.name).join(', ')}` });
@@ -43,5 +51,6 @@ export function chainPlan(r: ChainRouting, routable: readonly Endpoint[], route:
   return plan.build(
     primaryServed ? r.routing('routed', 'model_found') : r.routing('fallback', `model_fallback (${route.requested}: not served by any routable endpoint)`),
     route.requested,
+    note,
   );
 }

@@ -3,7 +3,7 @@
 import type { Context } from '../../engine/kernel/context.js';
 import { fnv1a36 } from '../../engine/core/hash.js';
 
-const VOLATILE = new Set(['timestamp', 'uptime', 'uptime_seconds', 'last_check', 'last_latency', 'latency', 'next_check']);
+const VOLATILE = new Set(['timestamp', 'uptime', 'uptime_seconds', 'last_check', 'last_latency', 'latency', 'next_check', 'read_at']);
 const stable = (key: string, value: unknown) => (VOLATILE.has(key) ? undefined : value);
 
 export function etagOf(body: unknown): string {

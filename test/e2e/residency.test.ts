@@ -4,7 +4,7 @@
 // unknown otherwise.
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeBackend, type FakeModel } from '../../engine/demo/index.js';
-import { RESIDENCY_REPLY_LIMIT } from '../../engine/backends/residency.js';
+import { REPORT_LIMIT as RESIDENCY_REPLY_LIMIT } from '../../engine/backends/engine-reports.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 

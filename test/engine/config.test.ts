@@ -13,7 +13,7 @@ describe('config defaults', () => {
     expect(source).toBe('(built-in default)');
     expect(config.server).toMatchObject({ host: 'localhost', port: 40114, shutdown_timeout: '10s' });
     expect(config.discovery.static.endpoints).toEqual([
-      { name: 'local-runner', type: 'localrunner', url: 'http://localhost:11434', check_interval: '5s', check_timeout: '2s', headers: {} },
+      { name: 'local-runner', type: 'localrunner', url: 'http://localhost:11434', weight: 1, check_interval: '5s', check_timeout: '2s', headers: {} },
     ]);
     expect(config.proxy).toMatchObject({ load_balancer: 'priority', max_retries: 3, response_timeout: '900s' });
     expect(config.translators.msgapi).toEqual({ enabled: true, max_message_size: 10485760, passthrough: true, strip_billing_header: true });

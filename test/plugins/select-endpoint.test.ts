@@ -5,7 +5,11 @@ import { EndpointQueue } from '../../engine/backends/queue.js';
 import type { Endpoint } from '../../engine/backends/endpoints.js';
 import { applyPlugin, profiles, stubContext, testEnv } from '../helpers/plugin.js';
 
-const ep = (name: string, priority: number, active = 0) => ({ name, priority, active, state: 'healthy' }) as unknown as Endpoint;
+/** A stand-in endpoint: weight 1, its load its requests in flight. */
+const stub = (fields: Record<string, unknown>) => ({ weight: 1, load(this: { active: number }) { return this.active; }, ...fields }) as unknown as Endpoint;
+const ep = (name: string, priority: number, active = 0) => stub({ name, priority, active, state: 'healthy' });
+/** The balancer with affinity off. */
+const plain = (shares: { busy: number; warming: number }) => ({ shares, maxLoadFactor: null, byPriority: true });
 const names = (list: readonly Endpoint[]) => list.map((e) => e.name).join('');
 
 describe('balancing strategies', () => {
@@ -40,8 +44,8 @@ describe('select-endpoint', () => {
     await expect(hooks.request.promise(ctx)).rejects.toMatchObject({ status: 503, type: 'endpoint_unavailable', message: expect.stringContaining('mlxmulti') });
   });
   it('puts a Busy endpoint after the Healthy ones when it is not its turn', async () => {
-    const busy = { name: 'busy', priority: 100, active: 0, state: 'busy' } as unknown as Endpoint;
-    const healthy = { name: 'ok', priority: 1, active: 0, state: 'healthy' } as unknown as Endpoint;
+    const busy = stub({ name: 'busy', priority: 100, active: 0, state: 'busy' });
+    const healthy = stub({ name: 'ok', priority: 1, active: 0, state: 'healthy' });
     const endpoints = { routable: () => [busy, healthy], endpoints: () => [] };
     const hooks = applyPlugin(selectEndpoint, { strategy: 'priority' }, testEnv({ profile: profiles.byName.get('mlxmulti'), endpoints: endpoints as never }));
     const { ctx } = stubContext(hooks);
@@ -68,13 +72,13 @@ function firsts(order: (l: readonly Endpoint[]) => readonly Endpoint[], list: En
   return out;
 }
 
-const at = (name: string, priority: number, state: string, queue: EndpointQueue | null = null) => ({ name, priority, active: 0, state, queue }) as unknown as Endpoint;
+const at = (name: string, priority: number, state: string, queue: EndpointQueue | null = null) => stub({ name, priority, active: 0, state, queue });
 
 describe('state weights (proxy.degraded_traffic)', () => {
   const shares = { busy: 4, warming: 10 };
 
   it('gives a Busy endpoint exactly 1 in 4 of the first places it would have had', () => {
-    const order = balancer(STRATEGIES.priority(), shares);
+    const order = balancer(STRATEGIES.priority(), plain(shares));
     const list = [at('busy', 100, 'busy'), at('ok', 10, 'healthy')];
     expect(firsts(order, list, 40)).toEqual({ busy: 10, ok: 30 });
     // The first places it keeps are every 4th, and the Healthy one stays the failover.
@@ -83,23 +87,23 @@ describe('state weights (proxy.degraded_traffic)', () => {
   });
 
   it('gives a Warming endpoint exactly 1 in 10', () => {
-    const order = balancer(STRATEGIES.priority(), shares);
+    const order = balancer(STRATEGIES.priority(), plain(shares));
     expect(firsts(order, [at('warm', 100, 'warming'), at('ok', 10, 'healthy')], 100)).toEqual({ warm: 10, ok: 90 });
   });
 
   it('reduces, never raises: under round-robin a Busy endpoint keeps 1 in 4 of its turns', () => {
-    const order = balancer(STRATEGIES['round-robin'](), shares);
+    const order = balancer(STRATEGIES['round-robin'](), plain(shares));
     // Its turns are every other request: it keeps 5 of 20 over 40 requests.
     expect(firsts(order, [at('busy', 1, 'busy'), at('ok', 1, 'healthy')], 40)).toEqual({ busy: 5, ok: 35 });
     // Under priority at a lower priority than a Healthy endpoint, it never comes first.
-    const byPriority = balancer(STRATEGIES.priority(), shares);
+    const byPriority = balancer(STRATEGIES.priority(), plain(shares));
     expect(firsts(byPriority, [at('busy', 1, 'busy'), at('ok', 100, 'healthy')], 40)).toEqual({ ok: 40 });
   });
 
   it('0 keeps them behind every Healthy endpoint; without a Healthy one they take everything', () => {
-    const never = balancer(STRATEGIES.priority(), { busy: 0, warming: 0 });
+    const never = balancer(STRATEGIES.priority(), plain({ busy: 0, warming: 0 }));
     expect(firsts(never, [at('busy', 100, 'busy'), at('warm', 90, 'warming'), at('ok', 10, 'healthy')], 20)).toEqual({ ok: 20 });
-    const order = balancer(STRATEGIES.priority(), shares);
+    const order = balancer(STRATEGIES.priority(), plain(shares));
     expect(firsts(order, [at('busy', 100, 'busy'), at('warm', 10, 'warming')], 20)).toEqual({ busy: 20 });
   });
 });
@@ -109,7 +113,7 @@ describe('capacity', () => {
     const full = new EndpointQueue({ maxConcurrent: 1, maxQueued: 5, timeoutMs: 1000 });
     full.tryEnter();
     const free = new EndpointQueue({ maxConcurrent: 1, maxQueued: 5, timeoutMs: 1000 });
-    const order = balancer(STRATEGIES.priority(), { busy: 4, warming: 10 });
+    const order = balancer(STRATEGIES.priority(), plain({ busy: 4, warming: 10 }));
     expect(names(order([at('a', 100, 'healthy', full), at('b', 50, 'healthy', free), at('c', 10, 'healthy')]))).toBe('bca');
     free.tryEnter();
     expect(names(order([at('a', 100, 'healthy', full), at('b', 50, 'healthy', free), at('c', 10, 'healthy')]))).toBe('cab');

@@ -1,0 +1,84 @@
+// A request's conversation key (affinity.ts): the first session header present
+// (proxy.affinity.session_headers: the gateway's own X-Gw-Session-Id, then those known clients
+// send), else the body's prompt_cache_key (the OpenAI field Codex and opencode set to their
+// session), else a hash of the conversation's opening — its system prompt and first user message,
+// what an engine's prefix cache holds from the first turn on. Only the text counts: a client that
+// moves cache_control or reorders fields between turns keeps its key. The model is part of the
+// key, so one session's models are placed independently. Across the APIs:
+//   chat completions, Ollama api/chat   messages: leading system/developer, first user
+//   messages API                        system, first user message
+//   Responses API                       instructions, input (text or its first user item)
+//   completions, llama.cpp, api/generate  system (api/generate), the prompt's first 512 characters
+import { createHash } from 'node:crypto';
+import type { Context } from '../../engine/kernel/context.js';
+import type { AffinityKey } from './affinity.js';
+
+/** Each part of the opening counts up to this many characters: enough to tell conversations apart. */
+const PART_LIMIT = 16_384;
+/** A bare prompt grows with its conversation: only its beginning is the same on every turn. */
+const PROMPT_OPENING = 512;
+
+type Json = Record<string, unknown>;
+
+/** The text of a content value: a string, or the text of its parts (text, input_text, tool results). */
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  let text = '';
+  for (const part of content) {
+    if (typeof part === 'string') text += part;
+    else if (part && typeof part === 'object') {
+      const p = part as Json;
+      if (typeof p.text === 'string') text += p.text;
+      else if (p.content !== undefined) text += textOf(p.content);
+    }
+    if (text.length > PART_LIMIT) break;
+  }
+  return text;
+}
+
+/** System prompt and first user message of a body, or undefined when it has neither. */
+export function openingOf(body: unknown): [string, string] | undefined {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return undefined;
+  const b = body as Json;
+  let system = textOf(b.system) || textOf(b.instructions);
+  let user = '';
+  const turns = Array.isArray(b.messages) ? b.messages : Array.isArray(b.input) ? b.input : null;
+  if (turns) {
+    for (const m of turns) {
+      if (!m || typeof m !== 'object') continue;
+      const { role, content } = m as Json;
+      if (role === 'system' || role === 'developer') system += textOf(content);
+      else if (role === 'user') {
+        user = textOf(content);
+        break;
+      }
+    }
+  } else if (typeof b.input === 'string') user = b.input;
+  else if (typeof b.prompt === 'string') user = b.prompt.slice(0, PROMPT_OPENING);
+  else if (Array.isArray(b.prompt) && typeof b.prompt[0] === 'string') user = b.prompt[0].slice(0, PROMPT_OPENING);
+  if (!system && !user) return undefined;
+  return [system.slice(0, PART_LIMIT), user.slice(0, PART_LIMIT)];
+}
+
+function keyOf(parts: string[], source: string): AffinityKey {
+  const h = createHash('sha1');
+  for (const p of parts) h.update(p).update('\0');
+  const d = h.digest();
+  return { hi: d.readUInt32LE(0), lo: d.readUInt32LE(4), source, home: null, overloaded: false };
+}
+
+/** Makes a request's key: `headers` are lower-case names, the first present wins. */
+export function affinityKeys(headers: readonly string[]) {
+  return (ctx: Context, model: string): AffinityKey | null => {
+    for (const name of headers) {
+      const v = ctx.header(name);
+      if (v) return keyOf([model, v], name);
+    }
+    const body = ctx.bodyJson();
+    const cacheKey = (body as { prompt_cache_key?: unknown } | null)?.prompt_cache_key;
+    if (typeof cacheKey === 'string' && cacheKey) return keyOf([model, cacheKey], 'prompt_cache_key');
+    const opening = openingOf(body);
+    return opening ? keyOf([model, ...opening], 'conversation') : null;
+  };
+}

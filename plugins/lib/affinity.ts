@@ -1,0 +1,98 @@
+// Conversation affinity: a conversation's requests go to the endpoint that holds its prompt in
+// cache. Its key picks among the equally preferred candidates by weighted rendezvous hashing
+// (highest random weight): each endpoint scores weight / -ln(u), u drawn from a hash of the key
+// and the endpoint's id. No table and no shared state, so every worker and replica with the same
+// endpoints gives the same answer; an endpoint that leaves moves only its own conversations; a
+// weight-2 endpoint takes twice the conversations. Bounded load (consistent hashing with bounded
+// loads, Mirrokni et al.): an endpoint already past max_load_factor × its weighted share of the
+// candidates' load passes the key to the next in the key's order, so affinity never builds a
+// hot spot. The key comes from a session header or the conversation's opening (affinity-key.ts).
+import type { Endpoint } from '../../engine/backends/endpoints.js';
+import type { AffinityNote } from '../../engine/routing/plan.js';
+
+export interface AffinityKey {
+  /** 64 bits of the key's hash, as two 32-bit halves. */
+  readonly hi: number;
+  readonly lo: number;
+  /** Where it came from: a header name, or "conversation" (a hash of its opening). */
+  readonly source: string;
+  /** Set by balancing: the endpoint the key prefers among the candidates, and whether the load
+   *  bound passed it on to another. */
+  home: Endpoint | null;
+  overloaded: boolean;
+}
+
+/** murmur3's finaliser over two words: a well-mixed 32 bits. */
+function mix(a: number, b: number): number {
+  let h = Math.imul(a ^ Math.imul(b, 0x9e3779b1), 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+/** The endpoint's rendezvous score for the key (higher wins): weight / -ln(u), u in (0, 1). */
+export function score(key: AffinityKey, ep: Endpoint): number {
+  const u = (mix(key.hi, ep.idHash) * 2 ** 21 + (mix(key.lo, ep.idHash ^ 0x5bd1e995) >>> 11) + 0.5) / 2 ** 53;
+  return ep.weight / -Math.log(u);
+}
+
+/** `tier` in the key's order: its home first unless the load bound passes it on (then the first
+ *  within its bound), the rest by score — so a failover goes where the conversation would move
+ *  anyway, and it moves once. key.home / key.overloaded say how that went. */
+export function rankKey(tier: readonly Endpoint[], key: AffinityKey, maxLoadFactor: number, now: number): Endpoint[] {
+  const scores = new Map<Endpoint, number>();
+  let total = 0;
+  let weights = 0;
+  for (const ep of tier) {
+    scores.set(ep, score(key, ep));
+    total += ep.load(now);
+    weights += ep.weight;
+  }
+  const ranked = [...tier].sort((a, b) => scores.get(b)! - scores.get(a)!);
+  key.home = ranked[0];
+  // The request being placed counts: an idle fleet's bound is at least one request each.
+  const within = (ep: Endpoint) => ep.load(now) < Math.ceil((maxLoadFactor * (total + 1) * ep.weight) / weights);
+  if (ranked.length === 1 || within(ranked[0])) return ranked;
+  key.overloaded = true;
+  const i = ranked.findIndex(within);
+  if (i > 0) ranked.unshift(...ranked.splice(i, 1));
+  return ranked;
+}
+
+/** The endpoint `rankKey` puts first. */
+export const placeKey = (tier: readonly Endpoint[], key: AffinityKey, maxLoadFactor: number, now: number): Endpoint => rankKey(tier, key, maxLoadFactor, now)[0];
+
+const saturated = (e: Endpoint) => !!e.queue && !e.queue.hasFreeSlot;
+const NO_KEY: AffinityNote = Object.freeze({ source: null, home: null, moved: null });
+
+/** What affinity did: the key's home, and why the first of `ordered` is another — the home is
+ *  out of rotation (one of `down` scores above every candidate; `byPriority`: only those of the
+ *  top priority could be home), degraded, full, pausing, or past its load bound. */
+export function noteOf(key: AffinityKey | null, ordered: readonly Endpoint[], down: readonly Endpoint[], byPriority: boolean): AffinityNote {
+  if (key === null) return NO_KEY;
+  let home = key.home;
+  if (home === null) return { source: key.source, home: null, moved: null };
+  const homeScore = score(key, home);
+  let moved: string | null = null;
+  for (const d of down) {
+    if (byPriority && d.priority < home.priority) continue;
+    if (score(key, d) > homeScore) {
+      home = d;
+      moved = d.state;
+    }
+  }
+  if (moved === null && ordered[0] !== home) {
+    const h = home;
+    moved = h.state !== 'healthy' ? h.state : saturated(h) ? 'no_free_slot' : h.cooling(performance.now()) ? 'retry_after' : key.overloaded ? 'overloaded' : 'balancing';
+  }
+  return { source: key.source, home, moved };
+}
+
+/** The X-Gw-Affinity value: hit, moved (<why>) — failover when another endpoint than the
+ *  planned home answered — or none (no key). */
+export function affinityOutcome(note: AffinityNote, answered: Endpoint | null): string {
+  if (note.home === null) return 'none';
+  if (note.moved !== null) return `moved (${note.moved})`;
+  return answered !== null && answered !== note.home ? 'moved (failover)' : 'hit';
+}

@@ -4,6 +4,7 @@
 // the access log and the metrics; weights split traffic in proportion.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { request } from 'undici';
 import { stringify } from 'yaml';
 import { FakeBackend } from '../../engine/demo/index.js';
@@ -98,6 +99,25 @@ describe('a conversation stays where its cache is', () => {
     const res = await request(`${gw.url}/gw/pagedengine/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'test-model' }) });
     await res.body.dump();
     expect(res.headers['x-gw-affinity']).toBe('none');
+  });
+
+  it.each([
+    ['Claude Code', 'client-session-claude-code.json', 'x-claude-code-session-id'],
+    ['Codex', 'client-session-codex.json', 'session-id'],
+  ])('%s: the session header it sent (captured) keys its requests', async (_client, file, source) => {
+    gw = await startGateway(config());
+    const recorded = JSON.parse(readFileSync(new URL(`../fixtures/engine-load/${file}`, import.meta.url), 'utf8')).requests as { headers: Record<string, string> }[];
+    // Per session id (one conversation continued and resumed, maybe a fresh one): where its requests went.
+    const places = new Map<string, Set<string>>();
+    for (const [i, r] of recorded.entries()) {
+      const headers = Object.fromEntries(Object.entries(r.headers).filter(([k]) => !['host', 'content-length', 'connection', 'content-type', 'accept-encoding', 'accept'].includes(k)));
+      const id = headers[source];
+      if (!places.has(id)) places.set(id, new Set());
+      places.get(id)!.add((await turn(gw.url, [], `a different question ${i}`, headers)).endpoint);
+    }
+    expect([...places.values()].map((p) => p.size)).toEqual([...places.keys()].map(() => 1));
+    expect(Math.max(...[...places.keys()].map((id) => recorded.filter((r) => r.headers[source] === id).length))).toBeGreaterThan(1);
+    expect(gw.logs.filter((l) => l.msg === 'request').map((l) => l.affinity_key)).toEqual(recorded.map(() => source));
   });
 
   it('enabled: false restores plain balancing (turns rotate, no header)', async () => {

@@ -2,7 +2,8 @@
 // the same run: before issue 12 (status retries armed, streams watched and held until their first
 // content, the fleet retry budget counted) and before issue 17 (the route plan made per request,
 // the attempt loop walking it, stream shapes handed in by the terminal step) and before issue 18
-// (requests sorted into ok, client error or failure; the path kept as sent). Each baseline is
+// (requests sorted into ok, client error or failure; the path kept as sent), before issue 19
+// (streams kept for continuation) and before issue 20 (conversation affinity). Each baseline is
 // built from git into a temporary worktree sharing node_modules (`--baseline <rev>`: one of your
 // own instead). Standalone: `node bench/failover.js [--quick] [--baseline <rev>]` (starts its own backend).
 import { execFileSync } from 'node:child_process';
@@ -17,6 +18,7 @@ const BASELINES = [
   { rev: 'b108d85', issue: 17, title: 'Routing and failover as one layer (issue 17)', now: 'the route plan made per request by select-endpoint, the attempt loop walking it with its decisions, the stream shape handed in by the terminal step', instructions: true },
   { rev: '47742a8', issue: 18, title: 'A new user\'s first hour (issue 18)', now: 'each finished request sorted into ok, client error or failure, the path kept as the client sent it, the per-model last resort, the model lists with aliases cached', instructions: true },
   { rev: '783557b', issue: 19, title: 'Stream continuation (issue 19)', now: 'a watched stream passed on whole events at a time, what it relayed kept so a break can be continued, the continuation API looked up per attempt', instructions: true, endpoints: 2 },
+  { rev: '3155a1a', issue: 20, title: 'Conversation affinity and load-aware balancing (issue 20)', now: 'each request keyed by its conversation (the body parsed, its system prompt and first user message hashed) and placed by rendezvous hashing with bounded load, the time to first byte averaged per endpoint', instructions: true, endpoints: 2 },
 ];
 const arg = process.argv.indexOf('--baseline');
 const baselines = arg > 0 ? [{ ...BASELINES.at(-1), rev: process.argv[arg + 1] }] : BASELINES;

@@ -29,6 +29,8 @@ export default definePlugin<Record<string, never>>({
     let overhead: HistogramSeries | null = null;
     let fallbacks: CounterCell | null = null;
     let queueWait: HistogramSeries | null = null;
+    /** Per X-Gw-Affinity value, its counter. */
+    const affinityCells = new Map<string, CounterCell>();
     const routingCells = new Map<string, Partial<Record<RoutingInfo['decision'], CounterCell>>>();
     // Per endpoint (null: none tried), the duration series of each status class met so far.
     const durations = new Map<Endpoint | null, (HistogramSeries | undefined)[]>();
@@ -55,8 +57,12 @@ export default definePlugin<Record<string, never>>({
       const note = ctx.plan?.affinity;
       if (note) {
         const outcome = affinityOutcome(note, ep);
-        const cut = outcome.indexOf(' (');
-        m.affinity.with(family, route, cut < 0 ? outcome : outcome.slice(0, cut), cut < 0 ? '-' : outcome.slice(cut + 2, -1)).value++;
+        let cell = affinityCells.get(outcome);
+        if (!cell) {
+          const cut = outcome.indexOf(' (');
+          affinityCells.set(outcome, (cell = m.affinity.with(family, route, cut < 0 ? outcome : outcome.slice(0, cut), cut < 0 ? '-' : outcome.slice(cut + 2, -1))));
+        }
+        cell.value++;
       }
       if (ctx.routing?.decision === 'fallback' && ctx.status > 0 && ctx.status < 400) (fallbacks ??= m.fallbacks.with(family, route)).value++;
       const err = ctx.error;

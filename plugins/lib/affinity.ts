@@ -41,19 +41,29 @@ export function score(key: AffinityKey, ep: Endpoint): number {
  *  within its bound), the rest by score — so a failover goes where the conversation would move
  *  anyway, and it moves once. key.home / key.overloaded say how that went. */
 export function rankKey(tier: readonly Endpoint[], key: AffinityKey, maxLoadFactor: number, now: number): Endpoint[] {
-  const scores = new Map<Endpoint, number>();
+  const n = tier.length;
+  const scores = new Array<number>(n);
+  const ranked = new Array<Endpoint>(n);
   let total = 0;
   let weights = 0;
-  for (const ep of tier) {
-    scores.set(ep, score(key, ep));
+  // Insertion by score, best first: tiers are a handful of endpoints.
+  for (let i = 0; i < n; i++) {
+    const ep = tier[i];
+    const s = score(key, ep);
+    let j = i;
+    for (; j > 0 && scores[j - 1] < s; j--) {
+      scores[j] = scores[j - 1];
+      ranked[j] = ranked[j - 1];
+    }
+    scores[j] = s;
+    ranked[j] = ep;
     total += ep.load(now);
     weights += ep.weight;
   }
-  const ranked = [...tier].sort((a, b) => scores.get(b)! - scores.get(a)!);
   key.home = ranked[0];
   // The request being placed counts: an idle fleet's bound is at least one request each.
   const within = (ep: Endpoint) => ep.load(now) < Math.ceil((maxLoadFactor * (total + 1) * ep.weight) / weights);
-  if (ranked.length === 1 || within(ranked[0])) return ranked;
+  if (n === 1 || within(ranked[0])) return ranked;
   key.overloaded = true;
   const i = ranked.findIndex(within);
   if (i > 0) ranked.unshift(...ranked.splice(i, 1));

@@ -33,8 +33,14 @@ const byPriority = (a: Endpoint, b: Endpoint) => b.priority - a.priority;
 class Turns {
   private readonly credit = new WeakMap<Endpoint, number>();
 
+  /** Equal weights: plain turns, without the per-endpoint credit. */
+  private turn = 0;
+
   /** The index of the next of list[0..n). */
   next(list: readonly Endpoint[], n: number): number {
+    let equal = true;
+    for (let i = 0; i < n && equal; i++) equal = list[i].weight === 1;
+    if (equal) return this.turn++ % n;
     let total = 0;
     let best = 0;
     let richest = -Infinity;
@@ -176,14 +182,16 @@ export function balancer(order: Order, s: BalancerSettings): Order {
   /** First places given to each degraded endpoint. */
   const offered = new WeakMap<Endpoint, number>();
   return (list, key, model) => {
-    let ordered = order(list, null, model);
+    let ordered: readonly Endpoint[];
     if (key && s.maxLoadFactor !== null && list.length > 0) {
       const tier = equallyPreferred(list, s.byPriority);
-      if (tier.length > 1) {
-        const ranked = rankKey(tier, key, s.maxLoadFactor, performance.now());
-        ordered = tier.length === list.length ? ranked : [...ranked, ...ordered.filter((e) => !tier.includes(e))];
-      } else key.home = tier[0];
-    }
+      if (tier.length === list.length) ordered = list.length > 1 ? rankKey(tier, key, s.maxLoadFactor, performance.now()) : list;
+      else {
+        const rest = order(list, null, model).filter((e) => !tier.includes(e));
+        ordered = tier.length > 1 ? [...rankKey(tier, key, s.maxLoadFactor, performance.now()), ...rest] : [...tier, ...rest];
+      }
+      key.home ??= ordered[0];
+    } else ordered = order(list, null, model);
     const first = ordered[0];
     if (first !== undefined && first.state !== 'healthy' && ordered.some(isHealthy)) {
       const every = first.state === 'busy' ? s.shares.busy : s.shares.warming;

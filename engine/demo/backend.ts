@@ -4,6 +4,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { routesFor, type Handler } from './families.js';
 import { PromptCache } from './prompt-cache.js';
+import { PrefixCache, tokensOf, type Prefill } from './prefix-cache.js';
+import { promptText, servedText } from './prompt-text.js';
 
 export interface FakeModel {
   name: string;
@@ -25,6 +27,8 @@ export interface Recorded {
   body: Buffer;
   text: string;
   json: any;
+  /** Generation requests with a prompt: its tokens found in the prefix cache and those evaluated. */
+  prefill?: Prefill;
 }
 
 export interface Behaviour {
@@ -83,6 +87,12 @@ export interface Behaviour {
   /** Streams: before piece `at`, write `text` (a malformed event, an error event) and end —
    *  cleanly, or with a reset (`reset`). */
   breakWith: { at: number; text: string; reset?: boolean } | null;
+  /** Before the reply's head, wait this long per prompt token not found in the prefix cache; one
+   *  prompt at a time, as an engine's compute is shared (0: no wait). */
+  prefillMsPerToken: number;
+  /** Requests other clients run and queue on this engine, added to its own in its load reports.
+   *  Replace it, do not change it in place (the default is shared). */
+  otherLoad: Readonly<{ running: number; waiting: number }>;
 }
 
 /** A tool call the fake makes when the request offers tools. */
@@ -100,12 +110,17 @@ export interface FakeOptions {
   /** Tool calls made (after the reply text) when the request offers tools. */
   toolCalls?: FakeToolCall[];
   port?: number;
+  /** llama.cpp: requests served at once (its slots; the rest wait). Default 2. */
+  slots?: number;
+  /** The prefix cache's capacity in tokens. Default 256k. */
+  cacheTokens?: number;
 }
 
 const DEFAULT_BEHAVIOUR: Behaviour = {
   delayMs: 0, hang: false, status: 0, errorBody: null, resetBeforeResponse: false, resetOnRequest: false, closeReusedSockets: false,
   resetReusedSockets: false, resetAfterChunks: -1, stallAfterChunks: -1, cutBodyAt: -1, holdUntil: null, beforeChunk: null, healthStatus: 200, healthDelayMs: 0, healthHeaders: {}, chunkDelayMs: 0, listFailures: 0,
   emptyStream: false, malformedChunk: false, finishReason: null, stopMatched: null, replyHeaders: {}, refusePrefill: false, breakWith: null,
+  prefillMsPerToken: 0, otherLoad: Object.freeze({ running: 0, waiting: 0 }),
 };
 
 /** A prompt's end counts as the reply's beginning from this many characters (no accidental match). */
@@ -122,8 +137,16 @@ export class FakeBackend {
   reasoning = '';
   /** radixengine: speculative decoding on (health and model list report it). */
   speculativeDecoding = false;
-  /** radixengine: the prompts seen lately, its "prefix cache" (a repeated prompt is a hit). */
+  /** radixengine: the prompts seen lately, whose exact repeat its replies call a cache hit. */
   readonly promptCache = new PromptCache();
+  /** The token sequences served lately: how much of a prompt is cached (prefix-cache.ts). */
+  readonly prefixCache: PrefixCache;
+  /** The last prompt's cached and evaluated tokens, and the totals since the start (or reset). */
+  lastPrefill: Prefill | null = null;
+  tokens = { cached: 0, evaluated: 0, generated: 0 };
+  /** Generation requests being served now, from arrival until their reply ends or breaks. */
+  inFlight = 0;
+  readonly slots: number;
   readonly received: Recorded[] = [];
   /** Generation requests that ran to the point of producing output (for double-execution checks). */
   executions = 0;
@@ -139,6 +162,8 @@ export class FakeBackend {
   private readonly sockets = new Set<Socket>();
   private readonly routes: Map<string, Handler>;
   private wantedPort: number;
+  /** When the prompt being evaluated is done (prefills take turns). */
+  private prefillFreeAt = 0;
 
   constructor(opts: FakeOptions) {
     this.family = opts.family;
@@ -149,6 +174,8 @@ export class FakeBackend {
     this.toolCalls = opts.toolCalls ?? [];
     this.wantedPort = opts.port ?? 0;
     this.routes = routesFor(opts.family);
+    this.slots = opts.slots ?? 2;
+    this.prefixCache = new PrefixCache(opts.cacheTokens);
   }
 
   get port(): number {
@@ -212,6 +239,10 @@ export class FakeBackend {
     this.aborts = 0;
     this.healthMaxInFlight = 0;
     this.promptCache.clear();
+    this.prefixCache.clear();
+    this.lastPrefill = null;
+    this.tokens = { cached: 0, evaluated: 0, generated: 0 };
+    this.prefillFreeAt = 0;
     this.behaviour = { ...DEFAULT_BEHAVIOUR };
   }
 
@@ -230,7 +261,7 @@ export class FakeBackend {
     });
     const socket = req.socket as Socket & { [SERVED]?: number };
     const served = (socket[SERVED] = (socket[SERVED] ?? 0) + 1);
-    const notHealth = this.handlerFor({ method: req.method ?? 'GET', url: req.url ?? '/' })?.kind !== 'health';
+    const notHealth = !exempt(this.handlerFor({ method: req.method ?? 'GET', url: req.url ?? '/' }));
     if (notHealth && this.behaviour.resetOnRequest) {
       this.received.push({ method: req.method ?? 'GET', url: req.url ?? '/', headers: { ...req.headers }, body: Buffer.alloc(0), text: '', json: undefined });
       socket.resetAndDestroy();
@@ -260,9 +291,12 @@ export class FakeBackend {
     // Bounded, so a long `gw demo` run does not grow without end.
     if (this.received.length > 10_000) this.received.splice(0, 5_000);
     const handler = this.handlerFor(rec);
-    const isHealth = handler?.kind === 'health';
+    if (handler?.kind === 'generate') {
+      this.inFlight++;
+      res.once('close', () => this.inFlight--);
+    }
     const b = this.behaviour;
-    if (!isHealth) {
+    if (!exempt(handler)) {
       if (b.resetBeforeResponse) {
         if (handler?.kind === 'generate') this.executions++;
         req.socket.destroy();
@@ -282,7 +316,7 @@ export class FakeBackend {
         else res.end(err);
         return;
       }
-    } else if (b.healthDelayMs || b.healthStatus !== 200) {
+    } else if (handler!.kind === 'health' && (b.healthDelayMs || b.healthStatus !== 200)) {
       this.healthInFlight++;
       this.healthMaxInFlight = Math.max(this.healthMaxInFlight, this.healthInFlight);
       await new Promise((r) => setTimeout(r, b.healthDelayMs));
@@ -317,7 +351,30 @@ export class FakeBackend {
         return res;
       }) as typeof res.end;
     }
+    if (handler.prompt) {
+      await this.prefill(rec);
+      if (res.destroyed) return;
+    }
     await handler.fn(this, rec, res);
+  }
+
+  /** Look the prompt up in the prefix cache, wait out the evaluation of the rest, then cache it
+   *  with the reply it gets (known already: the fake's reply is fixed). */
+  private async prefill(rec: Recorded): Promise<void> {
+    const prompt = promptText(rec.json);
+    if (prompt === undefined) return;
+    const p = this.prefixCache.lookup(prompt);
+    rec.prefill = this.lastPrefill = p;
+    const reply = this.replyFor(rec);
+    this.tokens.cached += p.cached;
+    this.tokens.evaluated += p.evaluated;
+    this.tokens.generated += tokensOf(reply);
+    const ms = p.evaluated * this.behaviour.prefillMsPerToken;
+    if (ms > 0) {
+      this.prefillFreeAt = Math.max(performance.now(), this.prefillFreeAt) + ms;
+      await new Promise((r) => setTimeout(r, this.prefillFreeAt - performance.now()));
+    }
+    this.prefixCache.add(servedText(rec.json, prompt, reply));
   }
 
   /** What the request gives of the answer already (a trailing assistant message; a prompt
@@ -376,6 +433,10 @@ export class FakeBackend {
     res.end();
   }
 }
+
+/** Health checks and load reports answer whatever the failure behaviours: a test breaks or holds
+ *  generation and still reads them. */
+const exempt = (h: Handler | undefined) => h?.kind === 'health' || h?.kind === 'load';
 
 function sendJson400(res: ServerResponse, name: string): void {
   const body = JSON.stringify({ error: { message: `fake ${name} does not continue an assistant message`, type: 'invalid_request_error', code: 400 } });

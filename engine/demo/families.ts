@@ -2,12 +2,16 @@
 // under the prefix). Paths not listed here get an echo of what arrived.
 import type { ServerResponse } from 'node:http';
 import type { FakeBackend, Recorded } from './backend.js';
-import { chatCompletion, completion, embeddings, loadedModels, modelList, modelObject, nativeCountTokens, nativeMessages, pieces, sendJson, vector, type ListFormat } from './openai.js';
+import { chatCompletion, completion, embeddings, llamaTimings, loadedModels, modelList, modelObject, nativeCountTokens, nativeMessages, pieces, sendJson, vector, type ListFormat } from './openai.js';
 import { responses } from './responses.js';
+import { engineLoad, llamaMetrics, llamaSlots, sendMetrics, sglangMetrics, vllmMetrics } from './load.js';
 
 export interface Handler {
-  /** health: exempt from failure behaviours; generate: counted as an execution and subject to `status`. */
-  kind: 'health' | 'list' | 'generate' | 'other';
+  /** health: exempt from failure behaviours; generate: counted as an execution and subject to
+   *  `status`; load: the engine's load report, exempt from failure behaviours too. */
+  kind: 'health' | 'list' | 'generate' | 'other' | 'load';
+  /** Text generation from a prompt: simulated prefix cache and prefill (FakeBackend.prefill). */
+  prompt?: boolean;
   fn: (fake: FakeBackend, rec: Recorded, res: ServerResponse) => void | Promise<void>;
 }
 
@@ -30,17 +34,20 @@ const health = (body: (f: FakeBackend) => unknown): Handler => ({
 const list = (format: ListFormat): Handler => ({ kind: 'list', fn: (f, _r, res) => sendJson(res, 200, modelList(f, format), f) });
 const gen = (fn: Handler['fn']): Handler => ({ kind: 'generate', fn });
 const other = (fn: Handler['fn']): Handler => ({ kind: 'other', fn });
+const text = (fn: Handler['fn']): Handler => ({ kind: 'generate', prompt: true, fn });
+const load = (fn: Handler['fn']): Handler => ({ kind: 'load', fn });
+const metrics = (render: (f: FakeBackend) => string, contentType?: string) => load((f, _r, res) => sendMetrics(res, render(f), contentType));
 
 /** The messages API, on the families that declare native support. */
-const messages: Table = { 'POST /v1/messages': gen(nativeMessages) };
+const messages: Table = { 'POST /v1/messages': text(nativeMessages) };
 
 /** The chat-completions routes under a base ("" or "/api" or "/engines"). */
 function common(base: string, listFormat: ListFormat = 'common'): Table {
   return {
     [`GET ${base}/v1/models`]: list(listFormat),
     [`GET ${base}/v1/models/*`]: { kind: 'list', fn: (f, r, res) => modelObject(f, r, res, `${base}/v1/models/`) },
-    [`POST ${base}/v1/chat/completions`]: gen(chatCompletion),
-    [`POST ${base}/v1/completions`]: gen(completion),
+    [`POST ${base}/v1/chat/completions`]: text(chatCompletion),
+    [`POST ${base}/v1/completions`]: text(completion),
     [`POST ${base}/v1/embeddings`]: gen(embeddings),
     [`POST ${base}/v1/responses`]: gen(responses),
   };
@@ -48,17 +55,19 @@ function common(base: string, listFormat: ListFormat = 'common'): Table {
 
 const native = (f: FakeBackend, r: Recorded) => ({ model: r.json?.model ?? f.models[0]?.name, created_at: CREATED_AT });
 const durations = { total_duration: 1_200_000, load_duration: 100_000, prompt_eval_count: 5, prompt_eval_duration: 200_000, eval_count: 7, eval_duration: 900_000 };
+/** Ollama counts the prompt tokens it evaluated, not those it found cached. */
+const counts = (r: Recorded) => (r.prefill ? { ...durations, prompt_eval_count: r.prefill.evaluated } : durations);
 
 /** Native runner routes: one JSON object per line when streaming (the default). */
 function ndjson(field: 'message' | 'response'): Handler['fn'] {
   return async (f, r, res) => {
     const wrap = (text: string) => (field === 'message' ? { message: { role: 'assistant', content: text } } : { response: text });
     if (r.json?.stream === false) {
-      sendJson(res, 200, { ...native(f, r), ...wrap(f.replyFor(r)), done: true, done_reason: 'stop', ...(field === 'response' ? { context: [1, 2, 3] } : {}), ...durations }, f);
+      sendJson(res, 200, { ...native(f, r), ...wrap(f.replyFor(r)), done: true, done_reason: 'stop', ...(field === 'response' ? { context: [1, 2, 3] } : {}), ...counts(r) }, f);
       return;
     }
     const lines = pieces(f.replyFor(r)).map((p) => `${JSON.stringify({ ...native(f, r), ...wrap(p), done: false })}\n`);
-    lines.push(`${JSON.stringify({ ...native(f, r), ...wrap(''), done: true, done_reason: 'stop', ...durations })}\n`);
+    lines.push(`${JSON.stringify({ ...native(f, r), ...wrap(''), done: true, done_reason: 'stop', ...counts(r) })}\n`);
     await f.writeStream(res, lines, 'application/x-ndjson');
   };
 }
@@ -84,7 +93,8 @@ const ollamaPs: Handler['fn'] = (f, _r, res) => {
 
 /** The native completion of the C++ engine: SSE {content, stop} objects when streaming. */
 const cppCompletion: Handler['fn'] = async (f, r, res) => {
-  const final = { content: '', stop: true, model: f.models[0]?.name, stopped_eos: true, stopped_word: false, stopped_limit: false, stopping_word: '', tokens_predicted: 7, tokens_evaluated: 5, truncated: false, timings: { prompt_n: 5, prompt_ms: 1, predicted_n: 7, predicted_ms: 3 } };
+  const timings = llamaTimings(f, r, f.replyFor(r));
+  const final = { content: '', stop: true, model: f.models[0]?.name, stopped_eos: true, stopped_word: false, stopped_limit: false, stopping_word: '', tokens_predicted: timings.predicted_n, tokens_evaluated: timings.cache_n + timings.prompt_n, truncated: false, timings };
   if (!r.json?.stream) {
     sendJson(res, 200, { ...final, content: f.replyFor(r), prompt: r.json?.prompt ?? r.json?.input_prefix ?? '', generation_settings: { n_ctx: 4096, n_predict: r.json?.n_predict ?? 512, model: f.models[0]?.name, seed: -1, temperature: 0.8, top_k: 40, top_p: 0.95, repeat_penalty: 1.1 } }, f);
     return;
@@ -93,6 +103,12 @@ const cppCompletion: Handler['fn'] = async (f, r, res) => {
   events.push(`data: ${JSON.stringify(final)}\n\n`);
   await f.writeStream(res, events, 'text/event-stream');
 };
+
+/** The health fields of vLLM- and SGLang-like fakes that count requests (as their /metrics do). */
+function requests(f: FakeBackend) {
+  const { running, waiting } = engineLoad(f);
+  return { num_requests_running: running, num_requests_waiting: waiting };
+}
 
 /** radixengine's prefix cache, simulated: a prompt seen lately is a hit. Returns whether this
  *  one hit, and remembers it. */
@@ -121,8 +137,8 @@ const FAMILIES: Record<string, () => Table> = {
     ...messages,
     'GET /': health(() => 'Local runner is running'),
     'GET /api/tags': list('localrunner'),
-    'POST /api/chat': gen(ndjson('message')),
-    'POST /api/generate': gen(ndjson('response')),
+    'POST /api/chat': text(ndjson('message')),
+    'POST /api/generate': text(ndjson('response')),
     'POST /api/embeddings': gen((f, r, res) => sendJson(res, 200, { embedding: vector(String(r.json?.prompt ?? '')), model: r.json?.model, total_duration: 1000, load_duration: 10, prompt_eval_count: 3 }, f)),
     'POST /api/embed': gen(ollamaEmbed),
     'POST /api/show': other(ollamaShow),
@@ -143,8 +159,10 @@ const FAMILIES: Record<string, () => Table> = {
     'POST /v1/messages/count_tokens': gen(nativeCountTokens),
     'GET /health': health(() => ({ status: 'ok' })),
     ...common('', 'cppengine'),
-    'POST /completion': gen(cppCompletion),
-    'POST /infill': gen(cppCompletion),
+    'POST /completion': text(cppCompletion),
+    'POST /infill': text(cppCompletion),
+    'GET /slots': load((f, r, res) => llamaSlots(f, r.url, res)),
+    'GET /metrics': metrics(llamaMetrics, 'text/plain; version=0.0.4'),
     'POST /embedding': gen((f, r, res) => sendJson(res, 200, { embedding: vector(String(r.json?.content ?? '')), model: f.models[0]?.name }, f)),
     'POST /tokenize': other((f, r, res) => sendJson(res, 200, { tokens: [...String(r.json?.content ?? '')].map((c) => c.charCodeAt(0)) }, f)),
     'POST /detokenize': other((f, r, res) => sendJson(res, 200, { content: String.fromCharCode(...(r.json?.tokens ?? [])) }, f)),
@@ -152,20 +170,18 @@ const FAMILIES: Record<string, () => Table> = {
   'hosted-compatible': () => ({ ...common('', 'hosted'), 'GET /v1/models': { ...list('hosted'), kind: 'health' } }),
   pagedengine: () => ({
     ...messages,
-    'GET /health': health(() => ({ status: 'ok', model_loaded: true, gpu_memory_usage: 0.42, num_requests_running: 0, num_requests_waiting: 0 })),
+    'GET /health': health((f) => ({ status: 'ok', model_loaded: true, gpu_memory_usage: 0.42, ...requests(f) })),
     ...common('', 'pagedengine'),
-    'GET /metrics': other((_f, _r, res) => {
-      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
-      res.end('# TYPE paged_num_requests_running gauge\npaged_num_requests_running 0\n');
-    }),
+    'GET /metrics': metrics(vllmMetrics),
   }),
   radixengine: () => ({
-    'GET /health': health((f) => ({ status: 'ok', model_loaded: true, radix_cache_ready: true, radix_cache_usage_perc: 0.1, num_requests_running: 0, num_requests_waiting: 0, speculative_decoding_enabled: f.speculativeDecoding })),
+    'GET /health': health((f) => ({ status: 'ok', model_loaded: true, radix_cache_ready: true, radix_cache_usage_perc: 0.1, ...requests(f), speculative_decoding_enabled: f.speculativeDecoding })),
     ...common('', 'radixengine'),
+    'GET /metrics': metrics(sglangMetrics),
     // Replies report the prefix cache in their bodies (no header): metrics on the common routes.
-    'POST /v1/chat/completions': gen((f, r, res) => chatCompletion(f, r, res, radixMetrics(f, r))),
-    'POST /v1/completions': gen((f, r, res) => completion(f, r, res, radixMetrics(f, r))),
-    'POST /generate': gen((f, r, res) => sendJson(res, 200, { text: f.reply, meta: { id: 'gen-1', rid: r.json?.rid ?? 'rid-1', finish_reason: 'stop', input_tokens: 5, output_tokens: 7, completion_time_ms: 3, radix_cache_hit: radixCacheHit(f, r) } }, f)),
+    'POST /v1/chat/completions': text((f, r, res) => chatCompletion(f, r, res, radixMetrics(f, r))),
+    'POST /v1/completions': text((f, r, res) => completion(f, r, res, radixMetrics(f, r))),
+    'POST /generate': text((f, r, res) => sendJson(res, 200, { text: f.reply, meta: { id: 'gen-1', rid: r.json?.rid ?? 'rid-1', finish_reason: 'stop', input_tokens: 5, output_tokens: 7, completion_time_ms: 3, radix_cache_hit: radixCacheHit(f, r) } }, f)),
   }),
   npuengine: () => ({
     'GET /api/v1/health': health(() => ({ status: 'ok', checkpoint_loaded: true, model_loaded: true })),
@@ -190,7 +206,7 @@ const FAMILIES: Record<string, () => Table> = {
     'GET /health': health(() => ''),
     ...common(''),
     'POST /v1/embeddings': gen((f, _r, res) => sendJson(res, 400, { error: { message: 'embeddings are not supported; use /pooling', type: 'invalid_request_error' } }, f)),
-    'POST /generate': gen((f, _r, res) => sendJson(res, 200, { generated_text: f.reply, finish_reason: 'stop' }, f)),
+    'POST /generate': text((f, _r, res) => sendJson(res, 200, { generated_text: f.reply, finish_reason: 'stop' }, f)),
     'POST /pooling': gen(embeddings),
     'GET /is_sleeping': other((f, _r, res) => sendJson(res, 200, { is_sleeping: false }, f)),
   }),

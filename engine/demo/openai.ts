@@ -2,6 +2,7 @@
 // of each family, produced from a fake's models and reply text.
 import type { ServerResponse } from 'node:http';
 import type { FakeBackend, FakeModel, Recorded } from './backend.js';
+import { tokensOf } from './prefix-cache.js';
 
 const CREATED = 1_732_000_000;
 
@@ -18,10 +19,24 @@ export function pieces(text: string): string[] {
 
 const modelOf = (fake: FakeBackend, rec: Recorded) => (typeof rec.json?.model === 'string' ? rec.json.model : fake.models[0]?.name ?? 'fake');
 
+/** With a prefill, the prompt's tokens and those found cached, as vLLM, SGLang and llama.cpp report them. */
 function usage(rec: Recorded, text: string) {
-  const prompt = Math.max(1, Math.ceil(rec.text.length / 4));
-  const completion = Math.max(1, Math.ceil(text.length / 4));
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  const p = rec.prefill;
+  const prompt = p ? p.cached + p.evaluated : Math.max(1, tokensOf(rec.text));
+  const completion = Math.max(1, tokensOf(text));
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, ...(p ? { prompt_tokens_details: { cached_tokens: p.cached } } : {}) };
+}
+
+/** llama.cpp's `timings`: the prompt tokens found cached (cache_n) and evaluated (prompt_n). */
+export function llamaTimings(fake: FakeBackend, rec: Recorded, text: string) {
+  const p = rec.prefill ?? { cached: 0, evaluated: tokensOf(rec.text) };
+  const predicted = tokensOf(text);
+  const promptMs = p.evaluated * fake.behaviour.prefillMsPerToken || 1;
+  const predictedMs = pieces(text).length * fake.behaviour.chunkDelayMs || 3;
+  return {
+    cache_n: p.cached, prompt_n: p.evaluated, prompt_ms: promptMs, prompt_per_token_ms: promptMs / Math.max(1, p.evaluated), prompt_per_second: (p.evaluated * 1000) / promptMs,
+    predicted_n: predicted, predicted_ms: predictedMs, predicted_per_token_ms: predictedMs / Math.max(1, predicted), predicted_per_second: (predicted * 1000) / predictedMs,
+  };
 }
 
 /** `extra`: top-level fields a family adds to a non-streaming reply (radixengine's metrics). */
@@ -34,6 +49,8 @@ export async function chatCompletion(fake: FakeBackend, rec: Recorded, res: Serv
   const finish = b.finishReason ?? (calls.length ? 'tool_calls' : 'stop');
   const stopReason = b.stopMatched !== null ? { stop_reason: b.stopMatched } : {};
   const callId = (i: number) => `call_${fake.name}_${i}`;
+  // llama.cpp puts them on the non-streamed reply and on the stream's last chunk.
+  const timings = fake.family === 'cppengine' ? { timings: llamaTimings(fake, rec, text) } : {};
   if (!rec.json?.stream) {
     const message: Record<string, unknown> = { role: 'assistant', content: text || null };
     if (fake.reasoning) message.reasoning_content = fake.reasoning;
@@ -42,6 +59,7 @@ export async function chatCompletion(fake: FakeBackend, rec: Recorded, res: Serv
       id, object: 'chat.completion', created: CREATED, model, system_fingerprint: 'fp_fake',
       choices: [{ index: 0, message, logprobs: null, finish_reason: finish, ...stopReason }],
       usage: usage(rec, text),
+      ...timings,
       ...extra,
     }, fake);
     return;
@@ -61,9 +79,10 @@ export async function chatCompletion(fake: FakeBackend, rec: Recorded, res: Serv
       // Arguments arrive in small pieces, as real backends send them.
       for (let k = 0; k < c.arguments.length; k += 7) out.push(chunk({ tool_calls: [{ index: i, function: { arguments: c.arguments.slice(k, k + 7) } }] }, null));
     });
-    out.push(chunk({}, finish));
-    if (rec.json?.stream_options?.include_usage) {
-      out.push(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: CREATED, model, choices: [], usage: usage(rec, text) })}\n\n`);
+    const withUsage = rec.json?.stream_options?.include_usage;
+    out.push(chunk({}, finish, withUsage ? {} : timings));
+    if (withUsage) {
+      out.push(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: CREATED, model, choices: [], usage: usage(rec, text), ...timings })}\n\n`);
     }
   }
   out.push('data: [DONE]\n\n');
@@ -73,10 +92,13 @@ export async function chatCompletion(fake: FakeBackend, rec: Recorded, res: Serv
 /** The messages API itself, for families that declare native support (passthrough). */
 export async function nativeMessages(fake: FakeBackend, rec: Recorded, res: ServerResponse): Promise<void> {
   const model = modelOf(fake, rec);
+  // llama.cpp reports its prefix cache as the messages API does: input_tokens are those evaluated.
+  const p = fake.family === 'cppengine' ? rec.prefill : undefined;
+  const input = p ? { cache_read_input_tokens: p.cached, input_tokens: p.evaluated } : { input_tokens: 7 };
   const message = {
     id: `msg_01native${fake.executions}`, type: 'message', role: 'assistant', model,
     content: [{ type: 'text', text: fake.replyFor(rec) }], stop_reason: 'end_turn', stop_sequence: null,
-    usage: { input_tokens: 7, output_tokens: 5 },
+    usage: { ...input, output_tokens: 5 },
   };
   if (!rec.json?.stream) {
     sendJson(res, 200, message, fake);
@@ -84,7 +106,7 @@ export async function nativeMessages(fake: FakeBackend, rec: Recorded, res: Serv
   }
   const ev = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
   await fake.writeStream(res, [
-    ev('message_start', { message: { ...message, content: [], stop_reason: null, usage: { input_tokens: 7, output_tokens: 1 } } }),
+    ev('message_start', { message: { ...message, content: [], stop_reason: null, usage: { ...input, output_tokens: 1 } } }),
     ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
     ...pieces(fake.replyFor(rec)).map((p) => ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text: p } })),
     ev('content_block_stop', { index: 0 }),

@@ -170,12 +170,13 @@ describe('weights', () => {
   it('affinity: conversations in proportion', async () => {
     gw = await startGateway(config({}, [1, 1, 1, 5]));
     const counts: Record<string, number> = {};
-    for (let c = 0; c < 160; c++) {
+    for (let c = 0; c < 400; c++) {
       const e = (await turn(gw.url, opening(c), 'Hello')).endpoint;
       counts[e] = (counts[e] ?? 0) + 1;
     }
-    // d's share is 5 of 8 (100 of 160); the keys are fixed, so this count is the same every run.
-    expect(counts.d).toBeGreaterThan(85);
-    expect(counts.d).toBeLessThan(115);
+    // d's share is 5 of 8: 250 of 400, give or take 10 (one standard deviation: the endpoints' ids
+    // hash their URLs, whose ports change from run to run). Five either side never fails by chance.
+    expect(counts.d).toBeGreaterThan(200);
+    expect(counts.d).toBeLessThan(300);
   });
 });

@@ -82,10 +82,10 @@ describe('a pipeline for some families only', () => {
       'proxy-cppengine.yaml': 'name: proxy-cppengine\nmount: { per_profile: true, families: [cppengine] }\nsteps:\n  - use: match-prefix\n  - use: read-body\n  - use: select-endpoint\n  - use: upstream-headers\n  - use: forward\n',
     });
     gw = await startGateway({ pipelines: { dir }, discovery: { static: { endpoints: [endpoint('cpp', 'cppengine', fakes[0].url), endpoint('paged', 'pagedengine', fakes[1].url)] } } });
-    const cpp = await request(`${gw.url}/gw/cppengine/slots`);
+    const cpp = await request(`${gw.url}/gw/cppengine/props`);
     expect(cpp.statusCode).toBe(200);
-    expect(((await cpp.body.json()) as any).path).toBe('/slots');
-    const paged = await request(`${gw.url}/gw/pagedengine/slots`);
+    expect(((await cpp.body.json()) as any).path).toBe('/props');
+    const paged = await request(`${gw.url}/gw/pagedengine/props`);
     expect(paged.statusCode).toBe(404);
     expect(((await paged.body.json()) as any).error.code).toBe('PATH_NOT_ALLOWED');
     // The shared steps wrap it (stats: proxy-* pipelines count as proxy traffic).

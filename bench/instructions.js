@@ -38,14 +38,14 @@ async function requests(port, path, body, count) {
 }
 
 /** Instructions per request of the gateway built in `root` ({ total, withoutCompiler }). */
-export async function instructionsPerRequest(root, backendPort, body, { warm, count }, endpoints = 1, extra = '') {
+export async function instructionsPerRequest(root, backendPort, body, { warm, count }, endpoints = 1, extra = '', configLines = []) {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'gw-callgrind-'));
   const config = join(dir, 'config.yaml');
   // No custom pipelines: a folder that does not exist (this one holds the config).
   const lines = endpointLines(backendPort, 'pagedengine', extra);
   if (endpoints === 2) lines.push(lines.at(-1).replace('name: bench,', 'name: bench-2,'));
-  writeFileSync(config, [`server: { host: 127.0.0.1, port: ${port}, ${RATE_LIMITS_OFF} }`, `pipelines: { dir: ${join(dir, 'none')} }`, 'logging: { level: info }', ...lines].join('\n'));
+  writeFileSync(config, [`server: { host: 127.0.0.1, port: ${port}, ${RATE_LIMITS_OFF} }`, `pipelines: { dir: ${join(dir, 'none')} }`, 'logging: { level: info }', ...configLines, ...lines].join('\n'));
   const out = join(dir, 'callgrind.out');
   const child = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', '--smc-check=all-non-file', `--callgrind-out-file=${out}`, process.execPath, join(root, 'bin/gw.js'), 'serve', '--config', config], { stdio: 'ignore' });
   try {
@@ -72,5 +72,5 @@ export async function instructionsPerRequest(root, backendPort, body, { warm, co
     if (m[2].includes('PROGRAM TOTALS')) total = n;
     else if (COMPILER.test(m[2])) compiler += n;
   }
-  return { total: total / count, withoutCompiler: (total - compiler) / count };
+  return { total: total / count, withoutCompiler: (total - compiler) / count, out };
 }

@@ -60,7 +60,9 @@ export default definePlugin<Options>({
     const aff = env.config.proxy.affinity;
     const affinityOn = o.affinity ?? aff.enabled;
     const residency = env.residency;
-    const order = balancer(STRATEGIES[strategyName]({ cold: (ep, model) => residency?.isLoaded(ep, model) === false }), {
+    const state = { cold: (ep: Endpoint, model: string) => residency?.isLoaded(ep, model) === false };
+    const order = balancer(STRATEGIES[strategyName](state), {
+      state,
       shares: { busy: shares.busy_one_in, warming: shares.warming_one_in },
       maxLoadFactor: affinityOn ? aff.max_load_factor : null,
       byPriority: strategyName === 'priority',
@@ -72,7 +74,7 @@ export default definePlugin<Options>({
     const kinds = routeKindsOf(env.profile);
     const capabilities = env.profile && kinds.size > 0 ? new CapabilityRouter(env, env.profile.name) : null;
     const cache: AliasCache = new Map();
-    const chains: ChainRouting = { env, families, cache, order, routing: (decision, reason) => routing(decision, reason), affinity: (ctx, list, key) => affinity(ctx, list, key) };
+    const chains: ChainRouting = { env, families, cache, order, routing: (decision, reason) => routing(decision, reason), affinity: (ctx, list, key, names) => affinity(ctx, list, key, names) };
     // One object per decision and reason, made once (they are few) and shared by the plans.
     const decisions = new Map<string, RoutingInfo>();
     const routing = (decision: RoutingInfo['decision'], reason: string): RoutingInfo => {
@@ -81,21 +83,25 @@ export default definePlugin<Options>({
       return r;
     };
 
-    /** Affinity's key for a request naming a model, when there is a choice to make (several
-     *  endpoints could serve it, in or out of rotation); undefined: affinity has no say. */
-    const keyFor = (ctx: Context, candidates: readonly Endpoint[]): AffinityKey | null | undefined => {
+    /** Affinity's key for a request naming a model, when there is a choice to make: several
+     *  candidates, or a home out of rotation among the endpoints serving `names` (what the request
+     *  is placed by); undefined: affinity has no say (nor embeddings: nothing to keep cached). */
+    const keyFor = (ctx: Context, candidates: readonly Endpoint[], names: readonly string[]): AffinityKey | null | undefined => {
       if (!affinityOn || !o.model_routing) return undefined;
+      if (kinds.size > 0 && kinds.get(ctx.pathname) === 'embedding') return undefined;
       const model = ctx.requested?.requested ?? ctx.model;
       if (model === undefined) return undefined;
-      if (candidates.length < 2 && configuredIn().length < 2) return undefined;
+      if (candidates.length < 2 && downServingNames(names).length === 0) return undefined;
       return keyOf(ctx, model);
     };
-    /** What affinity did for the ordered candidates (down: endpoints out of rotation that could be home). */
-    const affinity = (ctx: Context, ordered: readonly Endpoint[], key: AffinityKey | null): AffinityNote => {
-      const down = key?.home && routableIn(env, families).length < configuredIn().length ? downServing(ctx) : [];
-      return noteOf(key, ordered, down, strategyName === 'priority');
+    /** What affinity did for the ordered candidates of `names`. */
+    const affinity = (ctx: Context, ordered: readonly Endpoint[], key: AffinityKey | null, names: readonly string[]): AffinityNote =>
+      noteOf(key, ordered, key?.home ? downServingNames(names) : [], strategyName === 'priority');
+    /** The names of the request's first group: an alias's real names, else the model. */
+    const firstNames = (ctx: Context): readonly string[] => {
+      const g = ctx.requested?.groups[0];
+      return g ? (g.targets ?? [g.name]) : ctx.model === undefined ? [] : [ctx.model];
     };
-    const configuredIn = (): readonly Endpoint[] => (families.length === 1 ? endpoints.endpoints(families[0].name) : endpoints.all);
 
     /** The plan for one name's choice; a rejection is thrown, or — `unavailable: continue`, the
      *  name served by endpoints down now — a plan without candidates. */
@@ -108,9 +114,10 @@ export default definePlugin<Options>({
         throw continuable(c) ? meanwhile(c.error, downServing(ctx)) : c.error;
       }
       const real = c.realName;
-      const key = keyFor(ctx, c.endpoints);
+      const names = firstNames(ctx);
+      const key = keyFor(ctx, c.endpoints, names);
       const ordered = order(c.endpoints, key, ctx.model);
-      const note = key === undefined ? undefined : affinity(ctx, ordered, key);
+      const note = key === undefined ? undefined : affinity(ctx, ordered, key, names);
       if (!real) return ctx.setPlan(planOf(ordered, routing(c.decision, c.reason), requested, 'requested', undefined, note));
       const plan = new PlanBuilder();
       plan.add(0, ordered, (ep) => real.get(ep), 'alias');
@@ -122,10 +129,13 @@ export default definePlugin<Options>({
     /** The names the request stands for: an alias's real names and fallbacks; undefined: the body's model. */
     const namesOf = (ctx: Context): readonly string[] | undefined => ctx.requested?.groups.flatMap((g) => g.targets ?? [g.name]);
     /** Out of rotation and serving one of the request's names. */
-    const downServing = (ctx: Context): Endpoint[] => {
-      const names = namesOf(ctx) ?? (ctx.model === undefined ? [] : [ctx.model]);
+    const downServing = (ctx: Context): Endpoint[] => downServingNames(namesOf(ctx) ?? (ctx.model === undefined ? [] : [ctx.model]));
+    /** Out of rotation and serving one of `names` (nothing to look for while every endpoint is routable). */
+    const downServingNames = (names: readonly string[]): Endpoint[] => {
+      if (names.length === 0 || routableIn(env, families).length === configuredIn().length) return [];
       return downInFamilies().filter((e) => names.some((n) => catalogue.servedBy(e.family, n).includes(e)));
     };
+    const configuredIn = (): readonly Endpoint[] => (families.length === 1 ? endpoints.endpoints(families[0].name) : endpoints.all);
 
     /** Sets the last-resort plan, if an endpoint out of rotation ready for one (breaker.ts) serves
      *  the request's first name it can (sent that name); `anyEndpoint`: nothing of the family is
@@ -175,7 +185,7 @@ export default definePlugin<Options>({
       // stands for another name), or an alias (its real names; kept without model routing too).
       const route = ctx.requested;
       if (route && o.model_routing && (route.groups.length > 1 || route.groups[0].name !== route.requested)) {
-        const plan = chainPlan(chains, routable, route, ctx, keyFor(ctx, routable));
+        const plan = chainPlan(chains, routable, route, ctx, keyFor(ctx, routable, namesOf(ctx) ?? []));
         if ('candidates' in plan) return ctx.setPlan(plan);
         // Every name of the chain served only by endpoints out of rotation: one of them is tried.
         const down = plan.reason.endsWith('_unavailable');

@@ -29,8 +29,9 @@ const RETRY_UNSERVED_MS = 300_000;
 
 export class EngineLoad {
   private readonly inFlight;
-  /** Per endpoint: the index of the source that answered last, or when to try them all again. */
-  private readonly chosen = new Map<Endpoint, number | { retryAt: number }>();
+  /** Per endpoint: the source that answered last, or when to try them all again — for the
+   *  sources it was chosen among (a reloaded profile's new list starts afresh). */
+  private readonly chosen = new WeakMap<Endpoint, { sources: readonly LoadSource[]; index: number; retryAt: number }>();
 
   constructor(registry: EndpointRegistry, private readonly reader: EngineReports, private readonly log: Logger) {
     this.inFlight = reader.singleFlight();
@@ -47,8 +48,9 @@ export class EngineLoad {
       return Promise.resolve();
     }
     const c = this.chosen.get(ep);
-    if (typeof c === 'object' && c.retryAt > performance.now()) return Promise.resolve();
-    return this.inFlight.run(ep, () => this.read(ep, sources, typeof c === 'number' ? c : 0));
+    const known = c !== undefined && c.sources === sources;
+    if (known && c.retryAt > performance.now()) return Promise.resolve();
+    return this.inFlight.run(ep, () => this.read(ep, sources, known ? c.index : 0));
   }
 
   forget(ep: Endpoint): void {
@@ -63,9 +65,11 @@ export class EngineLoad {
       const source = sources[i];
       try {
         const body = await this.reader.read(ep, source.path, `the ${source.path} reply`);
-        const { running, waiting } = parseLoad(source, body.text());
+        const report = parseLoad(source, body.text());
+        const running = Math.max(0, report.running);
+        const waiting = Math.max(0, report.waiting);
         const now = performance.now();
-        this.chosen.set(ep, i);
+        this.chosen.set(ep, { sources, index: i, retryAt: 0 });
         // It may have gone down while this was under way: a report of an unroutable endpoint is not kept.
         if (!ep.routable || ep.retired) return;
         const staleAfter = 2 * ep.checkIntervalMs + ep.checkTimeoutMs;
@@ -79,7 +83,7 @@ export class EngineLoad {
       }
     }
     ep.engineLoad = null;
-    this.chosen.set(ep, { retryAt: performance.now() + RETRY_UNSERVED_MS });
+    this.chosen.set(ep, { sources, index: 0, retryAt: performance.now() + RETRY_UNSERVED_MS });
     if (!this.reader.stopped) this.log.debug({ endpoint: ep.name, paths: sources.map((s) => s.path) }, 'the engine serves none of its load report routes; asked again in 5 minutes');
   }
 }
@@ -90,11 +94,11 @@ export function parseLoad(source: LoadSource, text: string): { running: number; 
   return { running: metricSum(text, source.running ?? []), waiting: metricSum(text, source.waiting ?? []) };
 }
 
-/** llama.cpp /slots: one object per slot, processing (`is_processing`; older servers `state` 1) or idle. */
+/** llama.cpp /slots: one object per slot, processing (`is_processing`; older servers a `state` other than 0, idle) or idle. */
 function slotsLoad(slots: unknown): { running: number; waiting: number } {
   if (!Array.isArray(slots)) throw new Error('the /slots reply is not a list of slots');
   let running = 0;
-  for (const s of slots) if (s?.is_processing === true || s?.state === 1) running++;
+  for (const s of slots) if (typeof s?.is_processing === 'boolean' ? s.is_processing : typeof s?.state === 'number' && s.state !== 0) running++;
   return { running, waiting: 0 };
 }
 

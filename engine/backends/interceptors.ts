@@ -113,6 +113,7 @@ class InflightWatch extends Forwarding {
   private open = true;
   /** A successful reply whose first body byte is still to come (its time is then recorded). */
   private awaitingBody = false;
+  private answered = false;
   constructor(private readonly ep: Endpoint, next: Handler) {
     super(next);
   }
@@ -130,6 +131,7 @@ class InflightWatch extends Forwarding {
   override onResponseStart(c: Controller, status: number, headers: ReplyHeaders, message?: string): void {
     if (status >= 200) {
       this.ep.upstream.record(performance.now() - this.started);
+      this.answered = true;
       this.awaitingBody = status < 400;
     }
     super.onResponseStart(c, status, headers, message);
@@ -144,6 +146,13 @@ class InflightWatch extends Forwarding {
     super.onResponseEnd(c, trailers);
   }
   override onResponseError(c: Controller, error: Error): void {
+    // A reply that failed before its first byte (a timeout, a reset) counts as slow as it was,
+    // never as fast: an endpoint that hangs must not look quick to p2c.
+    if (this.open && (this.awaitingBody || !this.answered)) {
+      const now = performance.now();
+      const ms = now - this.started;
+      if (ms > this.ep.latency.value(now)) this.ep.latency.record(ms, now);
+    }
     this.finish();
     super.onResponseError(c, error);
   }

@@ -9,6 +9,8 @@
 //   messages API                        system, first user message
 //   Responses API                       instructions, input (text or its first user item)
 //   completions, llama.cpp, api/generate  system (api/generate), the prompt's first 512 characters
+//                                         (a bare prompt shorter than that gets a new key each turn:
+//                                         its opening is not known; a session header keeps it)
 import type { Context } from '../../engine/kernel/context.js';
 import type { AffinityKey } from './affinity.js';
 
@@ -19,8 +21,9 @@ const PROMPT_OPENING = 512;
 
 type Json = Record<string, unknown>;
 
-/** The text of a content value: a string, or the text of its parts (text, input_text, tool results). */
-function textOf(content: unknown): string {
+/** The text of a content value: a string, or the text of its parts (text, input_text, and one
+ *  level down, a tool result's content). Never deeper: a hostile body nests without end. */
+function textOf(content: unknown, depth = 0): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
   let text = '';
@@ -29,7 +32,7 @@ function textOf(content: unknown): string {
     else if (part && typeof part === 'object') {
       const p = part as Json;
       if (typeof p.text === 'string') text += p.text;
-      else if (p.content !== undefined) text += textOf(p.content);
+      else if (depth === 0 && p.content !== undefined) text += textOf(p.content, 1);
     }
     if (text.length > PART_LIMIT) break;
   }

@@ -83,12 +83,14 @@ export function noteOf(key: AffinityKey | null, ordered: readonly Endpoint[], do
   if (key === null) return NO_KEY;
   let home = key.home;
   if (home === null) return { source: key.source, home: null, moved: null };
-  const homeScore = score(key, home);
+  let homeScore = score(key, home);
   let moved: string | null = null;
   for (const d of down) {
-    if (byPriority && d.priority < home.priority) continue;
-    if (score(key, d) > homeScore) {
+    if (byPriority && d.priority < key.home!.priority) continue;
+    const s = score(key, d);
+    if (s > homeScore) {
       home = d;
+      homeScore = s;
       moved = d.state;
     }
   }

@@ -86,24 +86,33 @@ function roundRobin(): Order {
   };
 }
 
-/** Least load for its weight first; ties go to the higher priority, then configuration order. */
+/** Least load for its weight first; ties go to the heavier, then the higher priority, then configuration order. */
 function leastConnections(): Order {
   return (routable) => {
     if (routable.length === 1) return routable;
     const now = performance.now();
-    return [...routable].sort((a, b) => a.load(now) / a.weight - b.load(now) / b.weight || byPriority(a, b));
+    return [...routable].sort((a, b) => a.load(now) / a.weight - b.load(now) / b.weight || b.weight - a.weight || byPriority(a, b));
   };
 }
 
-/** An unmeasured endpoint already carrying requests waits for its first measure before more
- *  (Finagle's penalty); an idle one is tried. */
-const UNMEASURED_BUSY = 1e9;
+/** What p2c compares: (load + 1) × recent time to first byte, per unit of weight. An endpoint
+ *  not measured yet is taken to be as fast as `unmeasured` (its measured peers' average), so it
+ *  is tried like them and its load decides. */
+export function p2cCost(ep: Endpoint, now: number, unmeasured = 1): number {
+  const latency = ep.latency.samples === 0 ? unmeasured : ep.latency.value(now);
+  return ((ep.load(now) + 1) * latency) / ep.weight;
+}
 
-/** What p2c compares: (load + 1) × recent time to first byte, per unit of weight. */
-export function p2cCost(ep: Endpoint, now: number): number {
-  const load = ep.load(now);
-  const latency = ep.latency.samples === 0 ? (load === 0 ? 0 : UNMEASURED_BUSY) : ep.latency.value(now);
-  return ((load + 1) * latency) / ep.weight;
+/** The candidates' average time to first byte, for those not measured yet (1 when none is). */
+function peersLatency(list: readonly Endpoint[], now: number): number {
+  let sum = 0;
+  let n = 0;
+  for (const e of list) {
+    if (e.latency.samples === 0) continue;
+    sum += e.latency.value(now);
+    n++;
+  }
+  return n === 0 || sum === 0 ? 1 : sum / n;
 }
 
 /** Power of two choices (Mitzenmacher; Finagle's and Linkerd's balancer): of two endpoints drawn
@@ -116,8 +125,9 @@ function p2c(state?: BalancingState): Order {
     const n = routable.length;
     if (n === 1) return routable;
     const now = performance.now();
+    const peers = peersLatency(routable, now);
     const cold = (ep: Endpoint) => (model !== undefined && state?.cold(ep, model) ? 1 : 0);
-    const cheaper = (x: Endpoint, y: Endpoint) => cold(x) - cold(y) || p2cCost(x, now) - p2cCost(y, now);
+    const cheaper = (x: Endpoint, y: Endpoint) => cold(x) - cold(y) || p2cCost(x, now, peers) - p2cCost(y, now, peers);
     const a = drawn(routable, -1);
     const b = drawn(routable, a);
     const first = cheaper(routable[b], routable[a]) < 0 ? b : a;
@@ -156,6 +166,8 @@ export interface DegradedShares {
 
 export interface BalancerSettings {
   shares: DegradedShares;
+  /** Affinity keeps to endpoints that have the model loaded, when some have. */
+  state?: BalancingState;
   /** proxy.affinity.max_load_factor; null: affinity off. */
   maxLoadFactor: number | null;
   /** Affinity chooses within the top priority (the priority strategy) rather than among all. */
@@ -177,6 +189,15 @@ function equallyPreferred(list: readonly Endpoint[], byPriority: boolean): reado
   return list.every((e) => e.priority === top) ? list : list.filter((e) => e.priority === top);
 }
 
+/** The endpoints that have the model loaded, when some have and some must load it first (a
+ *  model unloaded has lost its prompt cache too); else all. */
+function loadedFirst(tier: readonly Endpoint[], model: string | undefined, state: BalancingState | undefined): readonly Endpoint[] {
+  if (model === undefined || state === undefined || tier.length < 2) return tier;
+  let cold = 0;
+  for (const e of tier) if (state.cold(e, model)) cold++;
+  return cold === 0 || cold === tier.length ? tier : tier.filter((e) => !state.cold(e, model));
+}
+
 /** The strategy's order with affinity, the state weights and capacity applied (see the top of this file). */
 export function balancer(order: Order, s: BalancerSettings): Order {
   /** First places given to each degraded endpoint. */
@@ -184,7 +205,7 @@ export function balancer(order: Order, s: BalancerSettings): Order {
   return (list, key, model) => {
     let ordered: readonly Endpoint[];
     if (key && s.maxLoadFactor !== null && list.length > 0) {
-      const tier = equallyPreferred(list, s.byPriority);
+      const tier = loadedFirst(equallyPreferred(list, s.byPriority), model, s.state);
       if (tier.length === list.length) ordered = list.length > 1 ? rankKey(tier, key, s.maxLoadFactor, performance.now()) : list;
       else {
         const rest = order(list, null, model).filter((e) => !tier.includes(e));
@@ -195,8 +216,11 @@ export function balancer(order: Order, s: BalancerSettings): Order {
     const first = ordered[0];
     if (first !== undefined && first.state !== 'healthy' && ordered.some(isHealthy)) {
       const every = first.state === 'busy' ? s.shares.busy : s.shares.warming;
-      const n = (offered.get(first) ?? 0) + 1;
-      offered.set(first, n);
+      // A conversation's share is decided by its key, so the same 1 in N stay (and keep their
+      // cache) rather than every conversation moving in and out.
+      let n: number;
+      if (key) n = (key.lo % (every || 1)) + 1;
+      else offered.set(first, (n = (offered.get(first) ?? 0) + 1));
       if (every === 0 || n % every !== 0) ordered = [...ordered.filter(isHealthy), ...ordered.filter(notHealthy)];
     }
     if (ordered.length > 1 && ordered.some(saturated)) ordered = [...ordered.filter(hasRoom), ...ordered.filter(saturated)];

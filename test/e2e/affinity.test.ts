@@ -146,9 +146,15 @@ describe('the same placement everywhere', () => {
         return s.endpoints.every((e: any) => e.routable) || undefined;
       }, 'every endpoint routable');
     }
+    // The second process sees the conversations in the opposite order, after a request of its
+    // own: no balancer's turns could line the two up, only the conversations' keys.
+    await turn(urls[1], opening(1000), 'Hello');
     const placements: string[][] = [[], []];
-    for (let c = 0; c < 16; c++) {
-      for (const [i, u] of urls.entries()) placements[i].push((await turn(u, opening(c), 'Hello')).endpoint);
+    for (let c = 0; c < 16; c++) placements[0].push((await turn(urls[0], opening(c), 'Hello')).endpoint);
+    for (let c = 15; c >= 0; c--) {
+      const t = await turn(urls[1], opening(c), 'Hello');
+      expect(t.affinity).toBe('hit');
+      placements[1][c] = t.endpoint;
     }
     expect(placements[1]).toEqual(placements[0]);
     expect(new Set(placements[0]).size).toBeGreaterThan(1);
@@ -171,8 +177,11 @@ describe('weights', () => {
     gw = await startGateway(config({}, [1, 1, 1, 5]));
     const counts: Record<string, number> = {};
     for (let c = 0; c < 400; c++) {
-      const e = (await turn(gw.url, opening(c), 'Hello')).endpoint;
+      const history = opening(c);
+      const e = (await turn(gw.url, history, 'Hello')).endpoint;
       counts[e] = (counts[e] ?? 0) + 1;
+      // Placed by the key, not by the weighted turns: its next turn goes to the same endpoint.
+      expect(await turn(gw.url, history, 'And then?')).toEqual({ endpoint: e, affinity: 'hit' });
     }
     // d's share is 5 of 8: 250 of 400, give or take 10 (one standard deviation: the endpoints' ids
     // hash their URLs, whose ports change from run to run). Five either side never fails by chance.

@@ -159,3 +159,45 @@ describe('balancing counts what the engines report', () => {
     expect(await servedBy(10)).toEqual({ e1: 10 });
   });
 });
+
+describe('Ollama: no request counts, but what it has loaded (api/ps, recorded shape) steers balancing', () => {
+  const PS = JSON.parse(fixture('ollama-ps.json')) as { models: { name: string }[] };
+  const ollama = async (loaded: boolean) => {
+    const r = await new Replay().start('localrunner');
+    r.routes.set('/', { status: 200, body: 'Ollama is running' });
+    r.routes.set('/api/tags', { status: 200, body: JSON.stringify({ models: PS.models.map((m) => ({ name: m.name, model: m.name, size: 1, digest: 'd' })) }) });
+    r.routes.set('/api/ps', loaded ? { status: 200, body: fixture('ollama-ps.json') } : { status: 200, body: '{"models":[]}' });
+    r.routes.set('/api/chat', { status: 200, body: JSON.stringify({ model: 'llama3.2:3b', message: { role: 'assistant', content: 'ok' }, done: true }) });
+    return r;
+  };
+  async function chats(n: number): Promise<Record<string, number>> {
+    const counts: Record<string, number> = {};
+    for (let i = 0; i < n; i++) {
+      const res = await request(`${gw!.url}/gw/localrunner/api/chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'llama3.2:3b', stream: false, messages: [{ role: 'user', content: `conversation ${i}` }] }) });
+      await res.body.dump();
+      const e = String(res.headers['x-gw-endpoint']);
+      counts[e] = (counts[e] ?? 0) + 1;
+    }
+    return counts;
+  }
+  const reported = async (eps: Endpoint[]) => {
+    const residency = gw!.gw.runtime.residency;
+    await waitFor(() => eps.every((e) => residency.isLoaded(e, 'llama3.2:3b') !== undefined) || undefined, 'both api/ps reports');
+  };
+
+  it('affinity keeps conversations to the endpoint that has the model loaded', async () => {
+    const [cold, warm] = [await ollama(false), await ollama(true)];
+    replays = [cold, warm];
+    gw = await startGateway({ discovery: { static: { endpoints: [endpoint('cold', 'localrunner', cold.url, { check_interval: '60s' }), endpoint('warm', 'localrunner', warm.url, { check_interval: '60s' })] } } });
+    await reported(gw.gw.runtime.endpoints.all as Endpoint[]);
+    expect(await chats(12)).toEqual({ warm: 12 });
+  });
+
+  it('p2c: the endpoint that must load the model loses every draw', async () => {
+    const [cold, warm] = [await ollama(false), await ollama(true)];
+    const eps = await gateway('localrunner', [cold, warm], { load_balancer: 'p2c' });
+    await reported(eps);
+    expect(await chats(12)).toEqual({ e1: 12 });
+  });
+});
+

@@ -29,6 +29,12 @@ describe('the conversation opening', () => {
     expect(openingOf({ prompt: turn1 })).toEqual(openingOf({ prompt: `${turn1} and the next turn` }));
     expect(openingOf({ system: 'S', prompt: 'Why?' })).toEqual(['S', 'Why?']);
   });
+  it('a hostile body nested without end is read one level down, never deeper', () => {
+    let content: unknown = 'deep';
+    for (let i = 0; i < 100_000; i++) content = [{ type: 'tool_result', content }];
+    expect(openingOf({ messages: [{ role: 'user', content }] })).toBeUndefined();
+    expect(openingOf({ messages: [{ role: 'user', content: [{ type: 'tool_result', content: [{ type: 'text', text: 'ok' }] }] }] })).toEqual(['', 'ok']);
+  });
   it('nothing to key on: undefined', () => {
     expect(openingOf({ model: 'm' })).toBeUndefined();
     expect(openingOf('text')).toBeUndefined();

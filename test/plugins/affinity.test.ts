@@ -126,4 +126,20 @@ describe('what affinity reports', () => {
     expect(affinityOutcome(noteOf(k2, [next], [home], false), next)).toBe('moved (offline)');
     expect(affinityOutcome(noteOf(null, [a], [], false), a)).toBe('none');
   });
+
+  it('of several endpoints out of rotation, the one the key scores best is its home', () => {
+    const all = ['p', 'q', 'r', 's', 't', 'u'].map((n) => node(n));
+    for (const t of keys(200)) {
+      const k = key(t);
+      const best = placeKey(all, key(t), 1.25, 0);
+      const up = all.filter((e) => e !== best).slice(0, 2);
+      const down = all.filter((e) => !up.includes(e));
+      down.forEach((e, i) => ((e as unknown as { state: string }).state = i % 2 ? 'offline' : 'unhealthy'));
+      const placed = placeKey(up, k, 1.25, 0);
+      const note = noteOf(k, [placed], down, false);
+      expect(note.home).toBe(best);
+      expect(note.moved).toBe(best.state);
+      all.forEach((e) => ((e as unknown as { state: string }).state = 'healthy'));
+    }
+  });
 });

@@ -29,12 +29,17 @@ function node(name: string, load: number, latencyMs: number, weight = 1) {
 }
 
 describe('p2c', () => {
-  it('cost: (load + 1) × latency per unit of weight; an unmeasured endpoint is tried only while idle', () => {
+  it('cost: (load + 1) × latency per unit of weight; an unmeasured endpoint as fast as its peers', () => {
     const now = performance.now();
     expect(p2cCost(node('a', 1, 100), now)).toBeCloseTo(200, 0);
     expect(p2cCost(node('a', 1, 100, 2), now)).toBeCloseTo(100, 0);
-    expect(p2cCost(node('new', 0, 0), now)).toBe(0);
-    expect(p2cCost(node('new', 2, 0), now)).toBeGreaterThan(1e8);
+    expect(p2cCost(node('new', 2, 0), now, 80)).toBe(240);
+  });
+
+  it('a new endpoint gets traffic as its load allows, not all of it nor none', () => {
+    const order = STRATEGIES.p2c();
+    expect(order([node('busy', 3, 100), node('new', 0, 0)])[0].name).toBe('new');
+    expect(order([node('idle', 0, 100), node('new', 3, 0)])[0].name).toBe('idle');
   });
 
   it('with two candidates the cheaper always goes first, the other is the failover', () => {

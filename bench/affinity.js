@@ -7,7 +7,7 @@
 // every run; without it the clients move in lock-step and round-robin keeps each conversation on one
 // backend by accident). Measured at the client: time to the first content chunk.
 // One gateway per configuration, the same backends, their caches emptied between runs.
-// Usage: npm run build && node bench/affinity.js [--quick]. Prints a markdown table; writes no file.
+// Usage: npm run build && node bench/affinity.js [--quick]: prints the section; `npm run bench` puts it in RESULTS.md.
 import { fork, spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,6 +27,7 @@ const PATH = '/gw/cppengine/v1/chat/completions';
 const AFFINITY = 'round-robin + affinity';
 const CONFIGS = [
   [AFFINITY, '{ load_balancer: round-robin, affinity: { enabled: true } }'],
+  ['round-robin + affinity, max_load_factor 2', '{ load_balancer: round-robin, affinity: { enabled: true, max_load_factor: 2 } }'],
   ['round-robin', '{ load_balancer: round-robin, affinity: { enabled: false } }'],
   ['least-connections', '{ load_balancer: least-connections, affinity: { enabled: false } }'],
   ['p2c', '{ load_balancer: p2c, affinity: { enabled: false } }'],
@@ -161,7 +162,8 @@ function summary(results) {
   };
 }
 
-async function main() {
+/** The section of bench/RESULTS.md. */
+export async function affinitySection() {
   const backends = await startBackends();
   const rows = [];
   const skipped = [];
@@ -190,11 +192,11 @@ async function main() {
     }
   } finally {
     backends.stop();
-    stopAll();
   }
   const base = rows.find((r) => r.name === AFFINITY);
   const ms = (x) => round(x, 0);
-  console.log(`## Conversation affinity
+  const ratios = base ? rows.filter((r) => r !== base).map((r) => `Later-turn median TTFT, ${r.name} ÷ ${AFFINITY}: ${round(r.later50 / base.later50, 1)}×`) : [];
+  return `## Conversation affinity (issue 20)
 
 ${CONVERSATIONS} conversations × ${TURNS} turns, ${CLIENTS} at a time, streamed through the gateway to ${BACKENDS} fake llama.cpp
 backends (prefill ${MS_PER_TOKEN} ms per uncached token, one prompt at a time per backend; each conversation opens with its
@@ -204,8 +206,15 @@ whose backend found more of the prompt cached than it evaluated (the reply's tim
 | configuration | later turns TTFT p50 | p90 | mostly cached | first turns TTFT p50 | p90 | requests per endpoint | busiest / mean | X-Gw-Affinity | later p50 ÷ affinity's |
 |---|---|---|---|---|---|---|---|---|---|
 ${rows.map((r) => `| ${r.name} | ${ms(r.later50)} | ${ms(r.later90)} | ${round(r.cachedShare * 100, 0)} % | ${ms(r.first50)} | ${ms(r.first90)} | ${r.perEndpoint.join(' / ')} | ${round(r.busiest, 2)} | ${r.affinity} | ${base ? round(r.later50 / base.later50, 1) : '—'} |`).join('\n')}
-${skipped.length ? `\n${skipped.join('\n')}\n` : ''}`);
-  if (base) for (const r of rows) if (r !== base) console.log(`Later-turn median TTFT, ${r.name} ÷ ${AFFINITY}: ${round(r.later50 / base.later50, 1)}×`);
+${skipped.length ? `\n${skipped.join('\n')}\n` : ''}
+${ratios.join('\n\n')}
+`;
 }
 
-await main();
+if (import.meta.url === `file://${process.argv[1]}`) {
+  try {
+    console.log(await affinitySection());
+  } finally {
+    stopAll();
+  }
+}

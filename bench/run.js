@@ -9,7 +9,8 @@
 //  5. per-endpoint concurrency — the cost of a limit that is not reached, and of queueing;
 //  metrics (bench/metrics.js) — the cost of /internal/metrics per request, on against off;
 //  limits (bench/limits.js) — rate limits that are never reached, on against off;
-//  failover (bench/failover.js) — a request that needs no retry, against the builds before issues 12, 17 and 18.
+//  failover (bench/failover.js) — a request that needs no retry, against the builds before issues 12, 17, 18, 19 and 20;
+//  affinity (bench/affinity.js) — later turns' time to first token with conversation affinity against plain balancing.
 // "Time per request" in the A/B comparisons is the CPU time the gateway process spends per request
 // (from /proc, over alternating load rounds): unlike req/s on a two-core machine shared by four busy
 // processes, it does not depend on how the scheduler mixes them.
@@ -20,6 +21,7 @@ import { join } from 'node:path';
 import { metricsSection } from './metrics.js';
 import { limitsSection } from './limits.js';
 import { failoverSection } from './failover.js';
+import { affinitySection } from './affinity.js';
 import { cpuAdded, timeAdded, forkReady, here, load, loadAlternating, pairedAdded, round, sequential, startGateway, stopAll, streaming, quick, ROUNDS, ROUND_S, pct, chatBody, streamBody, endpointLines } from './lib.js';
 
 const DURATION = quick ? 3 : 10;
@@ -263,7 +265,7 @@ fails the run on any non-2xx reply or error.
 
 async function main() {
   const { port: backendPort } = await forkReady('backend.js', ['0']);
-  const sections = [await proxySection(backendPort), await routingSection(backendPort), await translationSection(backendPort), await reloadSection(backendPort), await queueSection(backendPort), await metricsSection(backendPort), await limitsSection(backendPort), await failoverSection(backendPort)];
+  const sections = [await proxySection(backendPort), await routingSection(backendPort), await translationSection(backendPort), await reloadSection(backendPort), await queueSection(backendPort), await metricsSection(backendPort), await limitsSection(backendPort), await failoverSection(backendPort), await affinitySection()];
   const md = `# Benchmark results
 
 Machine: ${cpus().length} × ${cpus()[0].model}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}.

@@ -27,6 +27,7 @@ export default definePlugin<Options>({
       if (!log.isLevelEnabled(level)) return;
       const aborted = !ctx.res.writableFinished;
       const model = ctx.model;
+      const affinity = ctx.plan?.affinity;
       log[level]({
         // The path as the client sent it, whether or not a step stripped the prefix before a refusal.
         req: ctx.id, method, path: clip(ctx.requestPath),
@@ -37,7 +38,7 @@ export default definePlugin<Options>({
         // A stream that broke after its content: continued elsewhere, or not (and why, in a warning before).
         continuation: ctx.attempt.continuation ?? undefined,
         // Conversation affinity: what it did, and where the conversation's key came from.
-        ...(ctx.plan?.affinity ? { affinity: affinityOutcome(ctx.plan.affinity, ctx.endpoint), affinity_key: ctx.plan.affinity.source ?? undefined } : {}),
+        affinity: affinity ? affinityOutcome(affinity, ctx.endpoint) : undefined, affinity_key: affinity?.source ?? undefined,
       }, 'request');
     });
   },

@@ -81,13 +81,24 @@ function keyOf(parts: readonly string[], source: string): AffinityKey {
   return { hi: h1 >>> 0, lo: h2 >>> 0, source, home: null, overloaded: false };
 }
 
-/** Makes a request's key: `headers` are lower-case names, the first present wins. */
+/** Makes a request's key: `headers` are lower-case names, the first listed present wins. Read
+ *  from the raw headers: asking Node for `req.headers` builds the whole object, which the proxy
+ *  path otherwise never does. */
 export function affinityKeys(headers: readonly string[]) {
-  return (ctx: Context, model: string): AffinityKey | null => {
-    for (const name of headers) {
-      const v = ctx.header(name);
-      if (v) return keyOf([model, v], name);
+  const lengths = new Set(headers.map((h) => h.length));
+  const session = (raw: readonly string[]): [string, string] | undefined => {
+    let best = headers.length;
+    let value = '';
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      if (!lengths.has(raw[i].length)) continue;
+      const k = headers.indexOf(raw[i].toLowerCase());
+      if (k >= 0 && k < best && raw[i + 1]) [best, value] = [k, raw[i + 1]];
     }
+    return best < headers.length ? [headers[best], value] : undefined;
+  };
+  return (ctx: Context, model: string): AffinityKey | null => {
+    const found = session(ctx.req.rawHeaders);
+    if (found) return keyOf([model, found[1]], found[0]);
     const body = ctx.bodyJson();
     const cacheKey = (body as { prompt_cache_key?: unknown } | null)?.prompt_cache_key;
     if (typeof cacheKey === 'string' && cacheKey) return keyOf([model, cacheKey], 'prompt_cache_key');

@@ -22,7 +22,7 @@ export interface ChainRouting {
   /** The step's shared routing decisions (one object per reason). */
   routing: (decision: RoutingInfo['decision'], reason: string) => RoutingInfo;
   /** What affinity did with the ordered endpoints of the name it placed (`names`: its real names). */
-  affinity: (ctx: Context, ordered: readonly Endpoint[], key: AffinityKey | null, names: readonly string[]) => AffinityNote;
+  affinity: (ctx: Context, ordered: readonly Endpoint[], key: AffinityKey | null, names: () => readonly string[]) => AffinityNote;
 }
 
 /** The chain's plan, or why nothing of it can be served (the first name's rejection). Affinity's
@@ -41,7 +41,7 @@ export function chainPlan(r: ChainRouting, routable: readonly Endpoint[], route:
     const real = c.realName;
     const placed = plan.size === 0 && key !== undefined;
     const ordered = r.order(c.endpoints, placed ? key : undefined, real ? undefined : g.name);
-    if (placed) note = r.affinity(ctx, ordered, key, g.targets ?? [g.name]);
+    if (placed) note = r.affinity(ctx, ordered, key, () => g.targets ?? [g.name]);
     plan.add(i, ordered, real ? (ep) => real.get(ep) : () => g.name, i > 0 ? 'fallback' : real ? 'alias' : 'requested');
   });
   if (plan.size === 0) {

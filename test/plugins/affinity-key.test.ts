@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { affinityKeys, openingOf } from '../../plugins/lib/affinity-key.js';
 import type { Context } from '../../engine/kernel/context.js';
 
-const ctxOf = (body: unknown, headers: Record<string, string> = {}) => ({ header: (n: string) => headers[n], bodyJson: () => body }) as unknown as Context;
+const ctxOf = (body: unknown, headers: Record<string, string> = {}) => ({ req: { rawHeaders: Object.entries(headers).flat() }, bodyJson: () => body }) as unknown as Context;
 const keyOf = affinityKeys(['x-gw-session-id', 'x-claude-code-session-id']);
 const same = (a: unknown, b: unknown, model = 'm') => {
   const x = keyOf(ctxOf(a), model)!;
@@ -58,7 +58,7 @@ describe('the key', () => {
     expect([a.hi, a.lo]).not.toEqual([b.hi, b.lo]);
   });
   it('a session header wins, the first listed present, whatever the body', () => {
-    const k = keyOf(ctxOf(turn1, { 'x-claude-code-session-id': 'abc', 'x-gw-session-id': 's1' }), 'm')!;
+    const k = keyOf(ctxOf(turn1, { 'X-Claude-Code-Session-Id': 'abc', 'X-Gw-Session-ID': 's1' }), 'm')!;
     expect(k.source).toBe('x-gw-session-id');
     const j = keyOf(ctxOf({ messages: [{ role: 'user', content: 'other' }] }, { 'x-gw-session-id': 's1' }), 'm')!;
     expect([j.hi, j.lo]).toEqual([k.hi, k.lo]);

@@ -92,6 +92,15 @@ describe.skipIf(browserMissing)('the dashboard in Chromium', () => {
     await row.locator('td.health', { hasText: 'unhealthy' }).waitFor(WAIT);
     await page.locator('#endpoint-table tr[data-endpoint="gpu-paged"] td.health', { hasText: /^\s*healthy$/ }).waitFor(WAIT);
     expect(await page.locator('#endpoint-table tbody tr').count()).toBe(3);
+    // Load as the engine reports it (vLLM's /metrics: requests it serves for other clients), the
+    // weight, and the time to first byte of the chat replies it served.
+    paged.behaviour.otherLoad = { running: 2, waiting: 1 };
+    const paged_ = page.locator('#endpoint-table tr[data-endpoint="gpu-paged"]');
+    await paged_.locator('td.load', { hasText: /^3$/ }).waitFor(WAIT);
+    expect(await paged_.locator('td.load').getAttribute('title')).toMatch(/^0 in flight from this gateway; the engine reports 2 running, 1 waiting \(3 for others\)/);
+    const cells = await paged_.locator('td').allTextContents();
+    expect(cells[9]).toBe('1');
+    expect(cells[10]).toMatch(/\d( ms|s|µs)$/);
     await screenshot('endpoints');
   });
 

@@ -23,6 +23,7 @@ import modelsReport from './models-report.js';
 import msgapiModelDetail from './msgapi-model-detail.js';
 import msgapiModels from './msgapi-models.js';
 import msgapiParse from './msgapi-parse.js';
+import openaiModels from './openai-models.js';
 import processReport from './process-report.js';
 import rateLimit from './rate-limit.js';
 import readBody from './read-body.js';
@@ -39,6 +40,6 @@ import version from './version.js';
 export const BUILTIN_PLUGINS: readonly Plugin[] = [
   accessLog, aliasResolve, allowlist, cors, countTokens, dashboardAccess, dashboardFiles, endpointsReport, forward, gatewayHeaders, healthReport,
   interceptModels, matchPrefix, metrics, metricsReport, modelDetail, modelStatsReport, modelsList, modelsRefresh, modelsReport,
-  msgapiModelDetail, msgapiModels, msgapiParse, processReport, rateLimit, readBody, rewriteModel, rootIndex, selectEndpoint, stats, statusReport,
+  msgapiModelDetail, msgapiModels, msgapiParse, openaiModels, processReport, rateLimit, readBody, rewriteModel, rootIndex, selectEndpoint, stats, statusReport,
   translate, translatorStatsReport, upstreamHeaders, version,
 ];

@@ -1,0 +1,27 @@
+// GET /gw/openai/v1/models and /gw/openai/v1/models/{id}: every model some routable endpoint
+// serves now, across every family, in the OpenAI list form (lib/openai-model.ts) — what a client
+// pointed at the one base URL /gw/openai/v1 sees. One model by any name it is listed under (a
+// slash in the id written plainly or encoded); 404 MODEL_NOT_FOUND when none serves it.
+import { gwError } from '../engine/core/errors.js';
+import { definePlugin } from '../engine/kernel/plugin.js';
+import { decodeModelId } from './lib/model-id.js';
+import { openaiModels } from './lib/openai-model.js';
+
+const LIST = '/gw/openai/v1/models';
+
+export default definePlugin<Record<string, never>>({
+  name: 'openai-models',
+  terminal: true,
+  schema: { type: 'object', additionalProperties: false },
+  apply(hooks, _o, env) {
+    const models = openaiModels(env);
+    hooks.dispatch.tap('openai-models', (ctx) => {
+      const { list, byName } = models.get();
+      if (ctx.pathname === LIST || ctx.pathname === `${LIST}/`) return ctx.replyJson(200, { object: 'list', data: list });
+      const id = decodeModelId(ctx.pathname.slice(LIST.length + 1));
+      const found = byName.find(id);
+      if (!found) throw gwError('MODEL_NOT_FOUND', { model: id, hint: `GET ${LIST} lists the models served now` });
+      return ctx.replyJson(200, found.value);
+    });
+  },
+});

@@ -5,15 +5,18 @@
 // Two profile-declared touches to the reply, both off unless the endpoint's profile asks:
 // api.error_context annotates JSON error bodies (lib/error-context.ts); api.radix_headers adds
 // the X-Radix-* headers (lib/radix-headers.ts). Success bodies are never changed.
-import type { Context } from '../engine/kernel/context.js';
+import type { Endpoint } from '../engine/backends/endpoints.js';
+import { gwError } from '../engine/core/errors.js';
+import type { Candidate, Context } from '../engine/kernel/context.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { retrySettings, sendUpstream, type SendPolicy } from '../engine/kernel/upstream.js';
 import { continuationApi, continuationKind, continued, type AnswerText } from './lib/continuation/index.js';
 import { errorContextPlan } from './lib/error-context.js';
+import { familyPath } from './lib/family-paths.js';
 import { INFERENCE_API } from './lib/inference-api.js';
 import { RadixHeaders } from './lib/radix-headers.js';
 
-interface Options { max_retries?: number }
+interface Options { max_retries?: number; family_paths: boolean }
 
 /** The body asks for a stream (`"stream": true`), or says nothing on a route that streams by
  *  default. Parses the body: asked only when a first-token deadline applies. */
@@ -28,7 +31,10 @@ export default definePlugin<Options>({
   terminal: true,
   schema: {
     type: 'object', additionalProperties: false,
-    properties: { max_retries: { type: 'integer', minimum: 0, description: 'Default: proxy.max_retries' } },
+    properties: {
+      max_retries: { type: 'integer', minimum: 0, description: 'Default: proxy.max_retries' },
+      family_paths: { type: 'boolean', default: false, description: 'The path is an OpenAI route sent to each endpoint where its family serves it (lib/family-paths.ts); endpoints of families without it are left out (/gw/openai/v1)' },
+    },
   },
   apply(hooks, o, env) {
     const { catalogue } = env;
@@ -39,21 +45,34 @@ export default definePlugin<Options>({
       retry: retrySettings(env),
       api: INFERENCE_API,
       streaming: (ctx) => streamRequested(ctx, streamDefault),
-      replaySafe: (ctx, ep) => ep.replaySafe(ctx.method, ctx.pathname),
-      queued: (ctx, ep) => ep.takesSlot(ctx.pathname),
+      replaySafe: (ctx, ep) => ep.replaySafe(ctx.method, sentPathname(ctx, ep)),
+      queued: (ctx, ep) => ep.takesSlot(sentPathname(ctx, ep)),
       // Inference streams are watched; a model pull's progress is piped as it comes.
-      watched: (ctx, ep) => ep.takesSlot(ctx.pathname),
-      request: (ctx, ep) => ({ method: ctx.method, path: ep.upstreamPath(ctx.path), headers: [], body: ctx.body }),
+      watched: (ctx, ep) => ep.takesSlot(sentPathname(ctx, ep)),
+      request: (ctx, ep) => ({ method: ctx.method, path: ep.upstreamPath(sentPath(ctx, ep)), headers: [], body: ctx.body }),
       reply: (ctx, status, headers) => errorContextPlan(ctx, status, headers, catalogue) ?? radix.plan(ctx, status, headers),
       // A stream that breaks after its content: the route's API per the endpoint's profile.
-      continuation: (ctx, ep) => continuationApi(continuationKind(ep.profile, ctx.pathname)),
+      continuation: (ctx, ep) => continuationApi(continuationKind(ep.profile, sentPathname(ctx, ep))),
       continueRequest: (ctx, ep, _model, answer) => {
-        const c = continued(continuationKind(ep.profile, ctx.pathname)!, ctx.bodyJson(), answer as AnswerText, ep.profile);
+        const c = continued(continuationKind(ep.profile, sentPathname(ctx, ep))!, ctx.bodyJson(), answer as AnswerText, ep.profile);
         if (typeof c === 'string') return c;
-        return { method: ctx.method, path: ep.upstreamPath(c.path ?? ctx.path), headers: [], body: Buffer.from(JSON.stringify(c.body)) };
+        return { method: ctx.method, path: ep.upstreamPath(c.path ?? sentPath(ctx, ep)), headers: [], body: Buffer.from(JSON.stringify(c.body)) };
       },
     };
     const streamDefault = new Set(env.profile?.request.stream_default_paths);
-    hooks.dispatch.tapPromise('forward', (ctx) => sendUpstream(ctx, policy));
+    /** The path an endpoint is sent: as it came, or (family_paths) where its family serves the route. */
+    const sentPathname = (ctx: Context, ep: Endpoint): string => (o.family_paths ? familyPath(ep.profile, ctx.pathname)! : ctx.pathname);
+    const sentPath = (ctx: Context, ep: Endpoint): string => (o.family_paths ? sentPathname(ctx, ep) + ctx.path.slice(ctx.pathname.length) : ctx.path);
+    const served = (ctx: Context) => (c: Candidate) => familyPath(c.endpoint.profile, ctx.pathname) !== undefined;
+    hooks.dispatch.tapPromise('forward', (ctx) => {
+      if (!o.family_paths) return sendUpstream(ctx, policy);
+      const candidates = ctx.plan?.candidates ?? [];
+      const keep = served(ctx);
+      if (candidates.length > 0 && !candidates.some(keep)) {
+        const families = [...new Set(candidates.map((c) => c.endpoint.family))].join(', ');
+        throw gwError('ROUTE_NOT_SERVED', { model: ctx.model ?? '', families, path: ctx.pathname, hint: ctx.pathname === '/v1/responses' ? 'use /v1/chat/completions with it' : 'no family serving it has this route' });
+      }
+      return sendUpstream(ctx, policy, keep);
+    });
   },
 });

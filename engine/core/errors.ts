@@ -23,6 +23,10 @@ export const ERROR_CODES = {
     status: 400, type: 'bad_request',
     message: (d) => `path ${clip(d.path)} has ${d.reason}; the gateway forwards only normalised paths — send the path without it`,
   },
+  ROUTE_NOT_SERVED: {
+    status: 404, type: 'not_found',
+    message: (d) => `model ${clip(d.model)} is served by ${d.families} endpoints, whose engines have no ${clip(d.path)}; ${d.hint}`,
+  },
   PATH_NOT_ALLOWED: {
     status: 404, type: 'not_found',
     message: (d) => `path ${clip(d.path)} is not in the ${d.provider} allowlist (profile api.paths); the backend was not contacted`,

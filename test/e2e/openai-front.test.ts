@@ -1,6 +1,8 @@
 // The one OpenAI-compatible base URL, /gw/openai/v1 (issue 21, first part): the official openai
 // package lists every family's models there — one entry per id, the families serving it named —
-// and retrieves one by any name it is listed under.
+// retrieves one by any name it is listed under, and reaches each model on whichever family serves
+// it: chat completions (plain and streamed), completions, embeddings, and the Responses API where
+// the family's engine has it (a family without it: 404 ROUTE_NOT_SERVED, no backend contacted).
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
@@ -17,13 +19,14 @@ beforeAll(async () => {
     new FakeBackend({ family: 'localrunner', name: 'ollama', models: [{ name: 'llama3.2:3b' }, { name: 'shared-model' }] }).start(),
     new FakeBackend({ family: 'cppengine', name: 'llama', models: [{ name: 'qwen3-8b', context: 32768 }, { name: 'shared-model' }] }).start(),
     new FakeBackend({ family: 'pagedengine', name: 'vllm', models: [{ name: 'org/Mistral-7B', context: 16384 }, { name: 'bge-m3-embed' }] }).start(),
+    new FakeBackend({ family: 'mlxsingle', name: 'mlx', models: [{ name: 'mlx-community/Qwen3-4B' }] }).start(),
   ]);
   gw = await startGateway({
     model_aliases: { fast: ['qwen3-8b'] },
     discovery: { static: { endpoints: fakes.map((f) => endpoint(f.name, f.family, f.url)) } },
   });
   client = new OpenAI({ baseURL: `${gw.url}/gw/openai/v1`, apiKey: 'unused', maxRetries: 0 });
-  await waitFor(async () => ((await client.models.list()).data.length >= 6 ? true : undefined), 'every family discovered');
+  await waitFor(async () => ((await client.models.list()).data.length >= 7 ? true : undefined), 'every family discovered');
 });
 afterAll(() => closeAll(gw, fakes));
 
@@ -62,3 +65,66 @@ describe('GET /gw/openai/v1/models', () => {
     }
   });
 });
+
+describe('POST /gw/openai/v1/*: routed by model across every family', () => {
+  /** The response, with the gateway's headers. */
+  const chat = (model: string) => client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+
+  it('chat completions reach the model on each family, each endpoint sent its own route', async () => {
+    for (const [model, family, fake] of [['llama3.2:3b', 'localrunner', 0], ['qwen3-8b', 'cppengine', 1], ['org/Mistral-7B', 'pagedengine', 2], ['mlx-community/Qwen3-4B', 'mlxsingle', 3]] as const) {
+      const { data, response } = await chat(model);
+      expect(response.headers.get('x-gw-backend-type')).toBe(family);
+      expect(data.choices[0].message.content).toBe(`Hello from ${fakes[fake].name}`);
+      expect(fakes[fake].proxiedTo('/v1/chat/completions').at(-1)?.json.model).toBe(model);
+    }
+  });
+
+  it('an alias resolves to its real name on its family', async () => {
+    const { response } = await chat('fast');
+    expect(response.headers.get('x-gw-endpoint')).toBe('llama');
+    expect(fakes[1].proxiedTo('/v1/chat/completions').at(-1)?.json.model).toBe('qwen3-8b');
+  });
+
+  it('streams', async () => {
+    const stream = await client.chat.completions.create({ model: 'org/Mistral-7B', messages: [{ role: 'user', content: 'hi' }], stream: true });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+    expect(text).toBe('Hello from vllm');
+  });
+
+  it('completions and embeddings route by model', async () => {
+    const c = await client.completions.create({ model: 'qwen3-8b', prompt: 'Say' }).withResponse();
+    expect(c.response.headers.get('x-gw-endpoint')).toBe('llama');
+    const e = await client.embeddings.create({ model: 'bge-m3-embed', input: 'text' }).withResponse();
+    expect(e.response.headers.get('x-gw-endpoint')).toBe('vllm');
+    expect(e.data.data[0].embedding.length).toBeGreaterThan(0);
+  });
+
+  it('the Responses API goes to an engine that has it; a family without it is 404 ROUTE_NOT_SERVED, no backend asked', async () => {
+    const r = await client.responses.create({ model: 'qwen3-8b', input: 'hi' }).withResponse();
+    expect(r.response.headers.get('x-gw-endpoint')).toBe('llama');
+    expect(fakes[1].proxiedTo('/v1/responses').length).toBeGreaterThan(0);
+    const before = fakes[3].traffic.length;
+    const err = await client.responses.create({ model: 'mlx-community/Qwen3-4B', input: 'hi' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.NotFoundError);
+    const body = (err as InstanceType<typeof OpenAI.NotFoundError>).error as { code: string; message: string };
+    expect(body.code).toBe('ROUTE_NOT_SERVED');
+    expect(body.message).toContain('mlx-community/Qwen3-4B');
+    expect(body.message).toContain('mlxsingle');
+    expect(fakes[3].traffic.length).toBe(before);
+  });
+
+  it('answers the SDKs\' preflight as the other routes do', async () => {
+    const res = await request(`${gw.url}/gw/openai/v1/chat/completions`, { method: 'OPTIONS', headers: { origin: 'http://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, authorization, x-stainless-os' } });
+    await res.body.dump();
+    expect(res.statusCode).toBe(204);
+    expect(res.headers['access-control-allow-origin']).toBe('*');
+    expect(String(res.headers['access-control-allow-headers'])).toContain('x-stainless-os');
+  });
+
+  it('an unknown model is 404 MODEL_NOT_FOUND', async () => {
+    const err = await chat('no-such-model').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.NotFoundError);
+  });
+});
+

@@ -6,8 +6,7 @@
 // api.error_context annotates JSON error bodies (lib/error-context.ts); api.radix_headers adds
 // the X-Radix-* headers (lib/radix-headers.ts). Success bodies are never changed.
 import type { Endpoint } from '../engine/backends/endpoints.js';
-import { gwError } from '../engine/core/errors.js';
-import type { Candidate, Context } from '../engine/kernel/context.js';
+import type { Context } from '../engine/kernel/context.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { retrySettings, sendUpstream, type SendPolicy } from '../engine/kernel/upstream.js';
 import { continuationApi, continuationKind, continued, type AnswerText } from './lib/continuation/index.js';
@@ -33,7 +32,7 @@ export default definePlugin<Options>({
     type: 'object', additionalProperties: false,
     properties: {
       max_retries: { type: 'integer', minimum: 0, description: 'Default: proxy.max_retries' },
-      family_paths: { type: 'boolean', default: false, description: 'The path is an OpenAI route sent to each endpoint where its family serves it (lib/family-paths.ts); endpoints of families without it are left out (/gw/openai/v1)' },
+      family_paths: { type: 'boolean', default: false, description: 'The path is an OpenAI route, sent to each endpoint where its family serves it (lib/family-paths.ts; with select-endpoint\'s by_route: /gw/openai/v1)' },
     },
   },
   apply(hooks, o, env) {
@@ -60,19 +59,10 @@ export default definePlugin<Options>({
       },
     };
     const streamDefault = new Set(env.profile?.request.stream_default_paths);
-    /** The path an endpoint is sent: as it came, or (family_paths) where its family serves the route. */
-    const sentPathname = (ctx: Context, ep: Endpoint): string => (o.family_paths ? familyPath(ep.profile, ctx.pathname)! : ctx.pathname);
+    /** The path an endpoint is sent: as it came, or (family_paths) where its family serves the
+     *  route — select-endpoint's by_route left out the endpoints whose family does not. */
+    const sentPathname = (ctx: Context, ep: Endpoint): string => (o.family_paths ? familyPath(ep.profile, ctx.pathname) ?? ctx.pathname : ctx.pathname);
     const sentPath = (ctx: Context, ep: Endpoint): string => (o.family_paths ? sentPathname(ctx, ep) + ctx.path.slice(ctx.pathname.length) : ctx.path);
-    const served = (ctx: Context) => (c: Candidate) => familyPath(c.endpoint.profile, ctx.pathname) !== undefined;
-    hooks.dispatch.tapPromise('forward', (ctx) => {
-      if (!o.family_paths) return sendUpstream(ctx, policy);
-      const candidates = ctx.plan?.candidates ?? [];
-      const keep = served(ctx);
-      if (candidates.length > 0 && !candidates.some(keep)) {
-        const families = [...new Set(candidates.map((c) => c.endpoint.family))].join(', ');
-        throw gwError('ROUTE_NOT_SERVED', { model: ctx.model ?? '', families, path: ctx.pathname, hint: ctx.pathname === '/v1/responses' ? 'use /v1/chat/completions with it' : 'no family serving it has this route' });
-      }
-      return sendUpstream(ctx, policy, keep);
-    });
+    hooks.dispatch.tapPromise('forward', (ctx) => sendUpstream(ctx, policy));
   },
 });

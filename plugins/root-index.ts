@@ -35,11 +35,12 @@ export default definePlugin<Record<string, never>>({
     const body = JSON.stringify({
       service: 'inference-gateway',
       version: env.version,
-      message: `An inference gateway: call a backend family's API under one of its prefixes (families), any family's under /gw/proxy/${msgapi ? ', the messages API under /gw/msgapi/v1/' : ''}; GET /gw/models lists the models and aliases served.`,
+      message: `An inference gateway: every model through one OpenAI-compatible base URL, /gw/openai/v1/; a backend family's own API under one of its prefixes (families), any family's under /gw/proxy/${msgapi ? ', the messages API under /gw/msgapi/v1/' : ''}; GET /gw/models lists the models and aliases served.`,
       ...(configured.size === 0 && { hint: 'no endpoint is configured: add your backends under discovery.static.endpoints in the config file' }),
       links: {
         ...(dashboard && { dashboard: DASHBOARD }),
         models: '/gw/models',
+        openai_models: '/gw/openai/v1/models',
         status: '/internal/status',
         endpoints: '/internal/status/endpoints',
         health: '/internal/health',

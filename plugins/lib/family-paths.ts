@@ -16,6 +16,6 @@ export function familyPath(profile: Profile, route: string): string | undefined 
   const rules = profile.request.parsing_rules;
   if (found === undefined && route === '/v1/chat/completions') found = rules?.chat_completions_path;
   if (found === undefined && route === '/v1/completions') found = rules?.completions_path;
-  routes.set(route, found);
+  if (routes.size < 64) routes.set(route, found); // a wildcard mount must not grow it without end
   return found;
 }

@@ -17,16 +17,17 @@ let client: OpenAI;
 beforeAll(async () => {
   fakes = await Promise.all([
     new FakeBackend({ family: 'localrunner', name: 'ollama', models: [{ name: 'llama3.2:3b' }, { name: 'shared-model' }] }).start(),
-    new FakeBackend({ family: 'cppengine', name: 'llama', models: [{ name: 'qwen3-8b', context: 32768 }, { name: 'shared-model' }] }).start(),
+    new FakeBackend({ family: 'cppengine', name: 'llama', models: [{ name: 'qwen3-8b', context: 32768 }, { name: 'shared-model' }, { name: 'both-model' }] }).start(),
     new FakeBackend({ family: 'pagedengine', name: 'vllm', models: [{ name: 'org/Mistral-7B', context: 16384 }, { name: 'bge-m3-embed' }] }).start(),
     new FakeBackend({ family: 'mlxsingle', name: 'mlx', models: [{ name: 'mlx-community/Qwen3-4B' }] }).start(),
+    new FakeBackend({ family: 'containerrunner', name: 'dmr', models: [{ name: 'ai/smollm2' }, { name: 'both-model' }] }).start(),
   ]);
   gw = await startGateway({
     model_aliases: { fast: ['qwen3-8b'] },
     discovery: { static: { endpoints: fakes.map((f) => endpoint(f.name, f.family, f.url)) } },
   });
   client = new OpenAI({ baseURL: `${gw.url}/gw/openai/v1`, apiKey: 'unused', maxRetries: 0 });
-  await waitFor(async () => ((await client.models.list()).data.length >= 7 ? true : undefined), 'every family discovered');
+  await waitFor(async () => ((await client.models.list()).data.length >= 9 ? true : undefined), 'every family discovered');
 });
 afterAll(() => closeAll(gw, fakes));
 
@@ -62,6 +63,8 @@ describe('GET /gw/openai/v1/models', () => {
       expect((await client.models.list()).data.map((m) => m.id)).toContain('qwen3-8b');
     } finally {
       vllm.behaviour.healthStatus = 200;
+      const ep = gw.gw.runtime.endpoints.all.find((e) => e.name === 'vllm')!;
+      await waitFor(() => ep.routable || undefined, 'vllm back');
     }
   });
 });
@@ -77,6 +80,30 @@ describe('POST /gw/openai/v1/*: routed by model across every family', () => {
       expect(data.choices[0].message.content).toBe(`Hello from ${fakes[fake].name}`);
       expect(fakes[fake].proxiedTo('/v1/chat/completions').at(-1)?.json.model).toBe(model);
     }
+  });
+
+  it('an engine that serves the route under another path is sent it there, query kept (Docker Model Runner\'s /engines/v1)', async () => {
+    const { response } = await client.chat.completions.create({ model: 'ai/smollm2', messages: [{ role: 'user', content: 'hi' }] }, { query: { trace: '1' } }).withResponse();
+    expect(response.headers.get('x-gw-endpoint')).toBe('dmr');
+    const sent = fakes[4].traffic.at(-1)!;
+    expect(sent.url).toBe('/engines/v1/chat/completions?trace=1');
+  });
+
+  it('counts its traffic on /internal/status', async () => {
+    const before = ((await (await request(`${gw.url}/internal/status`)).body.json()) as any).statistics.requests_total;
+    await chat('qwen3-8b');
+    const after = ((await (await request(`${gw.url}/internal/status`)).body.json()) as any).statistics.requests_total;
+    expect(after).toBe(before + 1);
+  });
+
+  it('a body that is not JSON or names no model is 400, no backend asked', async () => {
+    const traffic = fakes.reduce((n, f) => n + f.traffic.length, 0);
+    for (const body of ['not json', '{"messages":[]}']) {
+      const res = await request(`${gw.url}/gw/openai/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      expect(res.statusCode).toBe(400);
+      await res.body.dump();
+    }
+    expect(fakes.reduce((n, f) => n + f.traffic.length, 0)).toBe(traffic);
   });
 
   it('an alias resolves to its real name on its family', async () => {
@@ -109,6 +136,7 @@ describe('POST /gw/openai/v1/*: routed by model across every family', () => {
     expect(err).toBeInstanceOf(OpenAI.NotFoundError);
     const body = (err as InstanceType<typeof OpenAI.NotFoundError>).error as { code: string; message: string };
     expect(body.code).toBe('ROUTE_NOT_SERVED');
+    expect((err as InstanceType<typeof OpenAI.NotFoundError>).headers.get('x-gw-routing-decision')).toBe('rejected');
     expect(body.message).toContain('mlx-community/Qwen3-4B');
     expect(body.message).toContain('mlxsingle');
     expect(fakes[3].traffic.length).toBe(before);
@@ -125,6 +153,26 @@ describe('POST /gw/openai/v1/*: routed by model across every family', () => {
   it('an unknown model is 404 MODEL_NOT_FOUND', async () => {
     const err = await chat('no-such-model').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(((err as InstanceType<typeof OpenAI.NotFoundError>).error as { code: string }).code).toBe('MODEL_NOT_FOUND');
+  });
+
+  it('the last resort (every endpoint serving the model down) is one whose family serves the route', async () => {
+    // both-model: on Docker Model Runner (no Responses route) and llama.cpp (has it), both down;
+    // their health checks keep failing, while llama still answers inference (as a backend coming back does).
+    const [llama, dmr] = [fakes[1], fakes[4]];
+    const down = gw.gw.runtime.endpoints.all.filter((e) => e.name === 'llama' || e.name === 'dmr');
+    llama.behaviour.healthStatus = 500;
+    dmr.behaviour.healthStatus = 500;
+    try {
+      await waitFor(() => down.every((e) => !e.routable) || undefined, 'llama and dmr out of rotation');
+      const r = await client.responses.create({ model: 'both-model', input: 'hi' }).withResponse();
+      expect(r.response.headers.get('x-gw-endpoint')).toBe('llama');
+      expect(r.response.headers.get('x-gw-routing-reason')).toBe('last_resort');
+    } finally {
+      llama.behaviour.healthStatus = 200;
+      dmr.behaviour.healthStatus = 200;
+      await waitFor(() => down.every((e) => e.routable) || undefined, 'back');
+    }
   });
 });
 

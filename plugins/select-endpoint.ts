@@ -26,9 +26,9 @@ import { GatewayError, gwError } from '../engine/core/errors.js';
 import type { Context, RoutingInfo } from '../engine/kernel/context.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { PlanBuilder, planOf, rejectedPlan, type AffinityNote } from '../engine/routing/plan.js';
-import { noteOf, type AffinityKey } from './lib/affinity.js';
+import type { AffinityKey } from './lib/affinity.js';
 import { affinityKeys } from './lib/affinity-key.js';
-import { balancer, STRATEGIES } from './lib/balancing.js';
+import { balancer, noteOf, STRATEGIES } from './lib/balancing.js';
 import { chainPlan, type ChainRouting } from './lib/fallback-chain.js';
 import { aliasChoice, continuable, familiesOf, modelChoice, routableIn, UNAVAILABLE_OPTION, type AliasCache, type Choice, type Unavailable } from './lib/model-routing.js';
 import { familyPath } from './lib/family-paths.js';
@@ -88,17 +88,19 @@ export default definePlugin<Options>({
     /** Affinity's key for a request naming a model, when there is a choice to make: several
      *  candidates, or a home out of rotation among the endpoints serving `names` (what the request
      *  is placed by); undefined: affinity has no say (nor embeddings: nothing to keep cached). */
-    const keyFor = (ctx: Context, candidates: readonly Endpoint[], names: () => readonly string[]): AffinityKey | null | undefined => {
+    const keyFor = (ctx: Context, candidates: readonly Endpoint[], names: (ctx: Context) => readonly string[]): AffinityKey | null | undefined => {
       if (!affinityOn || !o.model_routing) return undefined;
       if (kinds.size > 0 && kinds.get(ctx.pathname) === 'embedding') return undefined;
       const model = ctx.requested?.requested ?? ctx.model;
       if (model === undefined) return undefined;
-      if (candidates.length < 2 && downServingNames(names()).length === 0) return undefined;
+      if (candidates.length < 2 && downServingNames(names(ctx)).length === 0) return undefined;
       return keyOf(ctx, model);
     };
     /** What affinity did for the ordered candidates of `names`. */
-    const affinity = (ctx: Context, ordered: readonly Endpoint[], key: AffinityKey | null, names: () => readonly string[]): AffinityNote =>
-      noteOf(key, ordered, key?.home ? downServingNames(names()) : [], strategyName === 'priority');
+    const affinity = (ctx: Context, ordered: readonly Endpoint[], key: AffinityKey | null, names: (ctx: Context) => readonly string[]): AffinityNote =>
+      noteOf(key, ordered, key?.home ? downServingNames(names(ctx)) : [], strategyName === 'priority');
+    /** Every name the request stands for (a chain's). */
+    const everyName = (ctx: Context): readonly string[] => namesOf(ctx) ?? [];
     /** The names of the request's first group: an alias's real names, else the model. */
     const firstNames = (ctx: Context): readonly string[] => {
       const g = ctx.requested?.groups[0];
@@ -116,10 +118,9 @@ export default definePlugin<Options>({
         throw continuable(c) ? meanwhile(c.error, downServing(ctx)) : c.error;
       }
       const real = c.realName;
-      const names = () => firstNames(ctx);
-      const key = keyFor(ctx, c.endpoints, names);
+      const key = keyFor(ctx, c.endpoints, firstNames);
       const ordered = order(c.endpoints, key, ctx.model);
-      const note = key === undefined ? undefined : affinity(ctx, ordered, key, names);
+      const note = key === undefined ? undefined : affinity(ctx, ordered, key, firstNames);
       if (!real) return ctx.setPlan(planOf(ordered, routing(c.decision, c.reason), requested, 'requested', undefined, note));
       const plan = new PlanBuilder();
       plan.add(0, ordered, (ep) => real.get(ep), 'alias');
@@ -209,7 +210,7 @@ export default definePlugin<Options>({
       // stands for another name), or an alias (its real names; kept without model routing too).
       const route = ctx.requested;
       if (route && o.model_routing && (route.groups.length > 1 || route.groups[0].name !== route.requested)) {
-        const plan = chainPlan(chains, routable, route, ctx, keyFor(ctx, routable, () => namesOf(ctx) ?? []));
+        const plan = chainPlan(chains, routable, route, ctx, keyFor(ctx, routable, everyName));
         if ('candidates' in plan) return ctx.setPlan(plan);
         // Every name of the chain served only by endpoints out of rotation: one of them is tried.
         const down = plan.reason.endsWith('_unavailable');

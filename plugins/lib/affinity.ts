@@ -70,37 +70,6 @@ export function rankKey(tier: readonly Endpoint[], key: AffinityKey, maxLoadFact
   return ranked;
 }
 
-/** The endpoint `rankKey` puts first. */
-export const placeKey = (tier: readonly Endpoint[], key: AffinityKey, maxLoadFactor: number, now: number): Endpoint => rankKey(tier, key, maxLoadFactor, now)[0];
-
-const saturated = (e: Endpoint) => !!e.queue && !e.queue.hasFreeSlot;
-const NO_KEY: AffinityNote = Object.freeze({ source: null, home: null, moved: null });
-
-/** What affinity did: the key's home, and why the first of `ordered` is another — the home is
- *  out of rotation (one of `down` scores above every candidate; `byPriority`: only those of the
- *  top priority could be home), degraded, full, pausing, or past its load bound. */
-export function noteOf(key: AffinityKey | null, ordered: readonly Endpoint[], down: readonly Endpoint[], byPriority: boolean): AffinityNote {
-  if (key === null) return NO_KEY;
-  let home = key.home;
-  if (home === null) return { source: key.source, home: null, moved: null };
-  let homeScore = score(key, home);
-  let moved: string | null = null;
-  for (const d of down) {
-    if (byPriority && d.priority < key.home!.priority) continue;
-    const s = score(key, d);
-    if (s > homeScore) {
-      home = d;
-      homeScore = s;
-      moved = d.state;
-    }
-  }
-  if (moved === null && ordered[0] !== home) {
-    const h = home;
-    moved = h.state !== 'healthy' ? h.state : saturated(h) ? 'no_free_slot' : h.cooling(performance.now()) ? 'retry_after' : key.overloaded ? 'overloaded' : 'balancing';
-  }
-  return { source: key.source, home, moved };
-}
-
 /** The X-Gw-Affinity value: hit, moved (<why>) — failover when another endpoint than the
  *  planned home answered — or none (no key). */
 export function affinityOutcome(note: AffinityNote, answered: Endpoint | null): string {

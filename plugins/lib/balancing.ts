@@ -14,7 +14,8 @@
 // Load is an endpoint's requests in flight plus what its engine reports serving for others
 // (Endpoint.load, backends/engine-load.ts).
 import type { Endpoint } from '../../engine/backends/endpoints.js';
-import { rankKey, type AffinityKey } from './affinity.js';
+import type { AffinityNote } from '../../engine/routing/plan.js';
+import { rankKey, score, type AffinityKey } from './affinity.js';
 
 /** `model`: the name the request asks for, where it names one (p2c prefers endpoints that have it loaded). */
 export type Order = (routable: readonly Endpoint[], key?: AffinityKey | null, model?: string) => readonly Endpoint[];
@@ -235,4 +236,32 @@ export function balancer(order: Order, s: BalancerSettings): Order {
     }
     return ordered;
   };
+}
+
+const NO_KEY: AffinityNote = Object.freeze({ source: null, home: null, moved: null });
+
+/** What affinity did: the key's home, and why the first of `ordered` is another — the home is
+ *  out of rotation (one of `down` scores above every candidate; `byPriority`: only those of the
+ *  top priority could be home), degraded, full, pausing, or past its load bound. */
+export function noteOf(key: AffinityKey | null, ordered: readonly Endpoint[], down: readonly Endpoint[], byPriority: boolean): AffinityNote {
+  if (key === null) return NO_KEY;
+  let home = key.home;
+  if (home === null) return { source: key.source, home: null, moved: null };
+  let homeScore = score(key, home);
+  let moved: string | null = null;
+  for (const d of down) {
+    if (byPriority && d.priority < key.home!.priority) continue;
+    const s = score(key, d);
+    if (s > homeScore) {
+      home = d;
+      homeScore = s;
+      moved = d.state;
+    }
+  }
+  if (moved === null && ordered[0] !== home) {
+    // The passes after placement moved it (state, capacity, pause), else the load bound did.
+    const h = home;
+    moved = h.state !== 'healthy' ? h.state : saturated(h) ? 'no_free_slot' : h.cooling(performance.now()) ? 'retry_after' : 'overloaded';
+  }
+  return { source: key.source, home, moved };
 }

@@ -22,7 +22,7 @@ export interface ChainRouting {
   /** The step's shared routing decisions (one object per reason). */
   routing: (decision: RoutingInfo['decision'], reason: string) => RoutingInfo;
   /** What affinity did with the ordered endpoints of the name it placed (`names`: its real names). */
-  affinity: (ctx: Context, ordered: readonly Endpoint[], key: AffinityKey | null, names: () => readonly string[]) => AffinityNote;
+  affinity: (ctx: Context, ordered: readonly Endpoint[], key: AffinityKey | null, names: (ctx: Context) => readonly string[]) => AffinityNote;
 }
 
 /** The chain's plan, or why nothing of it can be served (the first name's rejection). Affinity's

@@ -5,8 +5,8 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { Endpoint } from '../../engine/backends/endpoints.js';
 import { fnv1a32 } from '../../engine/core/hash.js';
-import { affinityOutcome, noteOf, placeKey, type AffinityKey } from '../../plugins/lib/affinity.js';
-import { balancer, STRATEGIES } from '../../plugins/lib/balancing.js';
+import { affinityOutcome, rankKey, type AffinityKey } from '../../plugins/lib/affinity.js';
+import { balancer, noteOf, STRATEGIES } from '../../plugins/lib/balancing.js';
 
 const node = (name: string, weight = 1, state = 'healthy', priority = 1) =>
   ({ name, id: name, idHash: fnv1a32(name), weight, state, priority, active: 0, queue: null, coolingUntil: 0, load(this: { active: number }) { return this.active; }, cooling: () => false }) as unknown as Endpoint;
@@ -16,6 +16,8 @@ function key(text: string): AffinityKey {
   return { hi: d.readUInt32LE(0), lo: d.readUInt32LE(4), source: 'conversation', home: null, overloaded: false };
 }
 
+/** The endpoint the key goes to. */
+const placeKey = (tier: Endpoint[], k: AffinityKey, factor: number, now: number) => rankKey(tier, k, factor, now)[0];
 const keys = (n: number) => Array.from({ length: n }, (_, i) => `conversation ${i}`);
 /** Where each key goes with nothing in flight (no load bound in play). */
 const homes = (list: Endpoint[], texts: string[]) => texts.map((t) => placeKey(list, key(t), 1.25, 0).name);

@@ -11,7 +11,7 @@ import { definePlugin } from '../engine/kernel/plugin.js';
 import { retrySettings, sendUpstream, type SendPolicy } from '../engine/kernel/upstream.js';
 import { continuationApi, continuationKind, continued, type AnswerText } from './lib/continuation/index.js';
 import { errorContextPlan } from './lib/error-context.js';
-import { familyPath } from './lib/family-paths.js';
+import { familyPath } from '../engine/core/family-paths.js';
 import { INFERENCE_API } from './lib/inference-api.js';
 import { RadixHeaders } from './lib/radix-headers.js';
 
@@ -32,7 +32,7 @@ export default definePlugin<Options>({
     type: 'object', additionalProperties: false,
     properties: {
       max_retries: { type: 'integer', minimum: 0, description: 'Default: proxy.max_retries' },
-      family_paths: { type: 'boolean', default: false, description: 'The path is an OpenAI route, sent to each endpoint where its family serves it (lib/family-paths.ts; with select-endpoint\'s by_route: /gw/openai/v1)' },
+      family_paths: { type: 'boolean', default: false, description: 'The path is an OpenAI route, sent to each endpoint where its family serves it (engine/core/family-paths.ts; with select-endpoint\'s by_route: /gw/openai/v1)' },
     },
   },
   apply(hooks, o, env) {

@@ -31,13 +31,13 @@ import { affinityKeys } from './lib/affinity-key.js';
 import { balancer, noteOf, STRATEGIES } from './lib/balancing.js';
 import { chainPlan, type ChainRouting } from './lib/fallback-chain.js';
 import { aliasChoice, continuable, familiesOf, modelChoice, routableIn, UNAVAILABLE_OPTION, type AliasCache, type Choice, type Unavailable } from './lib/model-routing.js';
-import { familyPath } from './lib/family-paths.js';
+import { familyPath } from '../engine/core/family-paths.js';
 import { CapabilityRouter, routeKindsOf } from './lib/route-kinds.js';
 import { nothingRoutable, outOfRotation } from './lib/unavailable-hint.js';
 
 export { STRATEGIES } from './lib/balancing.js';
 
-interface Options { strategy?: string; affinity?: boolean; model_routing: boolean; unavailable: Unavailable; by_route: boolean }
+interface Options { strategy?: string; affinity?: boolean; model_routing: boolean; unavailable: Unavailable; by_route: boolean; also_via: string[] }
 
 export default definePlugin<Options>({
   name: 'select-endpoint',
@@ -51,7 +51,8 @@ export default definePlugin<Options>({
       affinity: { type: 'boolean', description: 'Conversation affinity on this route. Default: proxy.affinity.enabled' },
       model_routing: { type: 'boolean', default: true, description: 'Route by the body model through the catalogue (and model-less requests by what the route needs)' },
       unavailable: UNAVAILABLE_OPTION,
-      by_route: { type: 'boolean', default: false, description: 'Only endpoints whose family serves the request\'s OpenAI route (lib/family-paths.ts); a model served only by families without it is 404 ROUTE_NOT_SERVED (/gw/openai/v1)' },
+      by_route: { type: 'boolean', default: false, description: 'Only endpoints whose family serves the request\'s OpenAI route (engine/core/family-paths.ts); a model served only by families without it is 404 ROUTE_NOT_SERVED (/gw/openai/v1)' },
+      also_via: { type: 'array', items: { type: 'string', pattern: '^/' }, default: [], description: 'With by_route: a family that serves one of these routes serves the request too, because the terminal step translates to it (/gw/openai/v1/responses: [/v1/chat/completions])' },
     },
   },
   apply(hooks, o, env) {
@@ -172,18 +173,17 @@ export default definePlugin<Options>({
       return new GatewayError(err.key, err.status, err.type, err.code, `${err.message}; ${what}: retry in ${s}s`, err.detail, ['retry-after', s]);
     };
 
-    /** by_route: does the endpoint's family serve the request's route? */
-    const servesRoute = (e: Endpoint, ctx: Context) => familyPath(e.profile, ctx.pathname) !== undefined;
+    /** by_route: does the endpoint's family serve the request's route, itself or through a translation? */
+    const servesRoute = (e: Endpoint, ctx: Context) => familyPath(e.profile, ctx.pathname) !== undefined || o.also_via.some((r) => familyPath(e.profile, r) !== undefined);
     /** by_route: the 404 for a request whose names are served, but only by families without its route. */
     const routeNotServed = (ctx: Context): GatewayError | undefined => {
       const model = ctx.requested?.requested ?? ctx.model;
       if (model === undefined) return undefined;
       const serving = (namesOf(ctx) ?? [model]).flatMap((n) => (families.length === 1 ? catalogue.servedBy(families[0].name, n) : catalogue.servedByAny(n)));
       if (serving.length === 0 || serving.some((e) => servesRoute(e, ctx))) return undefined;
-      const responses = ctx.pathname.endsWith('/responses');
       return gwError('ROUTE_NOT_SERVED', {
         model, path: ctx.pathname, families: [...new Set(serving.map((e) => e.family))].join(', '),
-        hint: responses ? 'send it to /v1/chat/completions instead (the Responses API is not translated for these engines yet)' : `GET /gw/openai/v1/models lists the models; ${ctx.pathname} reaches those of families that serve it`,
+        hint: `GET /gw/openai/v1/models lists the models; ${ctx.pathname} reaches those of families that serve it`,
       });
     };
 

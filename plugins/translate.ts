@@ -1,31 +1,28 @@
-// The terminal step of POST /gw/msgapi/v1/messages. Per candidate endpoint: passthrough when its
-// profile declares native messages-API support (api.msgapi_support, respecting min_version when
-// the endpoint's version is configured) — the original bytes go to its messages_path (less the
-// billing block toward local backends) and the reply comes back unchanged but for errors put in
-// the messages API's shape, with X-Gw-Mode: passthrough; otherwise translation to
-// chat-completions at its chat path, without the messages API's own headers, and the reply
+// The terminal step of the routes that answer an API over every family (the messages API at
+// /gw/msgapi/v1/messages, the Responses API at /gw/openai/v1/responses and where a family's engine
+// lacks it): per candidate endpoint, natively when its engine speaks the API (the translator's
+// way(): the original bytes, nearly, to the engine's path, X-Gw-Mode: passthrough), else
+// translated to chat-completions at its chat path, without the API's own headers, and the reply
 // translated back. Routing, aliases, balancing, failover and gateway headers are those of the
-// proxy routes.
+// proxy routes. What each API needs is its translator's (lib/api-translator.ts).
 import type { Endpoint } from '../engine/backends/endpoints.js';
 import type { Context, UpstreamRequest } from '../engine/kernel/context.js';
-import { GatewayError, gwError } from '../engine/core/errors.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { GatewayError } from '../engine/core/errors.js';
+import { definePlugin, type PluginEnv } from '../engine/kernel/plugin.js';
 import { retrySettings, sendUpstream, type SendPolicy } from '../engine/kernel/upstream.js';
 import { ClientGone } from '../engine/backends/failures.js';
-import { isLocalFamily } from './lib/msgapi/billing.js';
-import { translationProblem } from './lib/msgapi/check.js';
-import { estimateInputTokens } from './lib/msgapi/estimate.js';
-import { isMessagesApiHeader } from './lib/msgapi/headers.js';
-import { modeFor, type Fallback, type Mode } from './lib/msgapi/mode.js';
-import { passthroughBody, passthroughReply } from './lib/msgapi/passthrough.js';
-import { translatedReply, type TranslateOptions } from './lib/msgapi/reply-plan.js';
-import { toChatRequest } from './lib/msgapi/request.js';
+import type { ApiTranslator, Fallback, Mode } from './lib/api-translator.js';
+import type { ReplyOptions } from './lib/chat-reply-plan.js';
+import { msgapiTranslator } from './lib/msgapi/translator.js';
+import { responsesTranslator } from './lib/responses/translator.js';
 import { INFERENCE_API } from './lib/inference-api.js';
 import { continuationApi, continuationKind, continued, type AnswerText } from './lib/continuation/index.js';
-import type { MessagesRequest } from './lib/msgapi/types.js';
 
-interface Options { passthrough?: boolean; max_retries?: number; name: string }
-interface MsgapiState { mode?: Mode; fallback?: Fallback; stream?: boolean; malformed?: number; translation?: TranslateOptions }
+type Api = 'msgapi' | 'responses';
+interface Options { api: Api; passthrough?: boolean; max_retries?: number; name?: string }
+interface TranslateState { mode?: Mode; fallback?: Fallback; stream?: boolean; malformed?: number; prepared?: ReplyOptions }
+
+const TRANSLATORS: Record<Api, (env: PluginEnv, passthrough: boolean) => ApiTranslator<any>> = { msgapi: msgapiTranslator, responses: responsesTranslator };
 
 export default definePlugin<Options>({
   name: 'translate',
@@ -35,71 +32,67 @@ export default definePlugin<Options>({
   schema: {
     type: 'object', additionalProperties: false,
     properties: {
-      passthrough: { type: 'boolean', description: 'Forward natively to backends that support the messages API (false: always translate). Default: translators.msgapi.passthrough' },
+      api: { enum: ['msgapi', 'responses'], default: 'msgapi', description: 'The API the route answers in: the messages API, or the Responses API' },
+      passthrough: { type: 'boolean', description: 'Send natively to endpoints whose engine speaks the API (false: always translate). Default: translators.<api>.passthrough' },
       max_retries: { type: 'integer', minimum: 0, description: 'Default: proxy.max_retries' },
-      name: { type: 'string', default: 'msgapi', description: 'Translator name in /internal/stats/translators' },
+      name: { type: 'string', description: 'Translator name in /internal/stats/translators. Default: the api' },
     },
   },
   apply(hooks, o, env) {
     const maxRetries = o.max_retries ?? env.config.proxy.max_retries;
-    const stripBilling = env.config.translators.msgapi.strip_billing_header;
-    const passthrough = o.passthrough ?? env.config.translators.msgapi.passthrough;
-    const counters = env.stats.translator(o.name);
-    const state = (ctx: { state: Record<string, unknown> }) => ((ctx.state.msgapi ??= {}) as MsgapiState);
+    const passthrough = o.passthrough ?? env.config.translators[o.api].passthrough;
+    const api = TRANSLATORS[o.api](env, passthrough);
+    const counters = env.stats.translator(o.name ?? o.api);
+    const state = (ctx: { state: Record<string, unknown> }) => ((ctx.state.translate ??= {}) as TranslateState);
 
-    /** The first translated attempt checks what translation reads (400 naming the field) and
-     *  fixes what the reply translation needs; later attempts reuse it. */
-    const translationOf = (ctx: Context, st: MsgapiState, req: MessagesRequest): TranslateOptions => {
-      if (st.translation) return st.translation;
-      const why = translationProblem(req);
-      if (why) throw gwError('BAD_REQUEST', { reason: why });
-      return (st.translation = {
-        stream: st.stream === true, model: req.model, inputTokens: estimateInputTokens(req), stopSequences: req.stop_sequences,
+    /** The first translated attempt checks the request (a 400 naming the field) and fixes what
+     *  the reply translation needs; later attempts reuse it. */
+    const preparedFor = (ctx: Context, st: TranslateState) =>
+      (st.prepared ??= api.prepare(ctx, {
+        stream: st.stream === true,
         onMalformed: (n) => (st.malformed = (st.malformed ?? 0) + n),
         onUsage: (usage) => (ctx.usage = usage),
-      });
-    };
+      }));
 
     /** The chat-completions request for one endpoint; what it drops is logged once, at debug. */
-    const chatRequest = (ctx: Context, ep: Endpoint, model: string | undefined, st: MsgapiState): UpstreamRequest => {
-      const req = ctx.bodyJson() as MessagesRequest;
-      const first = !st.translation;
-      translationOf(ctx, st, req);
+    const chatRequest = (ctx: Context, ep: Endpoint, model: string | undefined, st: TranslateState): UpstreamRequest => {
+      const first = !st.prepared;
+      const prepared = preparedFor(ctx, st);
       const log = ctx.route.log;
       const dropped = first && log.isLevelEnabled('debug') ? [] as string[] : undefined;
-      const chat = toChatRequest(req, {
-        model: model ?? req.model, topK: ep.profile.request.supports_top_k, streamUsage: ep.profile.request.stream_usage,
-        dropBillingHeader: stripBilling && isLocalFamily(ep.profile), dropped,
-      });
+      const chat = api.chatBody(ctx, ep, model, prepared, dropped);
       if (dropped?.length) log.debug({ req: ctx.id, endpoint: ep.name, dropped }, 'translation to chat-completions dropped what it cannot carry');
-      return { method: 'POST', path: ep.upstreamPath(chatPath(ep)), headers: [], body: Buffer.from(JSON.stringify(chat)), omitClientHeader: isMessagesApiHeader };
+      return { method: 'POST', path: ep.upstreamPath(chatPath(ep)), headers: [], body: Buffer.from(JSON.stringify(chat)), omitClientHeader: api.omitClientHeader };
     };
     const chatPath = (ep: Endpoint) => ep.profile.request.parsing_rules?.chat_completions_path ?? '/v1/chat/completions';
-    /** The path an endpoint is sent this request at: its messages path, or its chat path. */
-    const upstreamRoute = (ep: Endpoint) => (modeFor(ep, passthrough).mode === 'passthrough' ? ep.profile.api.msgapi_support!.messages_path : chatPath(ep));
+    /** The path an endpoint is sent this request at: the API's own, or its chat path. */
+    const upstreamRoute = (ep: Endpoint) => {
+      const way = api.way(ep);
+      return way.mode === 'passthrough' ? way.path : chatPath(ep);
+    };
 
     const policy: SendPolicy<Context> = {
       maxRetries,
       retry: retrySettings(env),
       api: INFERENCE_API,
-      // The messages API is inference: replay-safe on every endpoint.
+      // Inference: replay-safe on every endpoint.
       replaySafe: () => true,
       streaming: (ctx) => state(ctx).stream === true,
       request: (ctx, ep, model) => {
         const st = state(ctx);
-        const { mode, fallback } = modeFor(ep, passthrough);
-        st.mode = mode;
-        st.fallback = fallback;
-        if (mode === 'translation') return chatRequest(ctx, ep, model, st);
-        return { method: 'POST', path: ep.upstreamPath(ep.profile.api.msgapi_support!.messages_path), headers: [], body: passthroughBody(ctx, ep, stripBilling) };
+        const way = api.way(ep);
+        st.mode = way.mode;
+        st.fallback = way.mode === 'translation' ? way.fallback : undefined;
+        if (way.mode === 'translation') return chatRequest(ctx, ep, model, st);
+        return { method: 'POST', path: ep.upstreamPath(way.path), headers: [], body: api.nativeBody(ctx, ep) };
       },
       reply: (ctx, status, headers) => {
         const st = state(ctx);
-        return st.mode === 'passthrough' ? passthroughReply(status, headers) : translatedReply(st.translation!, status, headers);
+        return st.mode === 'passthrough' ? api.nativeReply(status, headers) : api.reply(st.prepared!, status, headers);
       },
-      // A broken stream is continued in the API the endpoint is spoken to in: the messages
-      // API's prefill (passthrough), or a chat continuation whose events the translation reads
-      // on, as if they were the broken stream's.
+      // A broken stream is continued in the API the endpoint is spoken to in: its own (where the
+      // profile says how), or a chat continuation whose events the translation reads on, as if
+      // they were the broken stream's.
       continuation: (_ctx, ep) => continuationApi(continuationKind(ep.profile, upstreamRoute(ep))),
       continueRequest: (ctx, ep, model, answer) => {
         const kind = continuationKind(ep.profile, upstreamRoute(ep))!;

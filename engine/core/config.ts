@@ -63,7 +63,10 @@ export interface GatewayConfig {
   /** A list: equivalent names; { models, ordered: true }: a fallback chain (plugins/lib/model-chains.ts). */
   model_aliases: Record<string, string[] | { models: string[]; ordered: boolean }>;
   model_fallbacks: Record<string, string[]>;
-  translators: { msgapi: { enabled: boolean; max_message_size: number; passthrough: boolean; strip_billing_header: boolean } };
+  translators: {
+    msgapi: { enabled: boolean; max_message_size: number; passthrough: boolean; strip_billing_header: boolean };
+    responses: { passthrough: boolean; store: { max_responses: number; max_bytes: number; ttl: Duration } };
+  };
   dashboard: { enabled: boolean; access_policy: { allowed_cidrs: string[]; allowed_hosts: string[] } };
   metrics: { enabled: boolean };
   logging: { level: 'debug' | 'info' | 'warn' | 'error'; format: 'json' | 'text' };

@@ -25,7 +25,7 @@ export interface SharedSteps {
 export interface PipelineDef {
   name: string;
   description?: string;
-  mount: { per_profile: boolean; families?: string[]; paths: string[]; methods: string[]; enabled_by?: string };
+  mount: { per_profile: boolean; families?: string[]; fills?: string; paths: string[]; methods: string[]; enabled_by?: string };
   error_format: ErrorFormat;
   steps: StepDef[];
   file: string;
@@ -71,6 +71,10 @@ export function checkPipelines(customDir: string): PipelineLoad {
     if (problems.some((p) => p.level === 'fail')) return;
     if (!def.mount.per_profile && def.mount.paths.length === 0) {
       problems.push({ level: 'fail', field: 'mount', message: 'the pipeline mounts nowhere', fix: 'set mount.per_profile: true or list mount.paths' });
+      return;
+    }
+    if (def.mount.fills && !def.mount.per_profile) {
+      problems.push({ level: 'fail', field: 'mount.fills', message: 'fills applies to per-profile mounts only', fix: 'add mount.per_profile: true, or list the route in mount.paths' });
       return;
     }
     if (def.mount.families && !def.mount.per_profile) {

@@ -84,6 +84,8 @@ export interface Profile {
     forward_host_headers: boolean;
     supports_top_k: boolean;
     stream_usage: boolean;
+    /** The reasoning_effort levels the chat route accepts. */
+    reasoning_effort: string[];
     parsing_rules?: { chat_completions_path?: string; completions_path?: string; model_field_name?: string; supports_streaming?: boolean };
   };
   models: {

@@ -7,6 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import { modelKeys as modelKeysOf } from '../core/body-model.js';
 import { configValue } from '../core/config.js';
 import { ErrorFormatPaths } from '../core/error-formats.js';
+import { familyPath } from '../core/family-paths.js';
 import type { RouteInfo } from './context.js';
 import { createHooks, HOOK_PHASES, type Hooks } from './hooks.js';
 import { nameMatches, type PipelineDef, type PipelineLoad, type SharedStepDef, type StepDef } from '../core/pipelines.js';
@@ -182,13 +183,16 @@ function checkPhases(placed: Placed[], phases: (number | undefined)[]): Problem[
   return problems;
 }
 
-/** Which per-profile pipeline serves which family: one naming it in mount.families, else the one naming none. */
+/** Which per-profile pipeline serves which family: one naming it in mount.families, else the one
+ *  naming none. A pipeline that fills one route claims nothing: it serves the families (of its
+ *  list, if it has one) whose engine lacks that route. */
 function familyClaims(pipelines: readonly PipelineDef[], profiles: readonly Profile[], report: (def: PipelineDef, p: Problem) => void): Map<PipelineDef, Profile[]> {
   const claimed = new Map<string, PipelineDef>();
   const out = new Map<PipelineDef, Profile[]>();
   const names = profiles.map((p) => p.name);
   for (const def of pipelines) {
     for (const family of def.mount.per_profile ? def.mount.families ?? [] : []) {
+      if (def.mount.fills && names.includes(family)) continue;
       if (!names.includes(family)) {
         const guess = closest(family, names);
         report(def, { level: 'fail', field: '/mount/families', message: `unknown family "${family}"`, fix: guess ? `did you mean "${guess}"?` : `families: ${names.join(', ')}` });
@@ -201,7 +205,9 @@ function familyClaims(pipelines: readonly PipelineDef[], profiles: readonly Prof
   }
   for (const def of pipelines) {
     if (!def.mount.per_profile) continue;
-    out.set(def, def.mount.families ? profiles.filter((p) => claimed.get(p.name) === def) : profiles.filter((p) => !claimed.has(p.name)));
+    const { fills, families } = def.mount;
+    if (fills) out.set(def, profiles.filter((p) => (!families || families.includes(p.name)) && familyPath(p, fills) === undefined));
+    else out.set(def, families ? profiles.filter((p) => claimed.get(p.name) === def) : profiles.filter((p) => !claimed.has(p.name)));
   }
   return out;
 }
@@ -264,6 +270,10 @@ export function compileGraph(load: PipelineLoad, registry: PluginRegistry, runti
         for (const p of mountedPrefixes(profile, runtime)) {
           const prefix = `/gw/${p}`;
           const info = route(hooks, { profile, prefix, modelKeys, errorFormats });
+          if (def.mount.fills) {
+            mount(prefix + def.mount.fills, info);
+            continue;
+          }
           mount(prefix, info);
           mount(`${prefix}/*`, info);
         }

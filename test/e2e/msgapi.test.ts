@@ -338,6 +338,8 @@ describe('translator statistics', () => {
     expect(t.fallback_cannot_passthrough - before.fallback_cannot_passthrough).toBe(1);
     expect(t.success_rate).toMatch(/^\d+\.\d\d%$/);
     expect(Object.keys(after.summary)).toEqual(['total_translators', 'active_translators', 'total_requests', 'total_passthrough', 'total_translations', 'total_streaming', 'total_non_streaming', 'overall_success_rate', 'overall_passthrough_rate']);
-    expect(after.summary).toMatchObject({ total_translators: 1, active_translators: 1 });
+    // The Responses API's translator is listed too, idle here.
+    expect(after.summary).toMatchObject({ total_translators: 2, active_translators: 1 });
+    expect(after.translators.map((x: { translator_name: string }) => x.translator_name)).toEqual(['msgapi', 'responses']);
   });
 });

@@ -1,14 +1,16 @@
 // The one OpenAI-compatible base URL, /gw/openai/v1 (issue 21, first part): the official openai
 // package lists every family's models there — one entry per id, the families serving it named —
 // retrieves one by any name it is listed under, and reaches each model on whichever family serves
-// it: chat completions (plain and streamed), completions, embeddings, and the Responses API where
-// the family's engine has it (a family without it: 404 ROUTE_NOT_SERVED, no backend contacted).
+// it: chat completions (plain and streamed), completions, embeddings and the Responses API
+// (openai-responses.test.ts); a route a family's engine lacks (here a Docker Model Runner profile
+// without embeddings) is 404 ROUTE_NOT_SERVED, no backend contacted.
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { FakeBackend } from '../../engine/demo/index.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
+import { customProfiles } from '../helpers/profiles.js';
 
 let gw: Started;
 let fakes: FakeBackend[];
@@ -22,7 +24,16 @@ beforeAll(async () => {
     new FakeBackend({ family: 'mlxsingle', name: 'mlx', models: [{ name: 'mlx-community/Qwen3-4B' }] }).start(),
     new FakeBackend({ family: 'containerrunner', name: 'dmr', models: [{ name: 'ai/smollm2' }, { name: 'both-model' }] }).start(),
   ]);
+  // A Docker Model Runner whose profile has no embeddings route.
+  const withoutEmbeddings = customProfiles({
+    containerrunner: (p) => {
+      p.api.paths = p.api.paths.filter((path: string) => !path.endsWith('/embeddings'));
+      p.api.replay_safe_paths = p.api.replay_safe_paths.filter((path: string) => !path.endsWith('/embeddings'));
+      p.request.embedding_paths = [];
+    },
+  });
   gw = await startGateway({
+    proxy: { profiles_dir: withoutEmbeddings },
     model_aliases: { fast: ['qwen3-8b'] },
     discovery: { static: { endpoints: fakes.map((f) => endpoint(f.name, f.family, f.url)) } },
   });
@@ -127,19 +138,16 @@ describe('POST /gw/openai/v1/*: routed by model across every family', () => {
     expect(e.data.data[0].embedding.length).toBeGreaterThan(0);
   });
 
-  it('the Responses API goes to an engine that has it; a family without it is 404 ROUTE_NOT_SERVED, no backend asked', async () => {
-    const r = await client.responses.create({ model: 'qwen3-8b', input: 'hi' }).withResponse();
-    expect(r.response.headers.get('x-gw-endpoint')).toBe('llama');
-    expect(fakes[1].proxiedTo('/v1/responses').length).toBeGreaterThan(0);
-    const before = fakes[3].traffic.length;
-    const err = await client.responses.create({ model: 'mlx-community/Qwen3-4B', input: 'hi' }).catch((e: unknown) => e);
+  it('a route the family\'s engine lacks is 404 ROUTE_NOT_SERVED naming the model and family, no backend asked', async () => {
+    const before = fakes[4].traffic.length;
+    const err = await client.embeddings.create({ model: 'ai/smollm2', input: 'x' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.NotFoundError);
     const body = (err as InstanceType<typeof OpenAI.NotFoundError>).error as { code: string; message: string };
     expect(body.code).toBe('ROUTE_NOT_SERVED');
     expect((err as InstanceType<typeof OpenAI.NotFoundError>).headers.get('x-gw-routing-decision')).toBe('rejected');
-    expect(body.message).toContain('mlx-community/Qwen3-4B');
-    expect(body.message).toContain('mlxsingle');
-    expect(fakes[3].traffic.length).toBe(before);
+    expect(body.message).toContain('ai/smollm2');
+    expect(body.message).toContain('containerrunner');
+    expect(fakes[4].traffic.length).toBe(before);
   });
 
   it('answers the SDKs\' preflight as the other routes do', async () => {
@@ -157,7 +165,7 @@ describe('POST /gw/openai/v1/*: routed by model across every family', () => {
   });
 
   it('the last resort (every endpoint serving the model down) is one whose family serves the route', async () => {
-    // both-model: on Docker Model Runner (no Responses route) and llama.cpp (has it), both down;
+    // both-model: on Docker Model Runner (no embeddings route here) and llama.cpp (has it), both down;
     // their health checks keep failing, while llama still answers inference (as a backend coming back does).
     const [llama, dmr] = [fakes[1], fakes[4]];
     const down = gw.gw.runtime.endpoints.all.filter((e) => e.name === 'llama' || e.name === 'dmr');
@@ -165,7 +173,7 @@ describe('POST /gw/openai/v1/*: routed by model across every family', () => {
     dmr.behaviour.healthStatus = 500;
     try {
       await waitFor(() => down.every((e) => !e.routable) || undefined, 'llama and dmr out of rotation');
-      const r = await client.responses.create({ model: 'both-model', input: 'hi' }).withResponse();
+      const r = await client.embeddings.create({ model: 'both-model', input: 'hi' }).withResponse();
       expect(r.response.headers.get('x-gw-endpoint')).toBe('llama');
       expect(r.response.headers.get('x-gw-routing-reason')).toBe('last_resort');
     } finally {

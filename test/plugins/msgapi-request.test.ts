@@ -83,8 +83,28 @@ describe('request translation', () => {
       ],
     }, { dropped });
     expect(Object.keys(c).sort()).toEqual(['max_tokens', 'messages', 'model']);
-    expect(c.messages).toEqual([{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }]);
-    expect(dropped.sort()).toEqual(['assistant block thinking', 'field container', 'field service_tier', 'field thinking', 'user block document', 'user block search_result']);
+    expect(c.messages).toEqual([{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello', reasoning_content: 'hm' }]);
+    expect(dropped.sort()).toEqual(['field container', 'field service_tier', 'user block document', 'user block search_result']);
+  });
+
+  it('earlier thinking goes back as reasoning_content; a thinking budget as the engine\'s reasoning_effort where it takes the level', () => {
+    const c = chat({
+      messages: [
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: [{ type: 'thinking', thinking: 'Let me ', signature: 'sig' }, { type: 'thinking', thinking: 'look.' }, { type: 'tool_use', id: 't1', name: 'ls', input: {} }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'a.txt' }] },
+      ],
+    });
+    expect(c.messages[1]).toEqual({ role: 'assistant', content: null, reasoning_content: 'Let me look.', tool_calls: [{ id: 't1', type: 'function', function: { name: 'ls', arguments: '{}' } }] });
+    const levels = ['low', 'medium', 'high'];
+    for (const [budget, effort] of [[1024, 'low'], [8000, 'medium'], [32000, 'high']] as const) {
+      expect(chat({ thinking: { type: 'enabled', budget_tokens: budget } } as object, { effortLevels: levels }).reasoning_effort).toBe(effort);
+    }
+    const dropped: string[] = [];
+    expect(chat({ thinking: { type: 'disabled' } } as object, { effortLevels: levels, dropped }).reasoning_effort).toBeUndefined();
+    expect(dropped).toEqual(['thinking as reasoning_effort none (the engine takes low, medium, high)']);
+    expect(chat({ thinking: { type: 'disabled' } } as object, { effortLevels: ['none', 'low'] }).reasoning_effort).toBe('none');
+    expect(chat({ thinking: { type: 'enabled', budget_tokens: 2048 } } as object).reasoning_effort).toBeUndefined();
   });
 });
 

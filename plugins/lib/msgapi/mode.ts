@@ -3,14 +3,13 @@
 // endpoint's configured version once, when the endpoint's settings are applied
 // (Endpoint.speaksMessagesApi): an older backend is translated to, and is not asked to count.
 import type { Endpoint } from '../../../engine/backends/endpoints.js';
+import type { Fallback, Mode } from '../api-translator.js';
 
 /** It also answers <messages_path>/count_tokens (api.msgapi_support.token_count). */
 export function countsTokens(ep: Endpoint): boolean {
   return ep.speaksMessagesApi && ep.profile.api.msgapi_support!.token_count === true;
 }
 
-export type Mode = 'passthrough' | 'translation';
-export type Fallback = 'cannot' | 'translator';
 
 /** Why an endpoint is translated to: its family has no native support (or its version is too
  *  old), or passthrough is switched off (translators.msgapi.passthrough, the step's option). */

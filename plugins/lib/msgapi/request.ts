@@ -2,7 +2,7 @@
 // (check.ts); what chat-completions cannot carry — unknown fields, block types it has no form for
 // — is dropped, and named in `dropped` when the caller collects them (a debug log).
 import { isBillingBlock } from './billing.js';
-import type { Block, ImageBlock, MessagesRequest, TextBlock, ToolResultBlock, ToolUseBlock } from './types.js';
+import type { Block, ImageBlock, MessagesRequest, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock } from './types.js';
 
 export interface ChatOptions {
   /** The model name to send (an alias already resolved for the chosen endpoint). */
@@ -11,6 +11,8 @@ export interface ChatOptions {
   topK: boolean;
   /** The backend can report usage at the end of a stream (stream_options.include_usage). */
   streamUsage: boolean;
+  /** The `reasoning_effort` levels the engine's chat route accepts (profile request.reasoning_effort). */
+  effortLevels?: readonly string[];
   /** Leave out Claude Code's per-request billing block of `system` (billing.ts). */
   dropBillingHeader?: boolean;
   /** Collects what was dropped ("field thinking", "block document"), when given. */
@@ -22,7 +24,7 @@ type ChatMessage = Record<string, unknown>;
 type Turn = { role: 'user' | 'assistant'; content: Block[] };
 
 /** The request fields the translator reads; any other is dropped. */
-const KNOWN_FIELDS = new Set(['model', 'messages', 'max_tokens', 'system', 'temperature', 'top_p', 'top_k', 'stop_sequences', 'stream', 'tools', 'tool_choice', 'metadata']);
+const KNOWN_FIELDS = new Set(['model', 'messages', 'max_tokens', 'system', 'temperature', 'top_p', 'top_k', 'stop_sequences', 'stream', 'tools', 'tool_choice', 'metadata', 'thinking']);
 
 const textOf = (content: string | Block[] | undefined): string =>
   typeof content === 'string' ? content : (content ?? []).filter((b): b is TextBlock => b.type === 'text').map((b) => b.text).join('\n');
@@ -79,15 +81,19 @@ function turnsOf(messages: MessagesRequest['messages'], dropped: string[] | unde
 function convertTurn({ role, content }: Turn, dropped: string[] | undefined): ChatMessage[] {
   if (role === 'assistant') {
     let text = '';
+    let thinking = '';
     const calls: unknown[] = [];
     for (const b of content) {
       if (b.type === 'text') text += (b as TextBlock).text;
+      else if (b.type === 'thinking') thinking += (b as ThinkingBlock).thinking ?? '';
       else if (b.type === 'tool_use') {
         const u = b as ToolUseBlock;
         calls.push({ id: u.id, type: 'function', function: { name: u.name, arguments: JSON.stringify(u.input ?? {}) } });
       } else dropped?.push(`assistant block ${b.type}`);
     }
-    return [{ role: 'assistant', content: text || (calls.length ? null : ''), ...(calls.length ? { tool_calls: calls } : {}) }];
+    // Earlier thinking goes back as reasoning_content, the field engines' chat templates read
+    // (Qwen3's, DeepSeek's); the signature means nothing to them.
+    return [{ role: 'assistant', content: text || (calls.length ? null : ''), ...(thinking ? { reasoning_content: thinking } : {}), ...(calls.length ? { tool_calls: calls } : {}) }];
   }
   const out: ChatMessage[] = [];
   const parts: ChatPart[] = [];
@@ -108,6 +114,14 @@ function toolChoice(choice: MessagesRequest['tool_choice']): unknown {
   if (!c) return undefined;
   if (c.type === 'tool') return { type: 'function', function: { name: (c as { name: string }).name } };
   return TOOL_CHOICES.get(c.type);
+}
+
+/** A thinking budget as a reasoning effort: under 4k tokens low, under 16k medium, else high;
+ *  thinking disabled is `none` (sent only to engines that take it). */
+function effortOf(thinking: MessagesRequest['thinking']): string | undefined {
+  if (thinking?.type === 'disabled') return 'none';
+  if (thinking?.type !== 'enabled' || typeof thinking.budget_tokens !== 'number') return undefined;
+  return thinking.budget_tokens < 4096 ? 'low' : thinking.budget_tokens < 16384 ? 'medium' : 'high';
 }
 
 function systemText(system: MessagesRequest['system'], dropBilling: boolean): string {
@@ -134,6 +148,9 @@ export function toChatRequest(req: MessagesRequest, o: ChatOptions): Record<stri
   const choice = toolChoice(req.tool_choice);
   if (choice !== undefined && req.tools?.length) chat.tool_choice = choice;
   if (req.metadata?.user_id) chat.user = req.metadata.user_id;
+  const effort = effortOf(req.thinking);
+  if (effort && o.effortLevels?.includes(effort)) chat.reasoning_effort = effort;
+  else if (effort) dropped?.push(`thinking as reasoning_effort ${effort} (the engine takes ${o.effortLevels?.join(', ') || 'none'})`);
   if (req.stream === true) {
     chat.stream = true;
     if (o.streamUsage) chat.stream_options = { include_usage: true };

@@ -1,24 +1,7 @@
 // Chat-completions reply → messages-API reply, and the pieces the stream translator shares.
-import { randomBytes } from 'node:crypto';
 import type { Block, Message, StopReason } from './types.js';
 import { msgapiErrorType } from '../../../engine/core/errors.js';
-
-const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
-
-// Random bytes drawn 4 KiB at a time: one system call per ~180 ids, not one per id.
-let pool = Buffer.alloc(0);
-let offset = 0;
-
-/** An id in the messages API's style: the prefix, then 22 base62 characters. */
-export function newId(prefix: 'msg_01' | 'toolu_01'): string {
-  if (offset + 22 > pool.length) {
-    pool = randomBytes(4096);
-    offset = 0;
-  }
-  let out = prefix;
-  for (let i = 0; i < 22; i++) out += BASE62[pool[offset++] % 62];
-  return out;
-}
+import { newId } from '../new-id.js';
 
 /** finish_reason → stop_reason; a stop caused by one of the request's stop sequences says which. */
 export function stopReason(finish: string | null | undefined, matched: unknown, stopSequences: readonly string[] | undefined, hadToolCalls: boolean): { reason: StopReason; sequence: string | null } {

@@ -3,11 +3,10 @@
 // block closes when the stream switches between thinking, text and tool use; tool arguments
 // are buffered until the call is complete); message_delta; message_stop. Every frame's
 // `event:` equals its data's `type`.
-import { StringDecoder } from 'node:string_decoder';
-import { newId, parseArguments, stopReason } from './response.js';
+import { ChatStreamReader, reasoningOf, type ChatChoiceDelta, type ToolCallDelta } from '../chat-stream.js';
+import { newId } from '../new-id.js';
+import { parseArguments, stopReason } from './response.js';
 import type { Message } from './types.js';
-
-const MAX_LINE = 1024 * 1024;
 
 export function sse(type: string, data: Record<string, unknown>): string {
   return `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
@@ -25,11 +24,7 @@ interface PendingTool {
   args: string;
 }
 
-/** Tokens a backend reported (prompt and completion), for the metrics. */
-export interface Usage {
-  input?: number;
-  output?: number;
-}
+export type { Usage } from '../chat-stream.js';
 
 export interface StreamOptions {
   model: string;
@@ -37,30 +32,19 @@ export interface StreamOptions {
   stopSequences?: string[];
 }
 
-export class StreamTranslator {
-  /** Backend chunks that were not JSON and were skipped. */
-  malformed = 0;
-  done = false;
-  private readonly decoder = new StringDecoder('utf8');
-  private pending = '';
-  private skippingLongLine = false;
+export class StreamTranslator extends ChatStreamReader {
   private index = -1;
   private open: 'text' | 'thinking' | null = null;
   private pinged = false;
   private readonly tools = new Map<number, PendingTool>();
   private hadTools = false;
-  private finish: string | null = null;
+  private finishReason: string | null = null;
   private matched: unknown = undefined;
-  private promptTokens: number | undefined;
-  private completionTokens: number | undefined;
-
-  /** The tokens the backend reported in a `usage` chunk (none: null; estimates are not usage). */
-  get usage(): Usage | null {
-    return this.promptTokens === undefined && this.completionTokens === undefined ? null : { input: this.promptTokens, output: this.completionTokens };
-  }
   private outputChars = 0;
 
-  constructor(private readonly o: StreamOptions) {}
+  constructor(private readonly o: StreamOptions) {
+    super();
+  }
 
   start(id = newId('msg_01')): string {
     return sse('message_start', {
@@ -68,83 +52,24 @@ export class StreamTranslator {
     });
   }
 
-  /** Events for a piece of the backend's SSE body (possibly none yet). Each byte is searched once. */
-  feed(chunk: Buffer): string {
-    if (this.done) return '';
-    let text = this.decoder.write(chunk);
-    let out = '';
-    while (text.length) {
-      const nl = text.indexOf('\n');
-      if (this.skippingLongLine) {
-        if (nl < 0) return out;
-        this.skippingLongLine = false;
-        text = text.slice(nl + 1);
-        continue;
-      }
-      if (nl < 0) {
-        this.pending += text;
-        if (this.pending.length > MAX_LINE) {
-          // A line this long is no chunk we can use: drop it through its end.
-          this.malformed++;
-          this.pending = '';
-          this.skippingLongLine = true;
-        }
-        return out;
-      }
-      const line = (this.pending + text.slice(0, nl)).replace(/\r$/, '');
-      this.pending = '';
-      text = text.slice(nl + 1);
-      out += this.line(line);
-      if (this.done) return out;
-    }
-    return out;
-  }
-
-  /** The closing events (if [DONE] did not already produce them). */
-  end(): string {
-    if (this.done) return '';
-    const rest = this.pending + this.decoder.end();
-    this.pending = '';
-    return (rest.trim() ? this.line(rest.trim()) : '') + (this.done ? '' : this.finishEvents());
-  }
-
-  /** The backend failed mid-stream: an error event, and nothing after it. */
-  fail(message: string): string {
-    if (this.done) return '';
-    this.done = true;
-    return sse('error', { error: { type: 'api_error', message } });
-  }
-
-  private line(line: string): string {
-    if (!line.startsWith('data:')) return ''; // comments, event names, blank separators
-    const data = line.slice(5).trim();
-    if (data === '[DONE]') return this.finishEvents();
-    let chunk: any;
-    try {
-      chunk = JSON.parse(data);
-    } catch {
-      this.malformed++;
-      return '';
-    }
-    if (chunk?.usage) {
-      this.promptTokens = chunk.usage.prompt_tokens ?? this.promptTokens;
-      this.completionTokens = chunk.usage.completion_tokens ?? this.completionTokens;
-    }
-    if (chunk?.error) return this.fail(typeof chunk.error === 'string' ? chunk.error : chunk.error.message ?? 'backend error');
-    const choice = chunk?.choices?.[0];
-    if (!choice) return '';
+  protected choice(choice: ChatChoiceDelta): string {
     let out = '';
     const delta = choice.delta ?? {};
-    const thinking = delta.reasoning_content ?? delta.reasoning;
-    if (typeof thinking === 'string' && thinking) out += this.textual('thinking', thinking);
+    const thinking = reasoningOf(delta);
+    if (thinking) out += this.textual('thinking', thinking);
     if (typeof delta.content === 'string' && delta.content) out += this.textual('text', delta.content);
     for (const call of delta.tool_calls ?? []) out += this.toolDelta(call);
     if (choice.finish_reason) {
-      this.finish = choice.finish_reason;
+      this.finishReason = choice.finish_reason;
       this.matched = choice.stop_reason;
       out += this.flushTools();
     }
     return out;
+  }
+
+  /** The backend failed mid-stream: an error event. */
+  protected failure(message: string): string {
+    return sse('error', { error: { type: 'api_error', message } });
   }
 
   private blockStart(block: Record<string, unknown>): string {
@@ -174,7 +99,7 @@ export class StreamTranslator {
     return out + deltaFrame(this.index, kind === 'text' ? 'text_delta' : 'thinking_delta', text);
   }
 
-  private toolDelta(call: { index?: number; id?: string; function?: { name?: string; arguments?: string } }): string {
+  private toolDelta(call: ToolCallDelta): string {
     const i = call.index ?? 0;
     let out = '';
     let tool = this.tools.get(i);
@@ -204,10 +129,9 @@ export class StreamTranslator {
     return out;
   }
 
-  private finishEvents(): string {
+  protected closing(): string {
     const out = this.flushTools() + this.closeOpen();
-    this.done = true;
-    const { reason, sequence } = stopReason(this.finish, this.matched, this.o.stopSequences, this.hadTools);
+    const { reason, sequence } = stopReason(this.finishReason, this.matched, this.o.stopSequences, this.hadTools);
     const usage: Record<string, number> = { output_tokens: this.completionTokens ?? Math.floor(this.outputChars / 4) };
     if (this.promptTokens !== undefined) usage.input_tokens = this.promptTokens;
     return out + sse('message_delta', { delta: { stop_reason: reason, stop_sequence: sequence }, usage }) + sse('message_stop', {});

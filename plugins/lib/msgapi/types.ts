@@ -20,6 +20,7 @@ export interface MessagesRequest {
   tools?: Array<{ name: string; description?: string; input_schema?: unknown }>;
   tool_choice?: { type: 'auto' | 'any' | 'none' } | { type: 'tool'; name: string } | 'auto' | 'any' | 'none';
   metadata?: { user_id?: string };
+  thinking?: { type: 'enabled'; budget_tokens?: number } | { type: 'disabled' } | { type: string; budget_tokens?: number };
 }
 
 export type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'refusal';

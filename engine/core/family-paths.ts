@@ -3,7 +3,7 @@
 // (api.paths), else the listed path that ends with it (Docker Model Runner's /engines/v1/…), else
 // for chat and completions the profile's parsing_rules paths (the NPU server's /api/v1/…);
 // undefined when the engine has no such route. Worked out once per family and route.
-import type { Profile } from '../../engine/core/profiles.js';
+import type { Profile } from './profiles.js';
 
 const cache = new WeakMap<Profile, Map<string, string | undefined>>();
 

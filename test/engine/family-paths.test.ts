@@ -1,6 +1,6 @@
 // Where each built-in family's engine serves an OpenAI route, for /gw/openai/v1.
 import { describe, expect, it } from 'vitest';
-import { familyPath } from '../../plugins/lib/family-paths.js';
+import { familyPath } from '../../engine/core/family-paths.js';
 import { profiles } from '../helpers/plugin.js';
 
 const of = (family: string, route: string) => familyPath(profiles.byName.get(family)!, route);

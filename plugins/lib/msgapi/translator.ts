@@ -1,0 +1,43 @@
+// The messages API over chat-completions engines (lib/api-translator.ts): passthrough to an
+// endpoint whose profile declares native support (api.msgapi_support, min_version respected) —
+// the original bytes to its messages_path, less Claude Code's billing block toward local
+// backends, errors put in the messages API's shape — else translation to chat-completions.
+import type { PluginEnv } from '../../../engine/kernel/plugin.js';
+import { gwError } from '../../../engine/core/errors.js';
+import type { ApiTranslator } from '../api-translator.js';
+import { isLocalFamily } from './billing.js';
+import { translationProblem } from './check.js';
+import { estimateInputTokens } from './estimate.js';
+import { isMessagesApiHeader } from './headers.js';
+import { modeFor } from './mode.js';
+import { passthroughBody, passthroughReply } from './passthrough.js';
+import { translatedReply, type TranslateOptions } from './reply-plan.js';
+import { toChatRequest } from './request.js';
+import type { MessagesRequest } from './types.js';
+
+export function msgapiTranslator(env: PluginEnv, passthrough: boolean): ApiTranslator<TranslateOptions> {
+  const stripBilling = env.config.translators.msgapi.strip_billing_header;
+  return {
+    way(ep) {
+      const { mode, fallback } = modeFor(ep, passthrough);
+      return mode === 'passthrough' ? { mode, path: ep.profile.api.msgapi_support!.messages_path } : { mode, fallback: fallback! };
+    },
+    nativeBody: (ctx, ep) => passthroughBody(ctx, ep, stripBilling),
+    nativeReply: passthroughReply,
+    prepare(ctx, reply) {
+      const req = ctx.bodyJson() as MessagesRequest;
+      const why = translationProblem(req);
+      if (why) throw gwError('BAD_REQUEST', { reason: why });
+      return { ...reply, model: req.model, inputTokens: estimateInputTokens(req), stopSequences: req.stop_sequences };
+    },
+    chatBody(ctx, ep, model, _p, dropped) {
+      const req = ctx.bodyJson() as MessagesRequest;
+      return toChatRequest(req, {
+        model: model ?? req.model, topK: ep.profile.request.supports_top_k, streamUsage: ep.profile.request.stream_usage, effortLevels: ep.profile.request.reasoning_effort,
+        dropBillingHeader: stripBilling && isLocalFamily(ep.profile), dropped,
+      });
+    },
+    reply: translatedReply,
+    omitClientHeader: isMessagesApiHeader,
+  };
+}

@@ -1,0 +1,100 @@
+// Chat-completions reply → Responses reply, and the pieces the stream translator shares: the
+// response object around the output (what the request set, echoed), the status a finish reason
+// gives, the usage.
+import type { Usage } from '../chat-stream.js';
+import { reasoningOf } from '../chat-stream.js';
+import { newId } from '../new-id.js';
+import type { OutputItem, ResponsesRequest, ResponseUsage } from './types.js';
+
+/** What every response object of one request carries. */
+export interface Shell {
+  id: string;
+  created_at: number;
+  model: string;
+  /** Estimated prompt tokens (characters / 4), for a backend that reports none. */
+  inputTokens: number;
+  /** The request's settings as the response object echoes them. */
+  echo: Record<string, unknown>;
+}
+
+export function shellOf(req: ResponsesRequest, inputTokens: number, stored: boolean): Shell {
+  return {
+    id: newId('resp_'),
+    created_at: Math.floor(Date.now() / 1000),
+    model: req.model,
+    inputTokens,
+    echo: {
+      instructions: req.instructions ?? null,
+      max_output_tokens: req.max_output_tokens ?? null,
+      parallel_tool_calls: req.parallel_tool_calls ?? true,
+      previous_response_id: req.previous_response_id ?? null,
+      reasoning: { effort: req.reasoning?.effort ?? null, summary: null },
+      store: stored,
+      temperature: req.temperature ?? null,
+      text: { format: req.text?.format ?? { type: 'text' } },
+      tool_choice: req.tool_choice ?? 'auto',
+      tools: req.tools ?? [],
+      top_p: req.top_p ?? null,
+      truncation: 'disabled',
+      metadata: req.metadata ?? {},
+    },
+  };
+}
+
+export type Status = 'in_progress' | 'completed' | 'incomplete' | 'failed';
+
+/** A finish reason's status: `length` and `content_filter` leave the response incomplete. */
+export function statusOf(finish: string | null | undefined): { status: 'completed' | 'incomplete'; incomplete_details: { reason: string } | null } {
+  if (finish === 'length') return { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } };
+  if (finish === 'content_filter') return { status: 'incomplete', incomplete_details: { reason: 'content_filter' } };
+  return { status: 'completed', incomplete_details: null };
+}
+
+/** The backend's counts where it reported them, else estimates (characters / 4). */
+export function usageOf(reported: Usage | null | undefined, shell: Shell, outputChars: number): ResponseUsage {
+  const input = reported?.input ?? shell.inputTokens;
+  const output = reported?.output ?? Math.floor(outputChars / 4);
+  return { input_tokens: input, input_tokens_details: { cached_tokens: reported?.cached ?? 0 }, output_tokens: output, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: input + output };
+}
+
+export function responseObject(shell: Shell, status: Status, output: OutputItem[], usage: ResponseUsage | null, more: { incomplete_details?: unknown; error?: unknown } = {}): Record<string, unknown> {
+  return {
+    id: shell.id, object: 'response', created_at: shell.created_at, status,
+    error: more.error ?? null, incomplete_details: more.incomplete_details ?? null,
+    model: shell.model, output, usage, ...shell.echo,
+  };
+}
+
+interface ChatReply {
+  choices?: Array<{
+    message?: { content?: string | null; reasoning_content?: unknown; reasoning?: unknown; tool_calls?: Array<{ id?: string; function?: { name?: string; arguments?: unknown } }> };
+    finish_reason?: string | null;
+  }>;
+}
+
+export function messageItem(text: string, status: 'completed' | 'incomplete', id = newId('msg_')): OutputItem {
+  return { type: 'message', id, status, role: 'assistant', content: [{ type: 'output_text', text, annotations: [], logprobs: [] }] };
+}
+
+export function reasoningItem(text: string, id = newId('rs_')): OutputItem {
+  return { type: 'reasoning', id, summary: [], content: [{ type: 'reasoning_text', text }] };
+}
+
+/** A whole chat-completions reply as a response object; `reported` is the backend's usage. */
+export function toResponse(reply: ChatReply, shell: Shell, reported: Usage | null): Record<string, unknown> {
+  const choice = reply.choices?.[0] ?? {};
+  const msg = choice.message ?? {};
+  const { status, incomplete_details } = statusOf(choice.finish_reason);
+  const output: OutputItem[] = [];
+  const reasoning = reasoningOf(msg);
+  if (reasoning) output.push(reasoningItem(reasoning));
+  const text = typeof msg.content === 'string' ? msg.content : '';
+  if (text) output.push(messageItem(text, status));
+  let outputChars = reasoning.length + text.length;
+  for (const call of msg.tool_calls ?? []) {
+    const args = typeof call.function?.arguments === 'string' ? call.function.arguments : JSON.stringify(call.function?.arguments ?? {});
+    outputChars += args.length;
+    output.push({ type: 'function_call', id: newId('fc_'), call_id: call.id || newId('call_'), name: call.function?.name ?? '', arguments: args, status: 'completed' });
+  }
+  return responseObject(shell, status, output, usageOf(reported, shell, outputChars), { incomplete_details });
+}

@@ -1,0 +1,226 @@
+// The Responses API for every model (issue 21, second part): the official openai package and the
+// Vercel AI SDK's default OpenAI provider against /gw/openai/v1/responses reach a model on an
+// engine that has the route (sent natively) and on chat-only engines (translated to
+// chat-completions and back): plain, streamed, with a function tool round trip, with a JSON
+// schema, with reasoning. On a chat-only family's own prefix the route is filled by the same
+// translation; previous_response_id is a 400 unless the bounded store is on.
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { request } from 'undici';
+import { generateText, jsonSchema, streamText, tool } from 'ai';
+import { createOpenAI } from '@ai-sdk/openai';
+import { FakeBackend } from '../../engine/demo/index.js';
+import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
+import { waitFor } from '../helpers/wait.js';
+
+let gw: Started;
+let fakes: { mlx: FakeBackend; dmr: FakeBackend; llama: FakeBackend; vllm: FakeBackend };
+let client: OpenAI;
+
+const WEATHER = { name: 'get_weather', arguments: '{"city":"Paris"}' };
+
+beforeAll(async () => {
+  fakes = {
+    mlx: await new FakeBackend({ family: 'mlxsingle', name: 'mlx', reply: 'Bonjour from mlx', models: [{ name: 'mlx-community/Qwen3-4B' }] }).start(),
+    dmr: await new FakeBackend({ family: 'containerrunner', name: 'dmr', reply: 'Hello from dmr', models: [{ name: 'ai/smollm2' }] }).start(),
+    llama: await new FakeBackend({ family: 'cppengine', name: 'llama', reply: 'Hello from llama', models: [{ name: 'qwen3-8b' }] }).start(),
+    vllm: await new FakeBackend({ family: 'pagedengine', name: 'vllm', reply: 'Hello from vllm', models: [{ name: 'org/Mistral-7B' }] }).start(),
+  };
+  gw = await startGateway({
+    model_aliases: { small: ['mlx-community/Qwen3-4B'] },
+    discovery: { static: { endpoints: Object.values(fakes).map((f) => endpoint(f.name, f.family, f.url)) } },
+  });
+  client = new OpenAI({ baseURL: `${gw.url}/gw/openai/v1`, apiKey: 'unused', maxRetries: 0 });
+  await waitFor(async () => ((await client.models.list()).data.length >= 4 ? true : undefined), 'every family discovered');
+});
+afterAll(() => closeAll(gw, Object.values(fakes)));
+
+const lastChat = (f: FakeBackend) => f.traffic.filter((t) => t.url.endsWith('/chat/completions')).at(-1)!;
+
+describe('responses.create across families', () => {
+  it('reaches a chat-only engine translated, and engines that have the route natively', async () => {
+    for (const [model, fake, mode, path] of [
+      ['mlx-community/Qwen3-4B', fakes.mlx, 'translated', '/v1/chat/completions'],
+      ['ai/smollm2', fakes.dmr, 'translated', '/engines/v1/chat/completions'],
+      ['qwen3-8b', fakes.llama, 'passthrough', '/v1/responses'],
+      ['org/Mistral-7B', fakes.vllm, 'passthrough', '/v1/responses'],
+    ] as const) {
+      const { data, response } = await client.responses.create({ model, input: 'hi', instructions: 'Be brief.' }).withResponse();
+      expect(data.output_text).toBe(`${model === 'mlx-community/Qwen3-4B' ? 'Bonjour' : 'Hello'} from ${fake.name}`);
+      expect(data.status).toBe('completed');
+      expect(response.headers.get('x-gw-endpoint')).toBe(fake.name);
+      expect(response.headers.get('x-gw-mode')).toBe(mode === 'passthrough' ? 'passthrough' : null);
+      expect(fake.traffic.at(-1)!.url).toBe(path);
+      if (mode === 'translated') {
+        expect(fake.traffic.at(-1)!.json).toMatchObject({ model, messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'hi' }] });
+        expect(data).toMatchObject({ object: 'response', id: expect.stringMatching(/^resp_/), model, usage: { input_tokens: expect.any(Number), output_tokens: expect.any(Number) } });
+      }
+    }
+  });
+
+  it('an alias resolves to its real name before translation', async () => {
+    const r = await client.responses.create({ model: 'small', input: 'hi' });
+    expect(r.output_text).toBe('Bonjour from mlx');
+    expect(lastChat(fakes.mlx).json.model).toBe('mlx-community/Qwen3-4B');
+  });
+
+  it('streams through the SDK\'s event accumulator (indexes, ids and order checked by it)', async () => {
+    const stream = client.responses.stream({ model: 'mlx-community/Qwen3-4B', input: 'hi' });
+    const types: string[] = [];
+    let text = '';
+    for await (const event of stream) {
+      types.push(event.type);
+      if (event.type === 'response.output_text.delta') text += event.delta;
+    }
+    const final = await stream.finalResponse();
+    expect(text).toBe('Bonjour from mlx');
+    expect(final.output_text).toBe('Bonjour from mlx');
+    expect(types[0]).toBe('response.created');
+    expect(types.at(-1)).toBe('response.completed');
+    expect(lastChat(fakes.mlx).json.stream).toBe(true);
+  });
+
+  it('a function tool round trip on a chat-only engine', async () => {
+    fakes.mlx.toolCalls = [WEATHER];
+    try {
+      const tools: OpenAI.Responses.Tool[] = [{ type: 'function', name: 'get_weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }, strict: true }];
+      const first = await client.responses.create({ model: 'mlx-community/Qwen3-4B', input: 'Weather in Paris?', tools });
+      const call = first.output.find((o) => o.type === 'function_call') as OpenAI.Responses.ResponseFunctionToolCall;
+      expect(call).toMatchObject({ name: 'get_weather', arguments: '{"city":"Paris"}', status: 'completed' });
+      expect(lastChat(fakes.mlx).json.tools).toEqual([{ type: 'function', function: { name: 'get_weather', description: 'Weather', parameters: tools[0].type === 'function' ? tools[0].parameters : null, strict: true } }]);
+      fakes.mlx.toolCalls = [];
+      const second = await client.responses.create({
+        model: 'mlx-community/Qwen3-4B', tools,
+        input: [{ role: 'user', content: 'Weather in Paris?' }, ...first.output.filter((o) => o.type !== 'message') as OpenAI.Responses.ResponseInputItem[], { type: 'function_call_output', call_id: call.call_id, output: '18°C' }],
+      });
+      expect(second.output_text).toBe('Bonjour from mlx');
+      expect(lastChat(fakes.mlx).json.messages).toEqual([
+        { role: 'user', content: 'Weather in Paris?' },
+        { role: 'assistant', content: null, tool_calls: [{ id: call.call_id, type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+        { role: 'tool', tool_call_id: call.call_id, content: '18°C' },
+      ]);
+    } finally {
+      fakes.mlx.toolCalls = [];
+    }
+  });
+
+  it('a streamed function call', async () => {
+    fakes.dmr.toolCalls = [WEATHER];
+    try {
+      const stream = client.responses.stream({ model: 'ai/smollm2', input: 'Weather?', tools: [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: {} }, strict: false }] });
+      let args = '';
+      for await (const e of stream) if (e.type === 'response.function_call_arguments.delta') args += e.delta;
+      const final = await stream.finalResponse();
+      expect(args).toBe('{"city":"Paris"}');
+      expect(final.output.find((o) => o.type === 'function_call')).toMatchObject({ name: 'get_weather', arguments: '{"city":"Paris"}' });
+    } finally {
+      fakes.dmr.toolCalls = [];
+    }
+  });
+
+  it('a JSON schema becomes response_format', async () => {
+    const schema = { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'], additionalProperties: false };
+    await client.responses.create({ model: 'mlx-community/Qwen3-4B', input: 'x', text: { format: { type: 'json_schema', name: 'answer', schema, strict: true } } });
+    expect(lastChat(fakes.mlx).json.response_format).toEqual({ type: 'json_schema', json_schema: { name: 'answer', schema, strict: true } });
+  });
+
+  it('reasoning_content becomes a reasoning item, whole and streamed', async () => {
+    fakes.mlx.reasoning = 'Think first.';
+    try {
+      const r = await client.responses.create({ model: 'mlx-community/Qwen3-4B', input: 'hi' });
+      expect(r.output[0]).toMatchObject({ type: 'reasoning', content: [{ type: 'reasoning_text', text: 'Think first.' }] });
+      expect(r.output_text).toBe('Bonjour from mlx');
+      const stream = client.responses.stream({ model: 'mlx-community/Qwen3-4B', input: 'hi' });
+      let thought = '';
+      for await (const e of stream) if (e.type === 'response.reasoning_text.delta') thought += e.delta;
+      expect(thought).toBe('Think first.');
+      expect((await stream.finalResponse()).output.map((o) => o.type)).toEqual(['reasoning', 'message']);
+    } finally {
+      fakes.mlx.reasoning = '';
+    }
+  });
+
+  it('max_output_tokens reached: status incomplete', async () => {
+    fakes.mlx.behaviour.finishReason = 'length';
+    try {
+      const r = await client.responses.create({ model: 'mlx-community/Qwen3-4B', input: 'hi', max_output_tokens: 3 });
+      expect(r).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } });
+      expect(lastChat(fakes.mlx).json.max_tokens).toBe(3);
+    } finally {
+      fakes.mlx.behaviour.finishReason = null;
+    }
+  });
+
+  it('a backend error keeps its status in the OpenAI error shape; a request it cannot read is 400 naming the field, no backend asked', async () => {
+    fakes.mlx.behaviour.status = 422;
+    try {
+      const err = await client.responses.create({ model: 'mlx-community/Qwen3-4B', input: 'hi' }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(OpenAI.UnprocessableEntityError);
+    } finally {
+      fakes.mlx.behaviour.status = 0;
+    }
+    const before = fakes.mlx.traffic.length;
+    const bad = await client.responses.create({ model: 'mlx-community/Qwen3-4B', input: [{ role: 'robot', content: 'x' }] as never }).catch((e: unknown) => e);
+    expect(bad).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((bad as Error).message).toContain('input[0].role');
+    expect(fakes.mlx.traffic.length).toBe(before);
+  });
+
+  it('previous_response_id on a translated request: 400 saying how, while the store is off', async () => {
+    const err = await client.responses.create({ model: 'mlx-community/Qwen3-4B', input: 'and then?', previous_response_id: 'resp_123' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((err as Error).message).toContain('translators.responses.store');
+  });
+
+  it('the route on a chat-only family\'s own prefix is translated; families that have it keep their proxy route', async () => {
+    const own = new OpenAI({ baseURL: `${gw.url}/gw/mlxsingle/v1`, apiKey: 'unused', maxRetries: 0 });
+    const r = await own.responses.create({ model: 'mlx-community/Qwen3-4B', input: 'hi' });
+    expect(r.output_text).toBe('Bonjour from mlx');
+    expect(fakes.mlx.traffic.at(-1)!.url).toBe('/v1/chat/completions');
+    const native = new OpenAI({ baseURL: `${gw.url}/gw/cppengine/v1`, apiKey: 'unused', maxRetries: 0 });
+    await native.responses.create({ model: 'qwen3-8b', input: 'hi' });
+    expect(fakes.llama.traffic.at(-1)!.url).toBe('/v1/responses');
+    // The rest of the chat-only family's prefix is its proxy route, as before.
+    const models = await request(`${gw.url}/gw/mlxsingle/v1/models`);
+    expect(models.statusCode).toBe(200);
+    await models.body.dump();
+  });
+
+  it('counts as the responses translator in /internal/stats/translators', async () => {
+    const res = await request(`${gw.url}/internal/stats/translators`);
+    const body = (await res.body.json()) as { translators: Array<{ translator_name: string; translation_requests: number; passthrough_requests: number }> };
+    const t = body.translators.find((x) => x.translator_name === 'responses')!;
+    expect(t.translation_requests).toBeGreaterThan(5);
+    expect(t.passthrough_requests).toBeGreaterThanOrEqual(2);
+  });
+});
+
+describe('the Vercel AI SDK\'s default OpenAI provider (the Responses API) on a chat-only family', () => {
+  const openai = () => createOpenAI({ baseURL: `${gw.url}/gw/openai/v1`, apiKey: 'sk-test' });
+  const weather = tool({ description: 'the weather', inputSchema: jsonSchema<{ city: string }>({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }) });
+
+  it('generateText and streamText', async () => {
+    const { text, usage } = await generateText({ model: openai()('mlx-community/Qwen3-4B'), prompt: 'hello' });
+    expect(text).toBe('Bonjour from mlx');
+    expect(usage.outputTokens).toBeGreaterThan(0);
+    const result = streamText({ model: openai()('mlx-community/Qwen3-4B'), prompt: 'hello' });
+    let streamed = '';
+    for await (const part of result.textStream) streamed += part;
+    expect(streamed).toBe('Bonjour from mlx');
+    expect(await result.finishReason).toBe('stop');
+  });
+
+  it('generateText and streamText with a tool', async () => {
+    fakes.mlx.toolCalls = [WEATHER];
+    try {
+      const { toolCalls } = await generateText({ model: openai()('mlx-community/Qwen3-4B'), prompt: 'weather?', tools: { get_weather: weather } });
+      expect(toolCalls[0]).toMatchObject({ toolName: 'get_weather', input: { city: 'Paris' } });
+      const result = streamText({ model: openai()('mlx-community/Qwen3-4B'), prompt: 'weather?', tools: { get_weather: weather } });
+      const calls = await result.toolCalls;
+      expect(calls[0]).toMatchObject({ toolName: 'get_weather', input: { city: 'Paris' } });
+      expect(await result.finishReason).toBe('tool-calls');
+    } finally {
+      fakes.mlx.toolCalls = [];
+    }
+  });
+});

@@ -3,8 +3,9 @@
 //     (c) the gateway: non-streaming chat at concurrency 1 and 64, streaming first byte and total;
 //  2. model routing — the gateway with alias resolution and body rewrite against the gateway
 //     with no body inspection, on a 2 KB and a 200 KB chat body;
-//  3. messages API translation — the same chat request as a messages request, translated both
-//     ways, against plain proxying, streaming and not, at concurrency 16;
+//  3. messages API and Responses API translation — the same chat request as a messages request and
+//     as a Responses request, translated both ways, against plain proxying, streaming and not, at
+//     concurrency 16, and counted by callgrind against the messages translation before issue 21;
 //  4. hot reload — pipeline edits under load: how long each takes to show, and no failed request;
 //  5. per-endpoint concurrency — the cost of a limit that is not reached, and of queueing;
 //  metrics (bench/metrics.js) — the cost of /internal/metrics per request, on against off;
@@ -22,6 +23,7 @@ import { metricsSection } from './metrics.js';
 import { limitsSection } from './limits.js';
 import { failoverSection } from './failover.js';
 import { affinitySection } from './affinity.js';
+import { translationInstructions } from './translation.js';
 import { cpuAdded, timeAdded, forkReady, here, load, loadAlternating, pairedAdded, round, sequential, startGateway, stopAll, streaming, quick, ROUNDS, ROUND_S, pct, chatBody, streamBody, endpointLines } from './lib.js';
 
 const DURATION = quick ? 3 : 10;
@@ -148,29 +150,37 @@ ${verdict}
 }
 
 async function translationSection(backendPort) {
-  // mlxsingle has no native messages API, so every messages request is translated. Its profile runs one
-  // request at a time; the limit is lifted here, so this measures translation, not a queue.
+  // mlxsingle has neither the messages API nor the Responses API, so both are translated. Its profile
+  // runs one request at a time; the limit is lifted here, so this measures translation, not a queue.
   const gw = await startGateway(['logging: { level: info }', ...endpointLines(backendPort, 'mlxsingle', ', max_concurrent_requests: 0')]);
   const url = `http://127.0.0.1:${gw.port}`;
-  const messages = [{ role: 'user', content: 'Say hello to the benchmark in one short sentence, please.' }];
+  const ask = 'Say hello to the benchmark in one short sentence, please.';
+  const system = 'You are a helpful assistant.';
   const rows = [];
   const verdicts = [];
   for (const stream of [false, true]) {
-    const plain = JSON.stringify({ model: 'bench-model', stream, max_tokens: 64, temperature: 0.7, messages: [{ role: 'system', content: 'You are a helpful assistant.' }, ...messages] });
-    const translated = JSON.stringify({ model: 'bench-model', stream, max_tokens: 64, temperature: 0.7, system: 'You are a helpful assistant.', messages });
-    const [a, b] = await loadAlternating([{ url, path: '/gw/mlxsingle/v1/chat/completions', body: plain, pid: gw.pid }, { url, path: '/gw/msgapi/v1/messages', body: translated, pid: gw.pid }], 16, ROUNDS, ROUND_S);
-    const cpu = cpuAdded(a, b);
-    const wall = timeAdded(a, b);
+    const plain = JSON.stringify({ model: 'bench-model', stream, max_tokens: 64, temperature: 0.7, messages: [{ role: 'system', content: system }, { role: 'user', content: ask }] });
+    const messages = JSON.stringify({ model: 'bench-model', stream, max_tokens: 64, temperature: 0.7, system, messages: [{ role: 'user', content: ask }] });
+    const responses = JSON.stringify({ model: 'bench-model', stream, max_output_tokens: 64, temperature: 0.7, instructions: system, input: ask });
+    const [a, b, c] = await loadAlternating([
+      { url, path: '/gw/mlxsingle/v1/chat/completions', body: plain, pid: gw.pid },
+      { url, path: '/gw/msgapi/v1/messages', body: messages, pid: gw.pid },
+      { url, path: '/gw/openai/v1/responses', body: responses, pid: gw.pid },
+    ], 16, ROUNDS, ROUND_S);
     const kind = stream ? 'streaming (10 SSE events)' : 'non-streaming';
-    rows.push(`| ${kind} | ${round(a.rps, 0)} | ${round(b.rps, 0)} | ${pct(wall)} | ${round(a.cpu_us, 0)} | ${round(b.cpu_us, 0)} | ${pct(cpu)} |`);
-    verdicts.push(`| translation adds ≤ 20% to the time per request at c16, ${kind} | ${pct(wall)} (CPU ${pct(cpu)}) | ${wall <= 0.2 ? 'met' : 'NOT met'} |`);
+    for (const [api, t] of [['messages', b], ['Responses', c]]) {
+      const cpu = cpuAdded(a, t);
+      const wall = timeAdded(a, t);
+      rows.push(`| ${kind}, ${api} | ${round(a.rps, 0)} | ${round(t.rps, 0)} | ${pct(wall)} | ${round(a.cpu_us, 0)} | ${round(t.cpu_us, 0)} | ${pct(cpu)} |`);
+      if (api === 'messages') verdicts.push(`| translation adds ≤ 20% to the time per request at c16, ${kind} | ${pct(wall)} (CPU ${pct(cpu)}) | ${wall <= 0.2 ? 'met' : 'NOT met'} |`);
+    }
   }
-  return `## 3. Messages API translation
+  return `## 3. Messages API and Responses API translation
 
 The same chat request at concurrency 16 (autocannon, ${ROUNDS} alternating rounds of ${ROUND_S} s per kind) to one gateway in front
-of the lean backend registered as \`mlxsingle\` (no native messages API, so every messages request is translated; its one-at-a-time limit lifted with \`max_concurrent_requests: 0\`):
+of the lean backend registered as \`mlxsingle\` (no native messages or Responses API, so every such request is translated; its one-at-a-time limit lifted with \`max_concurrent_requests: 0\`):
 **plain** — \`POST /gw/mlxsingle/v1/chat/completions\` proxied as is; **translated** — the equivalent
-\`POST /gw/msgapi/v1/messages\`, translated to chat-completions and its reply (or stream) translated back.
+\`POST /gw/msgapi/v1/messages\` or \`POST /gw/openai/v1/responses\`, translated to chat-completions and its reply (or stream) translated back.
 "Time per request added" is the median over the rounds of the extra wall time per request at c16 (16 / req/s);
 "CPU added" the same for the gateway's own CPU time per request.
 
@@ -181,7 +191,8 @@ ${rows.join('\n')}
 | target (issue 5) | measured | verdict |
 |---|---|---|
 ${verdicts.join('\n')}
-`;
+
+${await translationInstructions(backendPort)}`;
 }
 
 async function queueSection(backendPort) {
@@ -263,7 +274,27 @@ fails the run on any non-2xx reply or error.
 `;
 }
 
+/** `--only translation`: that section measured again and put in place of its old figures in
+ *  RESULTS.md, saying so (the other sections keep the run they came from). */
+async function only(name) {
+  const { port: backendPort } = await forkReady('backend.js', ['0']);
+  const sections = { translation: [translationSection, '## 3.'] };
+  if (!sections[name]) throw new Error(`--only takes one of: ${Object.keys(sections).join(', ')}`);
+  const [run, heading] = sections[name];
+  const text = `${await run(backendPort)}
+(This section measured again on ${new Date().toISOString().slice(0, 10)} with \`npm run bench -- --only ${name}\`${quick ? ' --quick' : ''}, on ${cpus().length} × ${cpus()[0].model}; the others come from the run above.)
+`;
+  const path = join(here, 'RESULTS.md');
+  const md = readFileSync(path, 'utf8');
+  const start = md.indexOf(heading);
+  const end = md.indexOf('\n## ', start + heading.length);
+  writeFileSync(path, md.slice(0, start) + text + (end < 0 ? '' : md.slice(end)));
+  console.log(text);
+}
+
 async function main() {
+  const o = process.argv.indexOf('--only');
+  if (o > 0) return only(process.argv[o + 1]);
   const { port: backendPort } = await forkReady('backend.js', ['0']);
   const sections = [await proxySection(backendPort), await routingSection(backendPort), await translationSection(backendPort), await reloadSection(backendPort), await queueSection(backendPort), await metricsSection(backendPort), await limitsSection(backendPort), await failoverSection(backendPort), await affinitySection()];
   const md = `# Benchmark results

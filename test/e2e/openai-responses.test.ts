@@ -64,43 +64,58 @@ describe('responses.create across families', () => {
     expect(lastChat(fakes.mlx).json.model).toBe('mlx-community/Qwen3-4B');
   });
 
-  it('streams through the SDK\'s event accumulator (indexes, ids and order checked by it)', async () => {
-    const stream = client.responses.stream({ model: 'mlx-community/Qwen3-4B', input: 'hi' });
-    const types: string[] = [];
-    let text = '';
-    for await (const event of stream) {
-      types.push(event.type);
-      if (event.type === 'response.output_text.delta') text += event.delta;
+  /** Three families: one chat-only (translated), two with the route (native). */
+  const THREE = [['mlx-community/Qwen3-4B', 'mlx', false], ['qwen3-8b', 'llama', true], ['org/Mistral-7B', 'vllm', true]] as const;
+  const reply = (name: string) => `${name === 'mlx' ? 'Bonjour' : 'Hello'} from ${name}`;
+
+  it('streams through the SDK\'s event accumulator (indexes, ids and order checked by it), on three families', async () => {
+    for (const [model, name, native] of THREE) {
+      const stream = client.responses.stream({ model, input: 'hi' });
+      const types: string[] = [];
+      let text = '';
+      for await (const event of stream) {
+        types.push(event.type);
+        if (event.type === 'response.output_text.delta') text += event.delta;
+      }
+      const final = await stream.finalResponse();
+      expect(text).toBe(reply(name));
+      expect(final.output_text).toBe(reply(name));
+      expect(types[0]).toBe('response.created');
+      expect(types.at(-1)).toBe('response.completed');
+      const fake = fakes[name];
+      expect(fake.traffic.at(-1)!.url).toBe(native ? '/v1/responses' : '/v1/chat/completions');
+      expect(fake.traffic.at(-1)!.json.stream).toBe(true);
     }
-    const final = await stream.finalResponse();
-    expect(text).toBe('Bonjour from mlx');
-    expect(final.output_text).toBe('Bonjour from mlx');
-    expect(types[0]).toBe('response.created');
-    expect(types.at(-1)).toBe('response.completed');
-    expect(lastChat(fakes.mlx).json.stream).toBe(true);
   });
 
-  it('a function tool round trip on a chat-only engine', async () => {
-    fakes.mlx.toolCalls = [WEATHER];
-    try {
-      const tools: OpenAI.Responses.Tool[] = [{ type: 'function', name: 'get_weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }, strict: true }];
-      const first = await client.responses.create({ model: 'mlx-community/Qwen3-4B', input: 'Weather in Paris?', tools });
-      const call = first.output.find((o) => o.type === 'function_call') as OpenAI.Responses.ResponseFunctionToolCall;
-      expect(call).toMatchObject({ name: 'get_weather', arguments: '{"city":"Paris"}', status: 'completed' });
-      expect(lastChat(fakes.mlx).json.tools).toEqual([{ type: 'function', function: { name: 'get_weather', description: 'Weather', parameters: tools[0].type === 'function' ? tools[0].parameters : null, strict: true } }]);
-      fakes.mlx.toolCalls = [];
-      const second = await client.responses.create({
-        model: 'mlx-community/Qwen3-4B', tools,
-        input: [{ role: 'user', content: 'Weather in Paris?' }, ...first.output.filter((o) => o.type !== 'message') as OpenAI.Responses.ResponseInputItem[], { type: 'function_call_output', call_id: call.call_id, output: '18°C' }],
-      });
-      expect(second.output_text).toBe('Bonjour from mlx');
-      expect(lastChat(fakes.mlx).json.messages).toEqual([
-        { role: 'user', content: 'Weather in Paris?' },
-        { role: 'assistant', content: null, tool_calls: [{ id: call.call_id, type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
-        { role: 'tool', tool_call_id: call.call_id, content: '18°C' },
-      ]);
-    } finally {
-      fakes.mlx.toolCalls = [];
+  it('a function tool round trip, on three families', async () => {
+    const tools: OpenAI.Responses.Tool[] = [{ type: 'function', name: 'get_weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }, strict: true }];
+    for (const [model, name, native] of THREE) {
+      const fake = fakes[name];
+      fake.toolCalls = [WEATHER];
+      try {
+        const first = await client.responses.create({ model, input: 'Weather in Paris?', tools });
+        const call = first.output.find((o) => o.type === 'function_call') as OpenAI.Responses.ResponseFunctionToolCall;
+        expect(call).toMatchObject({ name: 'get_weather', arguments: '{"city":"Paris"}', status: 'completed' });
+        if (!native) expect(lastChat(fake).json.tools).toEqual([{ type: 'function', function: { name: 'get_weather', description: 'Weather', parameters: (tools[0] as OpenAI.Responses.FunctionTool).parameters, strict: true } }]);
+        fake.toolCalls = [];
+        const second = await client.responses.create({
+          model, tools,
+          input: [{ role: 'user', content: 'Weather in Paris?' }, call as OpenAI.Responses.ResponseInputItem, { type: 'function_call_output', call_id: call.call_id, output: '18°C' }],
+        });
+        expect(second.output_text).toBe(reply(name));
+        if (native) {
+          expect(fake.traffic.at(-1)!.json.input.at(-1)).toEqual({ type: 'function_call_output', call_id: call.call_id, output: '18°C' });
+        } else {
+          expect(lastChat(fake).json.messages).toEqual([
+            { role: 'user', content: 'Weather in Paris?' },
+            { role: 'assistant', content: null, tool_calls: [{ id: call.call_id, type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+            { role: 'tool', tool_call_id: call.call_id, content: '18°C' },
+          ]);
+        }
+      } finally {
+        fake.toolCalls = [];
+      }
     }
   });
 
@@ -118,10 +133,16 @@ describe('responses.create across families', () => {
     }
   });
 
-  it('a JSON schema becomes response_format', async () => {
+  it('a JSON schema: response_format where translated, text.format as sent where native', async () => {
     const schema = { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'], additionalProperties: false };
-    await client.responses.create({ model: 'mlx-community/Qwen3-4B', input: 'x', text: { format: { type: 'json_schema', name: 'answer', schema, strict: true } } });
-    expect(lastChat(fakes.mlx).json.response_format).toEqual({ type: 'json_schema', json_schema: { name: 'answer', schema, strict: true } });
+    const format = { type: 'json_schema' as const, name: 'answer', schema, strict: true };
+    for (const [model, name, native] of THREE) {
+      const r = await client.responses.create({ model, input: 'x', text: { format } });
+      expect(r.output_text).toBe(reply(name));
+      const sent = fakes[name].traffic.at(-1)!.json;
+      if (native) expect(sent.text).toEqual({ format });
+      else expect(sent.response_format).toEqual({ type: 'json_schema', json_schema: { name: 'answer', schema, strict: true } });
+    }
   });
 
   it('reasoning_content becomes a reasoning item, whole and streamed', async () => {
@@ -222,5 +243,49 @@ describe('the Vercel AI SDK\'s default OpenAI provider (the Responses API) on a 
     } finally {
       fakes.mlx.toolCalls = [];
     }
+  });
+});
+
+describe('previous_response_id with translators.responses.store on', () => {
+  let stored: Started;
+  let c: OpenAI;
+  beforeAll(async () => {
+    stored = await startGateway({
+      translators: { responses: { store: { max_responses: 100 } } },
+      discovery: { static: { endpoints: [endpoint('mlx', 'mlxsingle', fakes.mlx.url), endpoint('llama', 'cppengine', fakes.llama.url)] } },
+    });
+    c = new OpenAI({ baseURL: `${stored.url}/gw/openai/v1`, apiKey: 'unused', maxRetries: 0 });
+    await waitFor(async () => ((await c.models.list()).data.length >= 2 ? true : undefined), 'both discovered');
+  });
+  afterAll(() => closeAll(stored, []));
+
+  it('continues a translated conversation by id: the earlier turns are sent again, the instructions are the new request\'s', async () => {
+    const first = await c.responses.create({ model: 'mlx-community/Qwen3-4B', instructions: 'Old rules.', input: 'My name is Ada.' });
+    expect(first.store).toBe(true);
+    const second = await c.responses.create({ model: 'mlx-community/Qwen3-4B', instructions: 'Be brief.', input: 'What is my name?', previous_response_id: first.id });
+    expect(second.previous_response_id).toBe(first.id);
+    expect(lastChat(fakes.mlx).json.messages).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'My name is Ada.' },
+      { role: 'assistant', content: 'Bonjour from mlx' },
+      { role: 'user', content: 'What is my name?' },
+    ]);
+    // A third turn carries both before it, streamed this time.
+    const stream = c.responses.stream({ model: 'mlx-community/Qwen3-4B', input: 'And again?', previous_response_id: second.id });
+    const third = await stream.finalResponse();
+    expect(lastChat(fakes.mlx).json.messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user']);
+    // An engine with its own Responses API gets the kept conversation as its input.
+    await c.responses.create({ model: 'qwen3-8b', input: 'Last one.', previous_response_id: third.id });
+    const sent = fakes.llama.traffic.at(-1)!.json;
+    expect(sent.previous_response_id).toBeUndefined();
+    expect(sent.input.map((i: { role?: string; type?: string }) => i.role ?? i.type)).toEqual(['user', 'assistant', 'user', 'assistant', 'user', 'assistant', 'user']);
+  });
+
+  it('a response asked with store: false is not kept; an unknown id is 400', async () => {
+    const r = await c.responses.create({ model: 'mlx-community/Qwen3-4B', input: 'x', store: false });
+    expect(r.store).toBe(false);
+    const err = await c.responses.create({ model: 'mlx-community/Qwen3-4B', input: 'y', previous_response_id: r.id }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((err as Error).message).toContain(`no stored response ${r.id}`);
   });
 });

@@ -102,6 +102,28 @@ describe('a pipeline for some families only', () => {
     expect(lines).toContainEqual(expect.stringContaining('family cppengine is already claimed by pipeline proxy-a'));
     expect(lines).toContainEqual(expect.stringContaining('unknown family "cppengin" — fix: did you mean "cppengine"?'));
   });
+
+  it('fills one route for the families that lack it, claiming no family; fills needs per_profile', async () => {
+    const steps = 'steps:\n  - use: match-prefix\n  - use: read-body\n  - use: select-endpoint\n  - use: upstream-headers\n  - use: forward\n';
+    fakes = [await new FakeBackend({ family: 'cppengine', name: 'cpp' }).start(), await new FakeBackend({ family: 'mlxsingle', name: 'mlx' }).start()];
+    const dir = pipelineDir({
+      // /v1/rerank: llama.cpp lists it, mlx-lm does not; this pipeline forwards it there anyway.
+      'rerank.yaml': `name: rerank-filled\nmount: { per_profile: true, fills: /v1/rerank, families: [mlxsingle, cppengine], methods: [POST] }\n${steps}`,
+    });
+    gw = await startGateway({ pipelines: { dir }, discovery: { static: { endpoints: [endpoint('cpp', 'cppengine', fakes[0].url), endpoint('mlx', 'mlxsingle', fakes[1].url)] } } });
+    // Mounted for mlx-lm only: llama.cpp serves the route itself.
+    const checked = await validateWith({ 'rerank.yaml': `name: rerank-filled\nmount: { per_profile: true, fills: /v1/rerank, families: [mlxsingle, cppengine], methods: [POST] }\n${steps}` });
+    expect(checked.lines).toContainEqual(expect.stringMatching(/PASS pipeline rerank-filled .*: 1 route$/));
+    const filled = await request(`${gw.url}/gw/mlxsingle/v1/rerank`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+    await filled.body.dump();
+    expect(filled.headers['x-gw-endpoint']).toBe('mlx');
+    expect(fakes[1].traffic.at(-1)!.url).toBe('/v1/rerank');
+    // The rest of mlxsingle's prefix is still its proxy pipeline (the allowlist answers).
+    const other = await request(`${gw.url}/gw/mlxsingle/props`);
+    expect(((await other.body.json()) as any).error.code).toBe('PATH_NOT_ALLOWED');
+    const { lines } = await validateWith({ 'bad.yaml': `name: bad-fill\nmount: { fills: /v1/rerank, paths: [/x] }\n${steps}` });
+    expect(lines).toContainEqual(expect.stringContaining('fills applies to per-profile mounts only'));
+  });
 });
 
 describe('shared steps', () => {

@@ -261,7 +261,7 @@ describe('previous_response_id with translators.responses.store on', () => {
 
   it('continues a translated conversation by id: the earlier turns are sent again, the instructions are the new request\'s', async () => {
     const first = await c.responses.create({ model: 'mlx-community/Qwen3-4B', instructions: 'Old rules.', input: 'My name is Ada.' });
-    expect(first.store).toBe(true);
+    expect((first as unknown as { store: boolean }).store).toBe(true);
     const second = await c.responses.create({ model: 'mlx-community/Qwen3-4B', instructions: 'Be brief.', input: 'What is my name?', previous_response_id: first.id });
     expect(second.previous_response_id).toBe(first.id);
     expect(lastChat(fakes.mlx).json.messages).toEqual([
@@ -283,7 +283,7 @@ describe('previous_response_id with translators.responses.store on', () => {
 
   it('a response asked with store: false is not kept; an unknown id is 400', async () => {
     const r = await c.responses.create({ model: 'mlx-community/Qwen3-4B', input: 'x', store: false });
-    expect(r.store).toBe(false);
+    expect((r as unknown as { store: boolean }).store).toBe(false);
     const err = await c.responses.create({ model: 'mlx-community/Qwen3-4B', input: 'y', previous_response_id: r.id }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
     expect((err as Error).message).toContain(`no stored response ${r.id}`);

@@ -95,7 +95,7 @@ describe('request translation', () => {
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'a.txt' }] },
       ],
     });
-    expect(c.messages[1]).toEqual({ role: 'assistant', content: null, reasoning_content: 'Let me look.', tool_calls: [{ id: 't1', type: 'function', function: { name: 'ls', arguments: '{}' } }] });
+    expect((c.messages as unknown[])[1]).toEqual({ role: 'assistant', content: null, reasoning_content: 'Let me look.', tool_calls: [{ id: 't1', type: 'function', function: { name: 'ls', arguments: '{}' } }] });
     const levels = ['low', 'medium', 'high'];
     for (const [budget, effort] of [[1024, 'low'], [8000, 'medium'], [32000, 'high']] as const) {
       expect(chat({ thinking: { type: 'enabled', budget_tokens: budget } } as object, { effortLevels: levels }).reasoning_effort).toBe(effort);

@@ -129,7 +129,7 @@ describe('the response store', () => {
     s.put('r1', user('hi'), out('hello'));
     const first = s.get('r1')!;
     s.put('r2', [...first, ...user('again')], out('yes'));
-    expect(s.get('r2')!.map((i) => (i as { content: unknown }).content)).toEqual(['hi', out('hello')[0].content, 'again', out('yes')[0].content]);
+    expect(s.get('r2')!.map((i) => (i as { content: unknown }).content)).toEqual(['hi', (out('hello')[0] as { content: unknown }).content, 'again', (out('yes')[0] as { content: unknown }).content]);
   });
 
   it('is bounded by count, size and age, the oldest going first; off at max_responses 0', () => {

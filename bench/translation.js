@@ -31,7 +31,7 @@ export async function translationInstructions(backendPort) {
   const verdicts = [];
   try {
     for (const stream of [false, true]) {
-      const n = stream ? { warm: quick ? 100 : 2000, count: quick ? 100 : 800 } : { warm: quick ? 500 : 10000, count: quick ? 500 : 4000 };
+      const n = stream ? { warm: quick ? 100 : 600, count: quick ? 100 : 300 } : { warm: quick ? 500 : 3000, count: quick ? 500 : 1500 };
       const b = bodies(stream);
       const count = (root, kind) => instructionsPerRequest(root, backendPort, b[kind], n, 1, MLX, [], { type: 'mlxsingle', path: PATHS[kind] }).then((r) => r.withoutCompiler);
       const plain = await count(repo, 'plain');
@@ -48,7 +48,7 @@ export async function translationInstructions(backendPort) {
   } finally {
     if (baseline) removeBaseline(baseline);
   }
-  return `Instructions per request (callgrind, the JIT compiler's own work left out; ${quick ? 'quick run' : '4000 chat requests and 800 streams after warm-ups of 10000 and 2000'}), one gateway per
+  return `Instructions per request (callgrind, the JIT compiler's own work left out; ${quick ? 'quick run' : '1500 chat requests and 300 streams after warm-ups of 3000 and 600'}), one gateway per
 count in front of the lean backend as \`mlxsingle\`: **plain** is the chat request proxied as is; the other columns
 are what translating the same request adds to it, now and on ${BASELINE} (before the Responses translation and the
 shared translator it brought).

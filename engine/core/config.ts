@@ -64,7 +64,7 @@ export interface GatewayConfig {
   model_aliases: Record<string, string[] | { models: string[]; ordered: boolean }>;
   model_fallbacks: Record<string, string[]>;
   translators: {
-    msgapi: { enabled: boolean; max_message_size: number; passthrough: boolean; strip_billing_header: boolean };
+    msgapi: { enabled: boolean; max_message_size: number; passthrough: boolean; strip_billing_header: boolean; thinking_effort: boolean };
     responses: { passthrough: boolean; store: { max_responses: number; max_bytes: number; ttl: Duration } };
   };
   dashboard: { enabled: boolean; access_policy: { allowed_cidrs: string[]; allowed_hosts: string[] } };

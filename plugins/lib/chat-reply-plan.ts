@@ -5,7 +5,7 @@
 // their status and take the API's error shape.
 import type { ReplyPlan } from '../../engine/kernel/upstream.js';
 import type { ReplyHeaders } from '../../engine/core/json.js';
-import type { ChatStreamReader, Usage } from './chat-stream.js';
+import { usageOf, type ChatStreamReader, type Usage } from './chat-stream.js';
 
 /** A buffered (non-stream) backend reply larger than this is refused rather than held. */
 const MAX_BUFFERED = 64 * 1024 * 1024;
@@ -33,12 +33,6 @@ export interface ReplyApi {
 const json = (status: number, value: unknown) => ({ status, headers: ['content-type', 'application/json'], body: JSON.stringify(value) });
 const SSE = ['content-type', 'text/event-stream'];
 
-const count = (n: unknown) => (typeof n === 'number' && Number.isFinite(n) && n >= 0 ? n : undefined);
-
-function usageOf(reply: unknown): Usage | null {
-  const u = (reply as { usage?: { prompt_tokens?: unknown; completion_tokens?: unknown; prompt_tokens_details?: { cached_tokens?: unknown } } } | null)?.usage;
-  return u ? { input: count(u.prompt_tokens), output: count(u.completion_tokens), cached: count(u.prompt_tokens_details?.cached_tokens) } : null;
-}
 
 export function chatReplyPlan(o: ReplyOptions, api: ReplyApi, status: number, headers: ReplyHeaders): ReplyPlan {
   if (status < 300 && o.stream && String(headers['content-type'] ?? '').includes('text/event-stream')) {
@@ -65,9 +59,11 @@ export function chatReplyPlan(o: ReplyOptions, api: ReplyApi, status: number, he
       try {
         reply = JSON.parse(text);
       } catch {
-        return json(502, api.error(502, 'the backend reply is not chat-completions JSON'));
+        reply = undefined;
       }
-      const usage = usageOf(reply);
+      if (!reply || typeof reply !== 'object') return json(502, api.error(502, 'the backend reply is not chat-completions JSON'));
+      const u = (reply as { usage?: unknown }).usage;
+      const usage = u && typeof u === 'object' ? usageOf(u) : null;
       if (usage) o.onUsage(usage);
       const value = api.whole(reply, usage);
       return o.stream ? { status: 200, headers: SSE, body: api.eventsFor(value) } : json(200, value);

@@ -12,6 +12,16 @@ export interface Usage {
   input?: number;
   output?: number;
   cached?: number;
+  /** Of the output, reasoning (completion_tokens_details.reasoning_tokens). */
+  reasoning?: number;
+}
+
+/** A token count as reported, when it is one. */
+export const tokenCount = (n: unknown): number | undefined => (typeof n === 'number' && Number.isFinite(n) && n >= 0 ? n : undefined);
+
+/** A chat-completions `usage` object as token counts. */
+export function usageOf(u: { prompt_tokens?: unknown; completion_tokens?: unknown; prompt_tokens_details?: { cached_tokens?: unknown } | null; completion_tokens_details?: { reasoning_tokens?: unknown } | null }): Usage {
+  return { input: tokenCount(u.prompt_tokens), output: tokenCount(u.completion_tokens), cached: tokenCount(u.prompt_tokens_details?.cached_tokens), reasoning: tokenCount(u.completion_tokens_details?.reasoning_tokens) };
 }
 
 /** One choice of a chat-completions chunk, as the translators read it. */
@@ -36,13 +46,11 @@ export abstract class ChatStreamReader {
   private readonly decoder = new StringDecoder('utf8');
   private pending = '';
   private skippingLongLine = false;
-  protected promptTokens: number | undefined;
-  protected completionTokens: number | undefined;
-  protected cachedTokens: number | undefined;
+  private reported: Usage | null = null;
 
   /** The tokens the backend reported in a `usage` chunk (none: null; estimates are not usage). */
   get usage(): Usage | null {
-    return this.promptTokens === undefined && this.completionTokens === undefined ? null : { input: this.promptTokens, output: this.completionTokens, cached: this.cachedTokens };
+    return this.reported;
   }
 
   /** Output for a piece of the backend's SSE body (possibly none yet). */
@@ -118,13 +126,12 @@ export abstract class ChatStreamReader {
       return '';
     }
     const usage = chunk?.usage;
-    if (usage) {
-      this.promptTokens = usage.prompt_tokens ?? this.promptTokens;
-      this.completionTokens = usage.completion_tokens ?? this.completionTokens;
-      this.cachedTokens = usage.prompt_tokens_details?.cached_tokens ?? this.cachedTokens;
+    if (usage && typeof usage === 'object') {
+      const u = usageOf(usage);
+      if (u.input !== undefined || u.output !== undefined) this.reported = { ...this.reported, ...Object.fromEntries(Object.entries(u).filter(([, v]) => v !== undefined)) };
     }
     if (chunk?.error) return this.fail(typeof chunk.error === 'string' ? chunk.error : chunk.error.message ?? 'backend error');
     const choice = chunk?.choices?.[0];
-    return choice ? this.choice(choice) : '';
+    return choice && typeof choice === 'object' ? this.choice(choice) : '';
   }
 }

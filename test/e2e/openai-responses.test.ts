@@ -289,3 +289,31 @@ describe('previous_response_id with translators.responses.store on', () => {
     expect((err as Error).message).toContain(`no stored response ${r.id}`);
   });
 });
+
+describe('reasoning effort toward an engine that takes it (passthrough off: llama.cpp translated to)', () => {
+  let gw2: Started;
+  beforeAll(async () => {
+    gw2 = await startGateway({
+      translators: { responses: { passthrough: false }, msgapi: { passthrough: false, thinking_effort: true } },
+      discovery: { static: { endpoints: [endpoint('llama', 'cppengine', fakes.llama.url), endpoint('mlx', 'mlxsingle', fakes.mlx.url)] } },
+    });
+    const c = new OpenAI({ baseURL: `${gw2.url}/gw/openai/v1`, apiKey: 'unused', maxRetries: 0 });
+    await waitFor(async () => ((await c.models.list()).data.length >= 2 ? true : undefined), 'both discovered');
+  });
+  afterAll(() => closeAll(gw2, []));
+
+  it('reasoning.effort and a thinking budget become reasoning_effort where the profile lists the level, and are left out where it lists none', async () => {
+    const c = new OpenAI({ baseURL: `${gw2.url}/gw/openai/v1`, apiKey: 'unused', maxRetries: 0 });
+    await c.responses.create({ model: 'qwen3-8b', input: 'hi', reasoning: { effort: 'high' } });
+    expect(lastChat(fakes.llama).json.reasoning_effort).toBe('high');
+    await c.responses.create({ model: 'mlx-community/Qwen3-4B', input: 'hi', reasoning: { effort: 'high' } });
+    expect(lastChat(fakes.mlx).json.reasoning_effort).toBeUndefined();
+    const res = await request(`${gw2.url}/gw/msgapi/v1/messages`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'qwen3-8b', max_tokens: 64, thinking: { type: 'enabled', budget_tokens: 2048 }, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(res.statusCode).toBe(200);
+    await res.body.dump();
+    expect(lastChat(fakes.llama).json.reasoning_effort).toBe('low');
+  });
+});

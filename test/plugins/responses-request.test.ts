@@ -5,9 +5,9 @@ import { estimateInputTokens, inputItems, requestProblem, toChatRequest } from '
 import { ResponseStore } from '../../plugins/lib/responses/store.js';
 import type { InputItem, OutputItem, ResponsesRequest } from '../../plugins/lib/responses/types.js';
 
-const chat = (req: ResponsesRequest, o: { effortLevels?: string[]; streamUsage?: boolean } = {}) => {
+const chat = (req: ResponsesRequest, o: { effortLevels?: string[]; streamUsage?: boolean; reasoningHistory?: boolean } = {}) => {
   const dropped: string[] = [];
-  const body = toChatRequest(req, inputItems(req), { model: 'real-name', streamUsage: o.streamUsage ?? false, effortLevels: o.effortLevels ?? [], dropped });
+  const body = toChatRequest(req, inputItems(req), { model: 'real-name', streamUsage: o.streamUsage ?? false, effortLevels: o.effortLevels ?? [], reasoningHistory: o.reasoningHistory ?? true, dropped });
   return { body, dropped };
 };
 
@@ -63,6 +63,22 @@ describe('Responses request translation', () => {
     ]);
   });
 
+  it('reasoning never rides into a later turn; a hosted service is not sent it; two assistant texts are kept apart', () => {
+    const input: InputItem[] = [
+      { role: 'user', content: 'a' },
+      { type: 'reasoning', summary: [{ type: 'summary_text', text: 'thinking about a' }] },
+      { role: 'user', content: 'b' },
+      { role: 'assistant', content: 'one' },
+      { role: 'assistant', content: 'two' },
+    ];
+    const { body, dropped } = chat({ model: 'm', input });
+    expect(body.messages).toEqual([{ role: 'user', content: 'a\n\nb' }, { role: 'assistant', content: 'one\n\ntwo' }]);
+    expect(dropped).toEqual(['reasoning with no assistant message after it']);
+    const hosted = chat({ model: 'm', input: [{ role: 'user', content: 'a' }, { type: 'reasoning', content: [{ type: 'reasoning_text', text: 'hm' }] }, { role: 'assistant', content: 'x' }] }, { reasoningHistory: false });
+    expect(hosted.body.messages).toEqual([{ role: 'user', content: 'a' }, { role: 'assistant', content: 'x' }]);
+    expect(hosted.dropped).toEqual(['reasoning sent back (the engine is a hosted service)']);
+  });
+
   it('images become image_url parts; files, item references and hosted tools are dropped and named', () => {
     const { body, dropped } = chat({
       model: 'm',
@@ -108,6 +124,12 @@ describe('Responses request translation', () => {
       [{ input: 'x', tools: [{ type: 'function' }] }, 'tools[0].name'],
       [{ input: 'x', text: { format: { type: 'json_schema', name: 'n' } } }, 'text.format.schema'],
       [{ input: 'x', instructions: 3 }, 'instructions'],
+      [{ input: [{ type: 'function_call_output', call_id: 'c', output: [null] }] }, 'input[0].output'],
+      [{ input: [{ type: 'reasoning', content: [null] }] }, 'input[0].content'],
+      [{ input: [{ type: 'reasoning', summary: 'x' }] }, 'input[0].summary'],
+      [{ input: [{ type: 'reasoning', encrypted_content: 5 }] }, 'input[0].encrypted_content'],
+      [{ input: [null] }, 'input[0]'],
+      [{ input: 'x', tools: [null] }, 'tools[0]'],
     ];
     for (const [body, field] of cases) expect(requestProblem(body as Record<string, unknown>), JSON.stringify(body)).toContain(field);
     expect(requestProblem({ input: 'x' })).toBeUndefined();
@@ -123,34 +145,40 @@ describe('Responses request translation', () => {
 describe('the response store', () => {
   const out = (text: string): OutputItem[] => [{ type: 'message', id: `msg_${text}`, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [], logprobs: [] }] }];
   const user = (text: string): InputItem[] => [{ type: 'message', role: 'user', content: text }];
+  const texts = (items: InputItem[] | undefined) => items?.map((i) => (i as { content: unknown }).content).map((c) => (typeof c === 'string' ? c : (c as Array<{ text: string }>)[0].text));
 
-  it('keeps the conversation up to a response: what came before, the input, the output', () => {
+  it('keeps each turn once and rebuilds the conversation from its last response', () => {
     const s = new ResponseStore({ max_responses: 10, max_bytes: 1 << 20, ttl: 60_000 });
-    s.put('r1', user('hi'), out('hello'));
-    const first = s.get('r1')!;
-    s.put('r2', [...first, ...user('again')], out('yes'));
-    expect(s.get('r2')!.map((i) => (i as { content: unknown }).content)).toEqual(['hi', (out('hello')[0] as { content: unknown }).content, 'again', (out('yes')[0] as { content: unknown }).content]);
+    s.put('r1', undefined, user('hi'), out('hello'));
+    s.put('r2', 'r1', user('again'), out('yes'));
+    s.put('r3', 'r2', user('more'), out('ok'));
+    expect(texts(s.get('r3'))).toEqual(['hi', 'hello', 'again', 'yes', 'more', 'ok']);
+    expect(texts(s.get('r1'))).toEqual(['hi', 'hello']);
+    // Each turn counted once: a long conversation's size grows with its length, not its square.
+    const big = new ResponseStore({ max_responses: 1000, max_bytes: 1 << 30, ttl: 60_000 });
+    for (let i = 0; i < 200; i++) big.put(`r${i}`, i ? `r${i - 1}` : undefined, user('x'.repeat(100)), out('y'));
+    expect((big as unknown as { bytes: number }).bytes).toBeLessThan(200 * 300);
+    expect(big.get('r199')!.length).toBe(400);
   });
 
-  it('is bounded by count, size and age, the oldest going first; off at max_responses 0', () => {
-    const s = new ResponseStore({ max_responses: 2, max_bytes: 1 << 20, ttl: 1000 });
-    s.put('a', user('1'), out('1'), 0);
-    s.put('b', user('2'), out('2'), 10);
-    s.put('c', user('3'), out('3'), 20);
-    expect([s.get('a', 30), !!s.get('b', 30), !!s.get('c', 30)]).toEqual([undefined, true, true]);
-    expect(s.get('b', 1011)).toBeUndefined(); // older than the ttl
+  it('is bounded by count, size and age; continuing a conversation keeps its whole chain; off at max_responses 0', () => {
+    const s = new ResponseStore({ max_responses: 3, max_bytes: 1 << 20, ttl: 1000 });
+    s.put('a1', undefined, user('1'), out('1'), 0);
+    s.put('b1', undefined, user('2'), out('2'), 10);
+    s.put('a2', 'a1', user('3'), out('3'), 20);
+    s.put('c1', undefined, user('4'), out('4'), 30); // four: the least recently continued (b1) goes
+    expect([!!s.get('a2', 30), s.get('b1', 30), !!s.get('c1', 30)]).toEqual([true, undefined, true]);
+    expect(s.get('a2', 1031)).toBeUndefined(); // older than the ttl
     const size = JSON.stringify([...user('x'), ...out('x')]).length;
     const small = new ResponseStore({ max_responses: 100, max_bytes: size * 2, ttl: 60_000 });
-    for (const id of ['p', 'q', 'r']) small.put(id, user('x'), out('x'));
+    for (const id of ['p', 'q', 'r']) small.put(id, undefined, user('x'), out('x'));
     expect([small.get('p'), !!small.get('q'), !!small.get('r')]).toEqual([undefined, true, true]);
-    small.put('huge', user('x'.repeat(size * 3)), out('x'));
+    small.put('huge', undefined, user('x'.repeat(size * 3)), out('x'));
     expect(small.get('huge')).toBeUndefined();
     const off = new ResponseStore({ max_responses: 0, max_bytes: 1, ttl: 1 });
-    off.put('z', user('1'), out('1'));
+    off.put('z', undefined, user('1'), out('1'));
     expect([off.enabled, off.size]).toEqual([false, 0]);
-    s.put('d', user('4'), out('4'), 40);
-    expect(s.size).toBe(2);
-    s.configure({ max_responses: 1, max_bytes: 1 << 20, ttl: 60_000 }, 50);
-    expect([s.size, !!s.get('d', 50)]).toEqual([1, true]);
+    s.configure({ max_responses: 1, max_bytes: 1 << 20, ttl: 60_000 }, 40);
+    expect(s.size).toBe(1);
   });
 });

@@ -5,7 +5,8 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ResponsesStreamTranslator, eventsForResponse } from '../../plugins/lib/responses/stream.js';
 import { shellOf, toResponse } from '../../plugins/lib/responses/response.js';
-import type { OutputItem } from '../../plugins/lib/responses/types.js';
+import type { OutputItem, ResponsesRequest } from '../../plugins/lib/responses/types.js';
+import { inputItems, toChatRequest } from '../../plugins/lib/responses/request.js';
 
 type Event = { event: string; data: any };
 
@@ -18,17 +19,17 @@ function parse(text: string): Event[] {
 
 const fixture = (name: string) => readFileSync(`test/fixtures/reasoning/${name}`, 'utf8');
 const chunk = (delta: object, finish: string | null = null, extra: object = {}) => `data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`;
-const shell = () => shellOf({ model: 'qwen3-8b', input: 'What is 2+2?' }, 3, false);
+const shell = (req: Partial<ResponsesRequest> = {}) => shellOf({ model: 'qwen3-8b', input: 'What is 2+2?', ...req }, () => 3, false);
 
 /** Run a chat SSE body through a translator, fed in the given pieces. */
-function translate(pieces: Buffer[], saved?: (o: OutputItem[]) => void) {
-  const t = new ResponsesStreamTranslator(shell(), saved);
+function translate(pieces: Buffer[], saved?: (o: OutputItem[]) => void, req: Partial<ResponsesRequest> = {}) {
+  const t = new ResponsesStreamTranslator(shell(req), saved);
   let out = t.start();
   for (const p of pieces) out += t.feed(p);
   out += t.end();
   return { events: parse(out), text: out, translator: t };
 }
-const whole = (body: string) => translate([Buffer.from(body)]);
+const whole = (body: string, req: Partial<ResponsesRequest> = {}) => translate([Buffer.from(body)], undefined, req);
 /** Ids are random: the same stream gives the same events once they are named by place. */
 const stable = (text: string) => text.replace(/"(resp|msg|rs|fc|call)_[0-9A-Za-z]{22}"/g, '"$1_ID"').replace(/"created_at":\d+/g, '"created_at":0');
 
@@ -53,6 +54,8 @@ function checkOrder(events: Event[]) {
   const final = events.at(-1)!.data.response;
   expect(final.output.length).toBe(open.size);
   final.output.forEach((item: { id: string }, i: number) => expect(item.id).toBe(open.get(i)));
+  // Each item as its output_item.done gave it is the one in the final response.
+  if (final.status !== 'failed') for (const e of events) if (e.event === 'response.output_item.done') expect(final.output[e.data.output_index]).toEqual(e.data.item);
 }
 
 describe('Responses stream translation', () => {
@@ -156,6 +159,8 @@ describe('Responses stream translation', () => {
     const { events } = whole(body);
     expect(events.at(-1)!.event).toBe('response.failed');
     expect(events.at(-1)!.data.response).toMatchObject({ status: 'failed', error: { code: 'server_error', message: 'slot died' } });
+    // What was said is in the failed response's output, not an empty placeholder.
+    expect(events.at(-1)!.data.response.output).toEqual([{ type: 'message', id: expect.any(String), status: 'incomplete', role: 'assistant', content: [{ type: 'output_text', text: 'Hel', annotations: [], logprobs: [] }] }]);
     events.forEach((e, i) => expect(e.data.sequence_number).toBe(i));
     const t = new ResponsesStreamTranslator(shell());
     t.start();
@@ -186,11 +191,54 @@ describe('Responses stream translation', () => {
   });
 });
 
+describe('reasoning as the client asks for it', () => {
+  it('reasoning.summary set: summary parts and reasoning_summary events (what the AI SDK and Codex show)', () => {
+    const { events } = whole(fixture('reasoning-then-answer.sse'), { reasoning: { summary: 'auto' } });
+    checkOrder(events);
+    expect(events[2].data.item).toEqual({ type: 'reasoning', id: expect.stringMatching(/^rs_/), summary: [] });
+    expect(events[3]).toMatchObject({ event: 'response.reasoning_summary_part.added', data: { summary_index: 0, part: { type: 'summary_text', text: '' } } });
+    const deltas = events.filter((e) => e.event === 'response.reasoning_summary_text.delta');
+    expect(deltas.map((e) => e.data.delta).join('')).toBe('The user asks for 2+2. That is 4.');
+    expect(deltas[0].data).toMatchObject({ item_id: events[2].data.item.id, output_index: 0, summary_index: 0 });
+    expect(events.map((e) => e.event)).toContain('response.reasoning_summary_part.done');
+    expect(events.at(-1)!.data.response.output[0]).toEqual({ type: 'reasoning', id: events[2].data.item.id, summary: [{ type: 'summary_text', text: 'The user asks for 2+2. That is 4.' }] });
+  });
+
+  it('include reasoning.encrypted_content: the text handed out as a token that comes back as reasoning_content (Codex leaves the text out)', () => {
+    const { events } = whole(fixture('reasoning-then-tool-call.sse'), { include: ['reasoning.encrypted_content'], reasoning: { summary: 'auto' } });
+    const item = events.at(-1)!.data.response.output[0];
+    expect(item.encrypted_content).toEqual(expect.any(String));
+    const call = events.at(-1)!.data.response.output[1];
+    // Codex sends the item back without its summary text, the token kept.
+    const next: ResponsesRequest = { model: 'm', input: [{ role: 'user', content: 'Weather?' }, { type: 'reasoning', id: item.id, summary: [], encrypted_content: item.encrypted_content }, call, { type: 'function_call_output', call_id: call.call_id, output: '18' }] };
+    const chat = toChatRequest(next, inputItems(next), { model: 'm', streamUsage: false, effortLevels: [], reasoningHistory: true });
+    expect((chat.messages as Array<Record<string, unknown>>)[1]).toMatchObject({ role: 'assistant', reasoning_content: 'I should check the weather.' });
+  });
+});
+
+describe('backends that break the rules', () => {
+  it('every call at index 0 with its own id: separate calls; a call delta that is null is skipped', () => {
+    const body =
+      chunk({ tool_calls: [{ index: 0, id: 'a', function: { name: 'f', arguments: '{}' } }] }) +
+      chunk({ tool_calls: [null, { index: 0, id: 'b', function: { name: 'g', arguments: '{"x":1}' } }] }) +
+      chunk({ tool_calls: [{ id: 'c', function: { name: 'h', arguments: '{}' } }] }) +
+      chunk({}, 'tool_calls') + 'data: [DONE]\n\n';
+    const { events } = whole(body);
+    checkOrder(events);
+    expect(events.at(-1)!.data.response.output.map((o: any) => [o.call_id, o.name, o.arguments])).toEqual([['a', 'f', '{}'], ['b', 'g', '{"x":1}'], ['c', 'h', '{}']]);
+  });
+
+  it('usage that is not a count is left out; the estimate stands', () => {
+    const { events } = whole(chunk({ content: 'abcdefgh' }) + chunk({}, 'stop', { usage: { prompt_tokens: '12', completion_tokens: null } }) + 'data: [DONE]\n\n');
+    expect(events.at(-1)!.data.response.usage).toMatchObject({ input_tokens: 3, output_tokens: 2, total_tokens: 5 });
+  });
+});
+
 describe('whole replies', () => {
   it('a chat reply with reasoning and tool calls as a response object, and as events for a stream the backend ignored', () => {
     const reply = JSON.parse(fixture('llama-server-reasoning.json'));
-    const r = toResponse(reply, shell(), { input: 60, output: 16, cached: 59 });
-    expect(r).toMatchObject({ object: 'response', status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, usage: { input_tokens: 60, input_tokens_details: { cached_tokens: 59 }, output_tokens: 16, total_tokens: 76 } });
+    const r = toResponse(reply, shell(), { input: 60, output: 16, cached: 59, reasoning: 16 });
+    expect(r).toMatchObject({ object: 'response', status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, usage: { input_tokens: 60, input_tokens_details: { cached_tokens: 59 }, output_tokens: 16, output_tokens_details: { reasoning_tokens: 16 }, total_tokens: 76 } });
     expect((r.output as OutputItem[]).map((o) => o.type)).toEqual(['reasoning']); // content "" adds no message
     const withTools = toResponse({ choices: [{ finish_reason: 'tool_calls', message: { content: 'Checking.', tool_calls: [{ id: 'call_1', function: { name: 'f', arguments: { x: 1 } as never } }] } }] }, shell(), null);
     expect(withTools.output).toEqual([

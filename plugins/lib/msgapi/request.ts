@@ -11,8 +11,12 @@ export interface ChatOptions {
   topK: boolean;
   /** The backend can report usage at the end of a stream (stream_options.include_usage). */
   streamUsage: boolean;
-  /** The `reasoning_effort` levels the engine's chat route accepts (profile request.reasoning_effort). */
+  /** The `reasoning_effort` levels a thinking budget may be sent as (profile request.reasoning_effort,
+   *  when translators.msgapi.thinking_effort is on). */
   effortLevels?: readonly string[];
+  /** Earlier thinking may go back as `reasoning_content` (local engines; hosted services such as
+   *  DeepSeek's refuse it). */
+  reasoningHistory?: boolean;
   /** Leave out Claude Code's per-request billing block of `system` (billing.ts). */
   dropBillingHeader?: boolean;
   /** Collects what was dropped ("field thinking", "block document"), when given. */
@@ -78,7 +82,7 @@ function turnsOf(messages: MessagesRequest['messages'], dropped: string[] | unde
 }
 
 /** One turn → chat messages (a user turn's tool results become role `tool` messages, first). */
-function convertTurn({ role, content }: Turn, dropped: string[] | undefined): ChatMessage[] {
+function convertTurn({ role, content }: Turn, reasoningHistory: boolean, dropped: string[] | undefined): ChatMessage[] {
   if (role === 'assistant') {
     let text = '';
     let thinking = '';
@@ -93,7 +97,9 @@ function convertTurn({ role, content }: Turn, dropped: string[] | undefined): Ch
     }
     // Earlier thinking goes back as reasoning_content, the field engines' chat templates read
     // (Qwen3's, DeepSeek's); the signature means nothing to them.
-    return [{ role: 'assistant', content: text || (calls.length ? null : ''), ...(thinking ? { reasoning_content: thinking } : {}), ...(calls.length ? { tool_calls: calls } : {}) }];
+    if (thinking && !reasoningHistory) dropped?.push('assistant block thinking (the engine is a hosted service)');
+    const reasoning = thinking && reasoningHistory ? { reasoning_content: thinking } : {};
+    return [{ role: 'assistant', content: text || (calls.length ? null : ''), ...reasoning, ...(calls.length ? { tool_calls: calls } : {}) }];
   }
   const out: ChatMessage[] = [];
   const parts: ChatPart[] = [];
@@ -135,7 +141,7 @@ export function toChatRequest(req: MessagesRequest, o: ChatOptions): Record<stri
   const messages: ChatMessage[] = [];
   const system = systemText(req.system, o.dropBillingHeader === true);
   if (system) messages.push({ role: 'system', content: system });
-  for (const turn of turnsOf(req.messages, dropped)) messages.push(...convertTurn(turn, dropped));
+  for (const turn of turnsOf(req.messages, dropped)) messages.push(...convertTurn(turn, o.reasoningHistory !== false, dropped));
   const chat: Record<string, unknown> = { model: o.model, messages };
   if (req.max_tokens !== undefined) chat.max_tokens = req.max_tokens;
   if (req.temperature !== undefined) chat.temperature = req.temperature;

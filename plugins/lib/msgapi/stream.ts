@@ -58,7 +58,7 @@ export class StreamTranslator extends ChatStreamReader {
     const thinking = reasoningOf(delta);
     if (thinking) out += this.textual('thinking', thinking);
     if (typeof delta.content === 'string' && delta.content) out += this.textual('text', delta.content);
-    for (const call of delta.tool_calls ?? []) out += this.toolDelta(call);
+    if (Array.isArray(delta.tool_calls)) for (const call of delta.tool_calls) if (call && typeof call === 'object') out += this.toolDelta(call);
     if (choice.finish_reason) {
       this.finishReason = choice.finish_reason;
       this.matched = choice.stop_reason;
@@ -103,6 +103,11 @@ export class StreamTranslator extends ChatStreamReader {
     const i = call.index ?? 0;
     let out = '';
     let tool = this.tools.get(i);
+    // A new id at a known index is a new call (backends that send every call at index 0).
+    if (tool && call.id && tool.id !== call.id && tool.name) {
+      out += this.flushTools();
+      tool = undefined;
+    }
     if (!tool) {
       // A new call: the earlier ones are complete.
       out += this.flushTools();
@@ -132,8 +137,9 @@ export class StreamTranslator extends ChatStreamReader {
   protected closing(): string {
     const out = this.flushTools() + this.closeOpen();
     const { reason, sequence } = stopReason(this.finishReason, this.matched, this.o.stopSequences, this.hadTools);
-    const usage: Record<string, number> = { output_tokens: this.completionTokens ?? Math.floor(this.outputChars / 4) };
-    if (this.promptTokens !== undefined) usage.input_tokens = this.promptTokens;
+    const reported = this.usage;
+    const usage: Record<string, number> = { output_tokens: reported?.output ?? Math.floor(this.outputChars / 4) };
+    if (reported?.input !== undefined) usage.input_tokens = reported.input;
     return out + sse('message_delta', { delta: { stop_reason: reason, stop_sequence: sequence }, usage }) + sse('message_stop', {});
   }
 }

@@ -16,7 +16,7 @@ import { toChatRequest } from './request.js';
 import type { MessagesRequest } from './types.js';
 
 export function msgapiTranslator(env: PluginEnv, passthrough: boolean): ApiTranslator<TranslateOptions> {
-  const stripBilling = env.config.translators.msgapi.strip_billing_header;
+  const { strip_billing_header: stripBilling, thinking_effort: thinkingEffort } = env.config.translators.msgapi;
   return {
     way(ep) {
       const { mode, fallback } = modeFor(ep, passthrough);
@@ -33,7 +33,8 @@ export function msgapiTranslator(env: PluginEnv, passthrough: boolean): ApiTrans
     chatBody(ctx, ep, model, _p, dropped) {
       const req = ctx.bodyJson() as MessagesRequest;
       return toChatRequest(req, {
-        model: model ?? req.model, topK: ep.profile.request.supports_top_k, streamUsage: ep.profile.request.stream_usage, effortLevels: ep.profile.request.reasoning_effort,
+        model: model ?? req.model, topK: ep.profile.request.supports_top_k, streamUsage: ep.profile.request.stream_usage,
+        effortLevels: thinkingEffort ? ep.profile.request.reasoning_effort : [], reasoningHistory: isLocalFamily(ep.profile),
         dropBillingHeader: stripBilling && isLocalFamily(ep.profile), dropped,
       });
     },

@@ -19,6 +19,9 @@ export interface ChatOptions {
   streamUsage: boolean;
   /** The `reasoning_effort` levels the engine's chat route accepts (profile request.reasoning_effort). */
   effortLevels: readonly string[];
+  /** Earlier reasoning may go back as `reasoning_content` (local engines' templates read it;
+   *  hosted services such as DeepSeek's refuse it). */
+  reasoningHistory: boolean;
   /** Collects what was dropped, when given. */
   dropped?: string[];
 }
@@ -77,13 +80,36 @@ function itemProblem(item: unknown, where: string): string | undefined {
       return typeof item.arguments === 'string' ? undefined : `${where}.arguments: must be a string of JSON`;
     case 'function_call_output':
       if (typeof item.call_id !== 'string') return `${where}.call_id: a function_call_output item needs the call_id it answers`;
-      return typeof item.output === 'string' || Array.isArray(item.output) ? undefined : `${where}.output: must be a string or an array of content parts`;
+      if (typeof item.output === 'string') return undefined;
+      return Array.isArray(item.output) && item.output.every(isObject) ? undefined : `${where}.output: must be a string or an array of content parts`;
+    case 'reasoning':
+      for (const key of ['content', 'summary'] as const) {
+        const v = item[key];
+        if (v !== undefined && v !== null && !(Array.isArray(v) && v.every(isObject))) return `${where}.${key}: must be an array of {type, text} parts`;
+      }
+      return item.encrypted_content === undefined || item.encrypted_content === null || typeof item.encrypted_content === 'string' ? undefined : `${where}.encrypted_content: must be a string`;
     default:
-      return undefined; // reasoning is carried; other item types are dropped
+      return undefined; // other item types are dropped
   }
 }
 
-const partsText = (parts: ContentPart[]): string => parts.map((p) => p.text ?? p.refusal ?? '').filter(Boolean).join('');
+const partsText = (parts: ContentPart[]): string => parts.map((p) => (typeof p.text === 'string' ? p.text : typeof p.refusal === 'string' ? p.refusal : '')).join('');
+
+/** Reasoning this gateway handed out as `encrypted_content` (clients that ask for it, Codex, send
+ *  it back and may leave the text out): the text, marked and base64-encoded, not encrypted. */
+const OWN_REASONING = 'gw-reasoning:';
+export const reasoningToken = (text: string): string => OWN_REASONING + Buffer.from(text, 'utf8').toString('base64');
+
+/** The text of a reasoning item sent back: its content, else its summary, else what this gateway
+ *  put in its encrypted_content. */
+function reasoningText(r: ReasoningItem): string {
+  for (const parts of [r.content, r.summary]) {
+    const text = Array.isArray(parts) ? partsText(parts as ContentPart[]) : '';
+    if (text) return text;
+  }
+  const token = r.encrypted_content;
+  return typeof token === 'string' && token.startsWith(OWN_REASONING) ? Buffer.from(token.slice(OWN_REASONING.length), 'base64').toString('utf8') : '';
+}
 
 function userContent(content: string | ContentPart[], dropped: string[] | undefined): string | ChatPart[] {
   if (typeof content === 'string') return content;
@@ -99,7 +125,7 @@ function userContent(content: string | ContentPart[], dropped: string[] | undefi
 const asParts = (c: string | ChatPart[]): ChatPart[] => (typeof c === 'string' ? [{ type: 'text', text: c }] : c);
 
 /** The chat messages for a list of input items (after the instructions). */
-function messagesOf(items: readonly InputItem[], instructions: string | undefined, dropped: string[] | undefined): ChatMessage[] {
+function messagesOf(items: readonly InputItem[], instructions: string | undefined, reasoningHistory: boolean, dropped: string[] | undefined): ChatMessage[] {
   const out: ChatMessage[] = [];
   const system: string[] = instructions ? [instructions] : [];
   let reasoning = '';
@@ -113,8 +139,14 @@ function messagesOf(items: readonly InputItem[], instructions: string | undefine
   };
   const carryReasoning = (m: ChatMessage) => {
     if (!reasoning) return;
-    m.reasoning_content = typeof m.reasoning_content === 'string' ? m.reasoning_content + reasoning : reasoning;
+    if (reasoningHistory) m.reasoning_content = typeof m.reasoning_content === 'string' ? m.reasoning_content + reasoning : reasoning;
+    else dropped?.push('reasoning sent back (the engine is a hosted service)');
     reasoning = '';
+  };
+  const user = (content: string | ChatPart[]) => {
+    if (reasoning) dropped?.push('reasoning with no assistant message after it');
+    reasoning = ''; // reasoning belongs to the assistant turn it preceded, never a later one
+    pushUser(out, content);
   };
   for (const item of items) {
     const type = (item as { type?: string }).type ?? 'message';
@@ -123,15 +155,15 @@ function messagesOf(items: readonly InputItem[], instructions: string | undefine
       if (m.role === 'system' || m.role === 'developer') {
         const text = typeof m.content === 'string' ? m.content : partsText(m.content);
         if (leading) system.push(text);
-        else pushUser(out, `<system-reminder>\n${text}\n</system-reminder>`);
+        else user(`<system-reminder>\n${text}\n</system-reminder>`);
         continue;
       }
       leading = false;
-      if (m.role === 'user') pushUser(out, userContent(m.content, dropped));
+      if (m.role === 'user') user(userContent(m.content, dropped));
       else {
         const text = typeof m.content === 'string' ? m.content : partsText(m.content);
         const a = assistant();
-        a.content = typeof a.content === 'string' ? a.content + text : text;
+        a.content = typeof a.content === 'string' && a.content ? `${a.content}\n\n${text}` : text;
         carryReasoning(a);
       }
     } else if (type === 'function_call') {
@@ -145,8 +177,7 @@ function messagesOf(items: readonly InputItem[], instructions: string | undefine
       const o = item as FunctionCallOutputItem;
       out.push({ role: 'tool', tool_call_id: o.call_id, content: typeof o.output === 'string' ? o.output : partsText(o.output) });
     } else if (type === 'reasoning') {
-      const r = item as ReasoningItem;
-      reasoning += (r.content?.length ? r.content : r.summary ?? []).map((p) => p.text ?? '').join('');
+      reasoning += reasoningText(item as ReasoningItem);
     } else dropped?.push(`input item ${type}`);
   }
   if (reasoning) dropped?.push('reasoning with no assistant message after it');
@@ -185,7 +216,7 @@ function responseFormat(format: NonNullable<ResponsesRequest['text']>['format'])
 export function toChatRequest(req: ResponsesRequest, items: readonly InputItem[], o: ChatOptions): Record<string, unknown> {
   const { dropped } = o;
   if (dropped) for (const key of Object.keys(req)) if (!KNOWN_FIELDS.has(key)) dropped.push(`field ${key}`);
-  const chat: Record<string, unknown> = { model: o.model, messages: messagesOf(items, req.instructions ?? undefined, dropped) };
+  const chat: Record<string, unknown> = { model: o.model, messages: messagesOf(items, req.instructions ?? undefined, o.reasoningHistory, dropped) };
   if (typeof req.max_output_tokens === 'number') chat.max_tokens = req.max_output_tokens;
   if (typeof req.temperature === 'number') chat.temperature = req.temperature;
   if (typeof req.top_p === 'number') chat.top_p = req.top_p;

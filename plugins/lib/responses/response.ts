@@ -5,30 +5,46 @@ import type { Usage } from '../chat-stream.js';
 import { reasoningOf } from '../chat-stream.js';
 import { newId } from '../new-id.js';
 import type { OutputItem, ResponsesRequest, ResponseUsage } from './types.js';
+import { reasoningToken } from './request.js';
 
 /** What every response object of one request carries. */
 export interface Shell {
   id: string;
   created_at: number;
   model: string;
-  /** Estimated prompt tokens (characters / 4), for a backend that reports none. */
-  inputTokens: number;
+  /** Estimated prompt tokens (characters / 4), for a backend that reports none: worked out when
+   *  first asked. */
+  readonly inputTokens: number;
+  /** How reasoning is given back (reasoningItem). */
+  reasoning: ReasoningStyle;
   /** The request's settings as the response object echoes them. */
   echo: Record<string, unknown>;
+  /** `echo` serialised, without its braces (responseJson). */
+  echoJson?: string;
 }
 
-export function shellOf(req: ResponsesRequest, inputTokens: number, stored: boolean): Shell {
+/** Reasoning as `summary` parts when the request asks for a summary (the only reasoning the
+ *  Vercel AI SDK and Codex's default view show; an engine's reasoning is given whole, there is no
+ *  summariser), else as `reasoning_text` content; with `encrypted_content` when the request
+ *  includes it (Codex sends that back on later turns, not the text). */
+export interface ReasoningStyle { summary: boolean; encrypted: boolean }
+
+export function shellOf(req: ResponsesRequest, estimate: () => number, stored: boolean): Shell {
+  let input: number | undefined;
   return {
     id: newId('resp_'),
     created_at: Math.floor(Date.now() / 1000),
     model: req.model,
-    inputTokens,
+    get inputTokens() {
+      return (input ??= estimate());
+    },
+    reasoning: { summary: typeof req.reasoning?.summary === 'string' && req.reasoning.summary !== 'none', encrypted: Array.isArray(req.include) && req.include.includes('reasoning.encrypted_content') },
     echo: {
       instructions: req.instructions ?? null,
       max_output_tokens: req.max_output_tokens ?? null,
       parallel_tool_calls: req.parallel_tool_calls ?? true,
       previous_response_id: req.previous_response_id ?? null,
-      reasoning: { effort: req.reasoning?.effort ?? null, summary: null },
+      reasoning: { effort: req.reasoning?.effort ?? null, summary: req.reasoning?.summary ?? null },
       store: stored,
       temperature: req.temperature ?? null,
       text: { format: req.text?.format ?? { type: 'text' } },
@@ -54,7 +70,14 @@ export function statusOf(finish: string | null | undefined): { status: 'complete
 export function usageOf(reported: Usage | null | undefined, shell: Shell, outputChars: number): ResponseUsage {
   const input = reported?.input ?? shell.inputTokens;
   const output = reported?.output ?? Math.floor(outputChars / 4);
-  return { input_tokens: input, input_tokens_details: { cached_tokens: reported?.cached ?? 0 }, output_tokens: output, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: input + output };
+  return { input_tokens: input, input_tokens_details: { cached_tokens: reported?.cached ?? 0 }, output_tokens: output, output_tokens_details: { reasoning_tokens: reported?.reasoning ?? 0 }, total_tokens: input + output };
+}
+
+/** The same response object as JSON, for the stream's frames, its output already serialised: the
+ *  request's echo is serialised once per request (shell.echoJson), not once per frame. */
+export function responseJson(shell: Shell, status: Status, outputJson: string, usage: ResponseUsage | null, more: { incomplete_details?: unknown; error?: unknown } = {}): string {
+  shell.echoJson ??= JSON.stringify(shell.echo).slice(1, -1);
+  return `{"id":"${shell.id}","object":"response","created_at":${shell.created_at},"status":"${status}","error":${JSON.stringify(more.error ?? null)},"incomplete_details":${JSON.stringify(more.incomplete_details ?? null)},"model":${JSON.stringify(shell.model)},"output":${outputJson},"usage":${usage ? JSON.stringify(usage) : 'null'},${shell.echoJson}}`;
 }
 
 export function responseObject(shell: Shell, status: Status, output: OutputItem[], usage: ResponseUsage | null, more: { incomplete_details?: unknown; error?: unknown } = {}): Record<string, unknown> {
@@ -76,25 +99,28 @@ export function messageItem(text: string, status: 'completed' | 'incomplete', id
   return { type: 'message', id, status, role: 'assistant', content: [{ type: 'output_text', text, annotations: [], logprobs: [] }] };
 }
 
-export function reasoningItem(text: string, id = newId('rs_')): OutputItem {
-  return { type: 'reasoning', id, summary: [], content: [{ type: 'reasoning_text', text }] };
+export function reasoningItem(text: string, style: ReasoningStyle, id = newId('rs_')): OutputItem {
+  const item: OutputItem = style.summary ? { type: 'reasoning', id, summary: [{ type: 'summary_text', text }] } : { type: 'reasoning', id, summary: [], content: [{ type: 'reasoning_text', text }] };
+  if (style.encrypted) item.encrypted_content = reasoningToken(text);
+  return item;
 }
 
 /** A whole chat-completions reply as a response object; `reported` is the backend's usage. */
 export function toResponse(reply: ChatReply, shell: Shell, reported: Usage | null): Record<string, unknown> {
-  const choice = reply.choices?.[0] ?? {};
+  const choice = reply?.choices?.[0] ?? {};
   const msg = choice.message ?? {};
   const { status, incomplete_details } = statusOf(choice.finish_reason);
   const output: OutputItem[] = [];
   const reasoning = reasoningOf(msg);
-  if (reasoning) output.push(reasoningItem(reasoning));
+  if (reasoning) output.push(reasoningItem(reasoning, shell.reasoning));
   const text = typeof msg.content === 'string' ? msg.content : '';
   if (text) output.push(messageItem(text, status));
   let outputChars = reasoning.length + text.length;
   for (const call of msg.tool_calls ?? []) {
+    if (!call || typeof call !== 'object') continue;
     const args = typeof call.function?.arguments === 'string' ? call.function.arguments : JSON.stringify(call.function?.arguments ?? {});
     outputChars += args.length;
-    output.push({ type: 'function_call', id: newId('fc_'), call_id: call.id || newId('call_'), name: call.function?.name ?? '', arguments: args, status: 'completed' });
+    output.push({ type: 'function_call', id: newId('fc_'), call_id: call.id || newId('call_'), name: call.function?.name ?? '', arguments: args, status: status === 'completed' ? 'completed' : 'incomplete' });
   }
   return responseObject(shell, status, output, usageOf(reported, shell, outputChars), { incomplete_details });
 }

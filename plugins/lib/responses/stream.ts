@@ -1,28 +1,61 @@
 // Chat-completions SSE → Responses API events, as the chunks arrive, numbered from 0 in
 // `sequence_number`: response.created, response.in_progress; per output item
-// response.output_item.added, then for text (reasoning_text for reasoning, output_text for the
-// answer) response.content_part.added, its deltas, its .done and response.content_part.done, or
-// for a function call its response.function_call_arguments.delta and .done; then
-// response.output_item.done. An item closes when the stream moves to another kind. Last comes
-// response.completed (or response.incomplete on `length`/`content_filter`) with the whole
-// output and usage, or response.failed if the backend fails mid-stream. Every frame's `event:`
-// equals its data's `type`.
+// response.output_item.added, then for text its part added, its deltas, its .done and the part
+// done (output_text for the answer; for reasoning, summary_text parts when the request asks for a
+// summary, reasoning_text content otherwise: response.ts ReasoningStyle), or for a function call
+// its response.function_call_arguments.delta and .done; then response.output_item.done. An item
+// closes when the stream moves to another kind. Last comes response.completed (or
+// response.incomplete on `length`/`content_filter`) with the whole output and usage, or
+// response.failed if the backend fails mid-stream. Every frame's `event:` equals its data's
+// `type`. The frames a stream sends many of, and the closing ones, are built as strings, each
+// text serialised once.
 import { ChatStreamReader, reasoningOf, type ChatChoiceDelta, type ToolCallDelta } from '../chat-stream.js';
 import { newId } from '../new-id.js';
-import { messageItem, reasoningItem, responseObject, statusOf, usageOf, type Shell } from './response.js';
+import { messageItem, reasoningItem, responseJson, statusOf, usageOf, type ReasoningStyle, type Shell } from './response.js';
 import type { OutputItem } from './types.js';
 
-interface OpenText { kind: 'reasoning' | 'message'; id: string; index: number; parts: string[] }
-interface OpenCall { id: string; callId: string; name: string; args: string; index: number; announced: boolean }
+/** How one kind of text is streamed: the events, the index field and the part they carry. */
+interface TextStyle {
+  delta: string; done: string; partAdded: string; partDone: string; index: 'content_index' | 'summary_index'; logprobs: boolean;
+  part(text: string): Record<string, unknown>;
+  /** The same part as JSON, from the text already serialised. */
+  partJson(textJson: string): string;
+}
 
-const TEXT_EVENTS = {
-  reasoning: { delta: 'response.reasoning_text.delta', done: 'response.reasoning_text.done', part: 'reasoning_text' },
-  message: { delta: 'response.output_text.delta', done: 'response.output_text.done', part: 'output_text' },
-} as const;
+const STYLES: Record<'message' | 'reasoning_text' | 'summary', TextStyle> = {
+  message: {
+    delta: 'response.output_text.delta', done: 'response.output_text.done', partAdded: 'response.content_part.added', partDone: 'response.content_part.done',
+    index: 'content_index', logprobs: true, part: (text) => ({ type: 'output_text', text, annotations: [], logprobs: [] }),
+    partJson: (t) => `{"type":"output_text","text":${t},"annotations":[],"logprobs":[]}`,
+  },
+  reasoning_text: {
+    delta: 'response.reasoning_text.delta', done: 'response.reasoning_text.done', partAdded: 'response.content_part.added', partDone: 'response.content_part.done',
+    index: 'content_index', logprobs: false, part: (text) => ({ type: 'reasoning_text', text }),
+    partJson: (t) => `{"type":"reasoning_text","text":${t}}`,
+  },
+  summary: {
+    delta: 'response.reasoning_summary_text.delta', done: 'response.reasoning_summary_text.done', partAdded: 'response.reasoning_summary_part.added', partDone: 'response.reasoning_summary_part.done',
+    index: 'summary_index', logprobs: false, part: (text) => ({ type: 'summary_text', text }),
+    partJson: (t) => `{"type":"summary_text","text":${t}}`,
+  },
+};
+
+const styleOf = (kind: 'message' | 'reasoning', r: ReasoningStyle): TextStyle => (kind === 'message' ? STYLES.message : r.summary ? STYLES.summary : STYLES.reasoning_text);
+
+/** An item as output_item.added announces it, before any text. */
+function openingItem(kind: 'message' | 'reasoning', id: string, r: ReasoningStyle): Record<string, unknown> {
+  if (kind === 'message') return { type: 'message', id, status: 'in_progress', role: 'assistant', content: [] };
+  return r.summary ? { type: 'reasoning', id, summary: [] } : { type: 'reasoning', id, summary: [], content: [] };
+}
+
+interface OpenText { kind: 'reasoning' | 'message'; style: TextStyle; id: string; index: number; parts: string[] }
+interface OpenCall { id: string; callId: string; name: string; args: string; index: number; announced: boolean }
 
 export class ResponsesStreamTranslator extends ChatStreamReader {
   private seq = 0;
   private readonly output: OutputItem[] = [];
+  /** Each finished item serialised once: the closing response's output is these joined. */
+  private readonly outputJson: string[] = [];
   private open: OpenText | null = null;
   private readonly calls = new Map<number, OpenCall>();
   private finishReason: string | null = null;
@@ -38,8 +71,8 @@ export class ResponsesStreamTranslator extends ChatStreamReader {
   }
 
   start(): string {
-    const response = responseObject(this.shell, 'in_progress', [], null);
-    return this.frame('response.created', { response }) + this.frame('response.in_progress', { response });
+    const response = responseJson(this.shell, 'in_progress', '[]', null);
+    return this.responseFrame('response.created', response) + this.responseFrame('response.in_progress', response);
   }
 
   protected choice(choice: ChatChoiceDelta): string {
@@ -48,7 +81,7 @@ export class ResponsesStreamTranslator extends ChatStreamReader {
     const reasoning = reasoningOf(delta);
     if (reasoning) out += this.text('reasoning', reasoning);
     if (typeof delta.content === 'string' && delta.content) out += this.text('message', delta.content);
-    for (const call of delta.tool_calls ?? []) out += this.callDelta(call);
+    if (Array.isArray(delta.tool_calls)) for (const call of delta.tool_calls) if (call && typeof call === 'object') out += this.callDelta(call);
     if (choice.finish_reason) this.finishReason = choice.finish_reason;
     return out;
   }
@@ -57,24 +90,44 @@ export class ResponsesStreamTranslator extends ChatStreamReader {
     const { status, incomplete_details } = statusOf(this.finishReason);
     const out = this.closeText(status) + this.closeCalls(status);
     this.onOutput?.(this.output);
-    const response = responseObject(this.shell, status, this.output, usageOf(this.usage, this.shell, this.outputChars), { incomplete_details });
-    return out + this.frame(status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
+    const response = responseJson(this.shell, status, `[${this.outputJson.join(',')}]`, usageOf(this.usage, this.shell, this.outputChars), { incomplete_details });
+    return out + this.responseFrame(status === 'completed' ? 'response.completed' : 'response.incomplete', response);
   }
 
+  /** The failure with what was said before it, items finished as far as they got. */
   protected failure(message: string): string {
-    const response = responseObject(this.shell, 'failed', this.output, usageOf(this.usage, this.shell, this.outputChars), { error: { code: 'server_error', message } });
-    return this.frame('response.failed', { response });
+    this.settle();
+    const response = responseJson(this.shell, 'failed', JSON.stringify(this.output), usageOf(this.usage, this.shell, this.outputChars), { error: { code: 'server_error', message } });
+    return this.responseFrame('response.failed', response);
+  }
+
+  /** A frame carrying the response object, already serialised. */
+  private responseFrame(type: string, response: string): string {
+    return `event: ${type}\ndata: {"type":"${type}","sequence_number":${this.seq++},"response":${response}}\n\n`;
   }
 
   private frame(type: string, data: Record<string, unknown>): string {
     return `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: this.seq++, ...data })}\n\n`;
   }
 
-  /** The most frequent frame, built without an intermediate object. */
+  /** output_item.added / .done, the item already serialised. */
+  private itemFrame(type: string, index: number, itemJson: string): string {
+    return `event: ${type}\ndata: {"type":"${type}","sequence_number":${this.seq++},"output_index":${index},"item":${itemJson}}\n\n`;
+  }
+
+  /** A frame about the open text item's part, `field` already serialised ("text":…, "part":…). */
+  private partFrame(type: string, o: OpenText, field: string): string {
+    return `event: ${type}\ndata: {"type":"${type}","sequence_number":${this.seq++},"item_id":"${o.id}","output_index":${o.index},"${o.style.index}":0,${field}}\n\n`;
+  }
+
+  /** The most frequent frames, built without an intermediate object. */
   private deltaFrame(o: OpenText, text: string): string {
-    const type = TEXT_EVENTS[o.kind].delta;
-    const logprobs = o.kind === 'message' ? ',"logprobs":[]' : '';
-    return `event: ${type}\ndata: {"type":"${type}","sequence_number":${this.seq++},"item_id":"${o.id}","output_index":${o.index},"content_index":0,"delta":${JSON.stringify(text)}${logprobs}}\n\n`;
+    const { delta: type, index, logprobs } = o.style;
+    return `event: ${type}\ndata: {"type":"${type}","sequence_number":${this.seq++},"item_id":"${o.id}","output_index":${o.index},"${index}":0,"delta":${JSON.stringify(text)}${logprobs ? ',"logprobs":[]' : ''}}\n\n`;
+  }
+
+  private argsFrame(call: OpenCall, delta: string): string {
+    return `event: response.function_call_arguments.delta\ndata: {"type":"response.function_call_arguments.delta","sequence_number":${this.seq++},"item_id":"${call.id}","output_index":${call.index},"delta":${JSON.stringify(delta)}}\n\n`;
   }
 
   private text(kind: OpenText['kind'], text: string): string {
@@ -82,44 +135,65 @@ export class ResponsesStreamTranslator extends ChatStreamReader {
     if (this.open?.kind !== kind) {
       out += this.closeCalls('completed') + this.closeText('completed');
       const id = newId(kind === 'message' ? 'msg_' : 'rs_');
-      const o: OpenText = (this.open = { kind, id, index: this.output.length, parts: [] });
-      const item = kind === 'message' ? { type: 'message', id, status: 'in_progress', role: 'assistant', content: [] } : { type: 'reasoning', id, summary: [], content: [] };
+      const r = this.shell.reasoning;
+      const o: OpenText = (this.open = { kind, style: styleOf(kind, r), id, index: this.output.length, parts: [] });
+      const item = openingItem(kind, id, r);
       this.output.push(item as OutputItem); // replaced by the finished item when it closes
-      out += this.frame('response.output_item.added', { output_index: o.index, item });
-      out += this.frame('response.content_part.added', { item_id: id, output_index: o.index, content_index: 0, part: emptyPart(kind) });
+      out += this.itemFrame('response.output_item.added', o.index, JSON.stringify(item));
+      out += this.partFrame(o.style.partAdded, o, `"part":${o.style.partJson('""')}`);
     }
     this.open!.parts.push(text);
     this.outputChars += text.length;
     return out + this.deltaFrame(this.open!, text);
   }
 
+  /** The open text item as finished (`status` for a message), in the output. */
+  private finishText(o: OpenText, status: 'completed' | 'incomplete', text = o.parts.join('')): OutputItem {
+    const item = o.kind === 'message' ? messageItem(text, status, o.id) : reasoningItem(text, this.shell.reasoning, o.id);
+    this.output[o.index] = item;
+    return item;
+  }
+
+  /** The text item's done events; its text serialised once for all of them and the output. */
   private closeText(status: 'completed' | 'incomplete'): string {
     const o = this.open;
     if (!o) return '';
     this.open = null;
     const text = o.parts.join('');
-    const item = o.kind === 'message' ? messageItem(text, status, o.id) : reasoningItem(text, o.id);
-    this.output[o.index] = item;
-    const part = item.type === 'message' ? item.content[0] : (item as { content: unknown[] }).content[0];
-    const ids = { item_id: o.id, output_index: o.index, content_index: 0 };
+    const item = this.finishText(o, status, text);
+    const textJson = JSON.stringify(text);
+    const part = o.style.partJson(textJson);
+    let itemJson: string;
+    if (item.type === 'message') itemJson = `{"type":"message","id":"${o.id}","status":"${status}","role":"assistant","content":[${part}]}`;
+    else if (item.type === 'reasoning') {
+      const token = item.encrypted_content === undefined ? '' : `,"encrypted_content":${JSON.stringify(item.encrypted_content)}`;
+      itemJson = item.content ? `{"type":"reasoning","id":"${o.id}","summary":[],"content":[${part}]${token}}` : `{"type":"reasoning","id":"${o.id}","summary":[${part}]${token}}`;
+    } else itemJson = JSON.stringify(item);
+    this.outputJson[o.index] = itemJson;
     return (
-      this.frame(TEXT_EVENTS[o.kind].done, o.kind === 'message' ? { ...ids, text, logprobs: [] } : { ...ids, text }) +
-      this.frame('response.content_part.done', { ...ids, part }) +
-      this.frame('response.output_item.done', { output_index: o.index, item })
+      this.partFrame(o.style.done, o, `"text":${textJson}${o.style.logprobs ? ',"logprobs":[]' : ''}`) +
+      this.partFrame(o.style.partDone, o, `"part":${part}`) +
+      this.itemFrame('response.output_item.done', o.index, itemJson)
     );
   }
 
   private callDelta(delta: ToolCallDelta): string {
-    const i = delta.index ?? 0;
+    const i = typeof delta.index === 'number' ? delta.index : 0;
     let call = this.calls.get(i);
     let out = '';
+    // A new id at a known index is a new call (backends that send every call at index 0).
+    if (call && delta.id && call.callId !== delta.id && call.announced) {
+      out += this.closeCalls('completed');
+      call = undefined;
+    }
     if (!call) {
       out += this.closeText('completed');
       call = { id: newId('fc_'), callId: delta.id || newId('call_'), name: '', args: '', index: -1, announced: false };
       this.calls.set(i, call);
     }
-    if (delta.function?.name) call.name += delta.function.name;
-    const args = delta.function?.arguments ?? '';
+    const fn = delta.function;
+    if (typeof fn?.name === 'string') call.name += fn.name;
+    const args = typeof fn?.arguments === 'string' ? fn.arguments : '';
     // Announced once its name is known; arguments that came before go out with the first delta.
     if (!call.announced && call.name) {
       out += this.announce(call);
@@ -141,25 +215,31 @@ export class ResponsesStreamTranslator extends ChatStreamReader {
     return this.frame('response.output_item.added', { output_index: call.index, item: { ...item, status: 'in_progress' } });
   }
 
-  private argsFrame(call: OpenCall, delta: string): string {
-    return this.frame('response.function_call_arguments.delta', { item_id: call.id, output_index: call.index, delta });
-  }
-
   private closeCalls(status: 'completed' | 'incomplete'): string {
     let out = '';
     for (const call of this.calls.values()) {
       if (!call.announced) out += this.announce(call) + (call.args ? this.argsFrame(call, call.args) : '');
       const item: OutputItem = { type: 'function_call', id: call.id, call_id: call.callId, name: call.name, arguments: call.args, status };
       this.output[call.index] = item;
+      const itemJson = (this.outputJson[call.index] = JSON.stringify(item));
       out += this.frame('response.function_call_arguments.done', { item_id: call.id, output_index: call.index, name: call.name, arguments: call.args });
-      out += this.frame('response.output_item.done', { output_index: call.index, item });
+      out += this.itemFrame('response.output_item.done', call.index, itemJson);
     }
     this.calls.clear();
     return out;
   }
-}
 
-const emptyPart = (kind: OpenText['kind']) => (kind === 'message' ? { type: 'output_text', text: '', annotations: [], logprobs: [] } : { type: 'reasoning_text', text: '' });
+  /** Before a failure: what the open items hold, put in the output (no events: the stream ends). */
+  private settle(): void {
+    if (this.open) this.finishText(this.open, 'incomplete');
+    this.open = null;
+    for (const call of this.calls.values()) {
+      const item: OutputItem = { type: 'function_call', id: call.id, call_id: call.callId, name: call.name, arguments: call.args, status: 'incomplete' };
+      if (call.announced) this.output[call.index] = item;
+    }
+    this.calls.clear();
+  }
+}
 
 /** The whole event sequence for a finished response (a backend that answered a stream request with JSON). */
 export function eventsForResponse(response: Record<string, unknown>): string {
@@ -174,14 +254,15 @@ export function eventsForResponse(response: Record<string, unknown>): string {
       out += frame('response.function_call_arguments.delta', { item_id: item.id, output_index: index, delta: item.arguments });
       out += frame('response.function_call_arguments.done', { item_id: item.id, output_index: index, name: item.name, arguments: item.arguments });
     } else {
-      const kind = item.type;
-      const part = item.content[0];
-      const ids = { item_id: item.id, output_index: index, content_index: 0 };
-      out += frame('response.output_item.added', { output_index: index, item: { ...item, content: [], ...(kind === 'message' ? { status: 'in_progress' } : {}) } });
-      out += frame('response.content_part.added', { ...ids, part: emptyPart(kind) });
-      out += frame(TEXT_EVENTS[kind].delta, kind === 'message' ? { ...ids, delta: part.text, logprobs: [] } : { ...ids, delta: part.text });
-      out += frame(TEXT_EVENTS[kind].done, kind === 'message' ? { ...ids, text: part.text, logprobs: [] } : { ...ids, text: part.text });
-      out += frame('response.content_part.done', { ...ids, part });
+      const r: ReasoningStyle = { summary: item.type === 'reasoning' && !item.content, encrypted: false };
+      const style = styleOf(item.type, r);
+      const text = item.type === 'message' ? item.content[0].text : (item.content ?? item.summary)[0].text;
+      const ids = { item_id: item.id, output_index: index, [style.index]: 0 };
+      out += frame('response.output_item.added', { output_index: index, item: openingItem(item.type, item.id, r) });
+      out += frame(style.partAdded, { ...ids, part: style.part('') });
+      out += frame(style.delta, style.logprobs ? { ...ids, delta: text, logprobs: [] } : { ...ids, delta: text });
+      out += frame(style.done, style.logprobs ? { ...ids, text, logprobs: [] } : { ...ids, text });
+      out += frame(style.partDone, { ...ids, part: style.part(text) });
     }
     out += frame('response.output_item.done', { output_index: index, item });
   });

@@ -17,13 +17,15 @@ import { estimateInputTokens, inputItems, requestProblem, toChatRequest } from '
 import { shellOf, toResponse, type Shell } from './response.js';
 import { ResponseStore, type StoreSettings } from './store.js';
 import { eventsForResponse, ResponsesStreamTranslator } from './stream.js';
-import type { InputItem, ResponsesRequest } from './types.js';
+import type { InputItem, OutputItem, ResponsesRequest } from './types.js';
 
 export interface ResponsesPrepared extends ReplyOptions {
   req: ResponsesRequest;
   /** The conversation's items: the stored ones before it, then the request's input. */
   items: InputItem[];
   shell: Shell;
+  /** The stored response it continues. */
+  parent: string | undefined;
 }
 
 // One store per gateway process, kept across config reloads (its limits follow the config).
@@ -65,26 +67,31 @@ export function responsesTranslator(env: PluginEnv, passthrough: boolean): ApiTr
       const why = requestProblem(req as unknown as Record<string, unknown>);
       if (why) throw gwError('BAD_REQUEST', { reason: why });
       let before: readonly InputItem[] = [];
+      let parent: string | undefined;
       if (typeof req.previous_response_id === 'string') {
         if (!store.enabled) throw gwError('BAD_REQUEST', { reason: 'previous_response_id: this gateway keeps no responses (translators.responses.store.max_responses is 0); send the whole conversation as input, or enable the store' });
         const found = previous(ctx);
         if (!found) throw gwError('BAD_REQUEST', { reason: `previous_response_id: no stored response ${req.previous_response_id} (unknown, expired or evicted; responses are kept in this process only)` });
         before = found;
+        parent = req.previous_response_id;
       }
       const items = [...before, ...inputItems(req)];
       const stored = store.enabled && req.store !== false;
-      return { ...reply, req, items, shell: shellOf(req, estimateInputTokens(req, items), stored) };
+      return { ...reply, req, items, parent, shell: shellOf(req, () => estimateInputTokens(req, items), stored) };
     },
     chatBody(_ctx, ep, model, p, dropped) {
-      return toChatRequest(p.req, p.items, { model: model ?? p.req.model, streamUsage: ep.profile.request.stream_usage, effortLevels: ep.profile.request.reasoning_effort, dropped });
+      return toChatRequest(p.req, p.items, {
+        model: model ?? p.req.model, streamUsage: ep.profile.request.stream_usage, effortLevels: ep.profile.request.reasoning_effort,
+        reasoningHistory: !ep.profile.characteristics.hosted_service, dropped,
+      });
     },
     reply(p, status, headers) {
-      const save = p.shell.echo.store === true ? (output: readonly InputItem[]) => store.put(p.shell.id, p.items, output as never) : undefined;
+      const save = p.shell.echo.store === true ? (output: readonly OutputItem[]) => store.put(p.shell.id, p.parent, inputItems(p.req), output) : undefined;
       return chatReplyPlan(p, {
         stream: () => new ResponsesStreamTranslator(p.shell, save),
         whole: (reply, usage) => {
           const response = toResponse(reply as never, p.shell, usage);
-          if (save && status < 300) save(response.output as InputItem[]);
+          if (save && status < 300) save(response.output as OutputItem[]);
           return response;
         },
         eventsFor: (r) => eventsForResponse(r as Record<string, unknown>),

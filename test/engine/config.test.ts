@@ -16,7 +16,8 @@ describe('config defaults', () => {
       { name: 'local-runner', type: 'localrunner', url: 'http://localhost:11434', weight: 1, check_interval: '5s', check_timeout: '2s', headers: {} },
     ]);
     expect(config.proxy).toMatchObject({ load_balancer: 'priority', max_retries: 3, response_timeout: '900s' });
-    expect(config.translators.msgapi).toEqual({ enabled: true, max_message_size: 10485760, passthrough: true, strip_billing_header: true });
+    expect(config.translators.msgapi).toEqual({ enabled: true, max_message_size: 10485760, passthrough: true, strip_billing_header: true, thinking_effort: false });
+    expect(config.translators.responses).toEqual({ passthrough: true, store: { max_responses: 0, max_bytes: 67108864, ttl: '1h' } });
     expect(config.server.rate_limits.per_endpoint.default_requests_per_minute).toBe(200);
   });
 

@@ -32,6 +32,7 @@ import { balancer, noteOf, STRATEGIES } from './lib/balancing.js';
 import { chainPlan, type ChainRouting } from './lib/fallback-chain.js';
 import { aliasChoice, continuable, familiesOf, modelChoice, routableIn, UNAVAILABLE_OPTION, type AliasCache, type Choice, type Unavailable } from './lib/model-routing.js';
 import { familyPath } from '../engine/core/family-paths.js';
+import type { Profile } from '../engine/core/profiles.js';
 import { CapabilityRouter, routeKindsOf } from './lib/route-kinds.js';
 import { nothingRoutable, outOfRotation } from './lib/unavailable-hint.js';
 
@@ -173,16 +174,36 @@ export default definePlugin<Options>({
       return new GatewayError(err.key, err.status, err.type, err.code, `${err.message}; ${what}: retry in ${s}s`, err.detail, ['retry-after', s]);
     };
 
+    /** by_route: which families serve which of the pipeline's routes, worked out once a route and profile. */
+    const served = new Map<string, WeakMap<Profile, boolean>>();
     /** by_route: does the endpoint's family serve the request's route, itself or through a translation? */
-    const servesRoute = (e: Endpoint, ctx: Context) => familyPath(e.profile, ctx.pathname) !== undefined || o.also_via.some((r) => familyPath(e.profile, r) !== undefined);
-    /** by_route: the 404 for a request whose names are served, but only by families without its route. */
+    const servesRoute = (e: Endpoint, ctx: Context): boolean => {
+      let byProfile = served.get(ctx.pathname);
+      if (!byProfile) {
+        byProfile = new WeakMap();
+        if (served.size < 64) served.set(ctx.pathname, byProfile); // a wildcard mount must not grow it without end
+      }
+      let yes = byProfile.get(e.profile);
+      if (yes === undefined) byProfile.set(e.profile, (yes = familyPath(e.profile, ctx.pathname) !== undefined || o.also_via.some((r) => familyPath(e.profile, r) !== undefined)));
+      return yes;
+    };
+    const servingOf = (n: string) => (families.length === 1 ? catalogue.servedBy(families[0].name, n) : catalogue.servedByAny(n));
+    /** by_route: the 404 for a request whose names are served, but only by families without its
+     *  route (the first endpoint found serving one of them ends the search). */
     const routeNotServed = (ctx: Context): GatewayError | undefined => {
       const model = ctx.requested?.requested ?? ctx.model;
       if (model === undefined) return undefined;
-      const serving = (namesOf(ctx) ?? [model]).flatMap((n) => (families.length === 1 ? catalogue.servedBy(families[0].name, n) : catalogue.servedByAny(n)));
-      if (serving.length === 0 || serving.some((e) => servesRoute(e, ctx))) return undefined;
+      const names = namesOf(ctx) ?? [model];
+      let any = false;
+      for (const n of names) {
+        for (const e of servingOf(n)) {
+          if (servesRoute(e, ctx)) return undefined;
+          any = true;
+        }
+      }
+      if (!any) return undefined;
       return gwError('ROUTE_NOT_SERVED', {
-        model, path: ctx.pathname, families: [...new Set(serving.map((e) => e.family))].join(', '),
+        model, path: ctx.pathname, families: [...new Set(names.flatMap((n) => servingOf(n).map((e) => e.family)))].join(', '),
         hint: `GET /gw/openai/v1/models lists the models; ${ctx.pathname} reaches those of families that serve it`,
       });
     };

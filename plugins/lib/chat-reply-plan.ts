@@ -22,15 +22,16 @@ export interface ReplyOptions {
 export interface ReplyApi {
   /** A translator for a stream, with the events that open it. */
   stream(): ChatStreamReader & { start(): string };
-  /** A whole reply (parsed JSON) in the API's form; `usage` is what the backend reported. */
-  whole(reply: unknown, usage: Usage | null): unknown;
-  /** The API's events for a whole reply in its form. */
-  eventsFor(value: unknown): string;
+  /** A whole reply (parsed JSON) in the API's form, serialised; `usage` is what the backend reported. */
+  whole(reply: unknown, usage: Usage | null): string;
+  /** The API's events for a whole reply in its form (as whole() gave it). */
+  eventsFor(json: string): string;
   /** A backend error body (text) in the API's error shape. */
   error(status: number, body: string): unknown;
 }
 
-const json = (status: number, value: unknown) => ({ status, headers: ['content-type', 'application/json'], body: JSON.stringify(value) });
+const JSON_TYPE = ['content-type', 'application/json'];
+const json = (status: number, value: unknown) => ({ status, headers: JSON_TYPE, body: JSON.stringify(value) });
 const SSE = ['content-type', 'text/event-stream'];
 
 
@@ -65,8 +66,8 @@ export function chatReplyPlan(o: ReplyOptions, api: ReplyApi, status: number, he
       const u = (reply as { usage?: unknown }).usage;
       const usage = u && typeof u === 'object' ? usageOf(u) : null;
       if (usage) o.onUsage(usage);
-      const value = api.whole(reply, usage);
-      return o.stream ? { status: 200, headers: SSE, body: api.eventsFor(value) } : json(200, value);
+      const translated = api.whole(reply, usage);
+      return o.stream ? { status: 200, headers: SSE, body: api.eventsFor(translated) } : { status: 200, headers: JSON_TYPE, body: translated };
     },
   };
 }

@@ -73,6 +73,10 @@ describe('Responses stream translation', () => {
     const done = events.at(-1)!.data.response;
     expect(done).toMatchObject({ status: 'completed', incomplete_details: null, error: null });
     expect(done.output).toEqual([{ type: 'message', id: events[2].data.item.id, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Hello there', annotations: [], logprobs: [] }] }]);
+    // The request's settings echoed: the defaults here, what it set below.
+    expect(done).toMatchObject({ instructions: null, max_output_tokens: null, parallel_tool_calls: true, previous_response_id: null, reasoning: { effort: null, summary: null }, store: false, temperature: null, text: { format: { type: 'text' } }, tool_choice: 'auto', tools: [], top_p: null, truncation: 'disabled', metadata: {} });
+    const set = { instructions: 'Be "brief".', max_output_tokens: 9, parallel_tool_calls: false, previous_response_id: 'resp_x', reasoning: { effort: 'low', summary: 'auto' }, temperature: 0.5, text: { format: { type: 'json_object' } }, tool_choice: 'required', tools: [{ type: 'function', name: 'f' }], top_p: 0.9, metadata: { k: 'v' } } as const;
+    expect(whole(body, set as never).events.at(-1)!.data.response).toMatchObject(set);
     // No usage from the backend: estimated, characters / 4.
     expect(done.usage).toEqual({ input_tokens: 3, input_tokens_details: { cached_tokens: 0 }, output_tokens: 2, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 5 });
   });
@@ -237,10 +241,10 @@ describe('backends that break the rules', () => {
 describe('whole replies', () => {
   it('a chat reply with reasoning and tool calls as a response object, and as events for a stream the backend ignored', () => {
     const reply = JSON.parse(fixture('llama-server-reasoning.json'));
-    const r = toResponse(reply, shell(), { input: 60, output: 16, cached: 59, reasoning: 16 });
+    const r = JSON.parse(toResponse(reply, shell(), { input: 60, output: 16, cached: 59, reasoning: 16 }).json);
     expect(r).toMatchObject({ object: 'response', status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, usage: { input_tokens: 60, input_tokens_details: { cached_tokens: 59 }, output_tokens: 16, output_tokens_details: { reasoning_tokens: 16 }, total_tokens: 76 } });
     expect((r.output as OutputItem[]).map((o) => o.type)).toEqual(['reasoning']); // content "" adds no message
-    const withTools = toResponse({ choices: [{ finish_reason: 'tool_calls', message: { content: 'Checking.', tool_calls: [{ id: 'call_1', function: { name: 'f', arguments: { x: 1 } as never } }] } }] }, shell(), null);
+    const withTools = JSON.parse(toResponse({ choices: [{ finish_reason: 'tool_calls', message: { content: 'Checking.', tool_calls: [{ id: 'call_1', function: { name: 'f', arguments: { x: 1 } as never } }] } }] }, shell(), null).json);
     expect(withTools.output).toEqual([
       { type: 'message', id: expect.any(String), status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Checking.', annotations: [], logprobs: [] }] },
       { type: 'function_call', id: expect.stringMatching(/^fc_/), call_id: 'call_1', name: 'f', arguments: '{"x":1}', status: 'completed' },

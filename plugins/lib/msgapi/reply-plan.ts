@@ -11,8 +11,8 @@ export interface TranslateOptions extends StreamOptions, ReplyOptions {}
 export function translatedReply(o: TranslateOptions, status: number, headers: ReplyHeaders): ReplyPlan {
   return chatReplyPlan(o, {
     stream: () => new StreamTranslator(o),
-    whole: (reply) => toMessage(reply as never, { model: o.model, inputTokens: o.inputTokens, stopSequences: o.stopSequences }),
-    eventsFor: (m) => eventsForMessage(m as Message),
+    whole: (reply) => JSON.stringify(toMessage(reply as never, { model: o.model, inputTokens: o.inputTokens, stopSequences: o.stopSequences })),
+    eventsFor: (json) => eventsForMessage(JSON.parse(json) as Message),
     error: errorReply,
   }, status, headers);
 }

@@ -7,54 +7,53 @@ import { newId } from '../new-id.js';
 import type { OutputItem, ResponsesRequest, ResponseUsage } from './types.js';
 import { reasoningToken } from './request.js';
 
-/** What every response object of one request carries. */
-export interface Shell {
-  id: string;
-  created_at: number;
-  model: string;
-  /** Estimated prompt tokens (characters / 4), for a backend that reports none: worked out when
-   *  first asked. */
-  readonly inputTokens: number;
-  /** How reasoning is given back (reasoningItem). */
-  reasoning: ReasoningStyle;
-  /** The request's settings as the response object echoes them. */
-  echo: Record<string, unknown>;
-  /** `echo` serialised, without its braces (responseJson). */
-  echoJson?: string;
-}
-
 /** Reasoning as `summary` parts when the request asks for a summary (the only reasoning the
  *  Vercel AI SDK and Codex's default view show; an engine's reasoning is given whole, there is no
  *  summariser), else as `reasoning_text` content; with `encrypted_content` when the request
  *  includes it (Codex sends that back on later turns, not the text). */
 export interface ReasoningStyle { summary: boolean; encrypted: boolean }
 
+/** What every response object of one request carries; what only some replies need (the prompt
+ *  estimate, the request's settings echoed) is worked out when first asked. */
+export class Shell {
+  readonly id = newId('resp_');
+  readonly created_at = Math.floor(Date.now() / 1000);
+  readonly model: string;
+  readonly reasoning: ReasoningStyle;
+  private input: number | undefined;
+  private echo: string | undefined;
+
+  constructor(private readonly req: ResponsesRequest, private readonly estimate: () => number, readonly stored: boolean) {
+    this.model = req.model;
+    const r = req.reasoning;
+    this.reasoning = { summary: typeof r?.summary === 'string' && r.summary !== 'none', encrypted: Array.isArray(req.include) && req.include.includes('reasoning.encrypted_content') };
+  }
+
+  /** Estimated prompt tokens (characters / 4), for a backend that reports none. */
+  get inputTokens(): number {
+    return (this.input ??= this.estimate());
+  }
+
+  /** The request's settings as the response object echoes them, serialised without braces
+   *  (built as a string: only what the request set is serialised). */
+  get echoJson(): string {
+    if (this.echo !== undefined) return this.echo;
+    const req = this.req;
+    const r = req.reasoning;
+    const format = req.text?.format;
+    return (this.echo =
+      `"instructions":${str(req.instructions)},"max_output_tokens":${num(req.max_output_tokens)},"parallel_tool_calls":${req.parallel_tool_calls === false ? 'false' : 'true'},` +
+      `"previous_response_id":${str(req.previous_response_id)},"reasoning":{"effort":${str(r?.effort)},"summary":${str(r?.summary)}},"store":${this.stored},` +
+      `"temperature":${num(req.temperature)},"text":{"format":${format ? JSON.stringify(format) : '{"type":"text"}'}},"tool_choice":${req.tool_choice === undefined ? '"auto"' : JSON.stringify(req.tool_choice)},` +
+      `"tools":${req.tools?.length ? JSON.stringify(req.tools) : '[]'},"top_p":${num(req.top_p)},"truncation":"disabled","metadata":${req.metadata ? JSON.stringify(req.metadata) : '{}'}`);
+  }
+}
+
+const str = (v: unknown): string => (typeof v === 'string' ? JSON.stringify(v) : 'null');
+const num = (v: unknown): string => (typeof v === 'number' && Number.isFinite(v) ? String(v) : 'null');
+
 export function shellOf(req: ResponsesRequest, estimate: () => number, stored: boolean): Shell {
-  let input: number | undefined;
-  return {
-    id: newId('resp_'),
-    created_at: Math.floor(Date.now() / 1000),
-    model: req.model,
-    get inputTokens() {
-      return (input ??= estimate());
-    },
-    reasoning: { summary: typeof req.reasoning?.summary === 'string' && req.reasoning.summary !== 'none', encrypted: Array.isArray(req.include) && req.include.includes('reasoning.encrypted_content') },
-    echo: {
-      instructions: req.instructions ?? null,
-      max_output_tokens: req.max_output_tokens ?? null,
-      parallel_tool_calls: req.parallel_tool_calls ?? true,
-      previous_response_id: req.previous_response_id ?? null,
-      reasoning: { effort: req.reasoning?.effort ?? null, summary: req.reasoning?.summary ?? null },
-      store: stored,
-      temperature: req.temperature ?? null,
-      text: { format: req.text?.format ?? { type: 'text' } },
-      tool_choice: req.tool_choice ?? 'auto',
-      tools: req.tools ?? [],
-      top_p: req.top_p ?? null,
-      truncation: 'disabled',
-      metadata: req.metadata ?? {},
-    },
-  };
+  return new Shell(req, estimate, stored);
 }
 
 export type Status = 'in_progress' | 'completed' | 'incomplete' | 'failed';
@@ -73,19 +72,10 @@ export function usageOf(reported: Usage | null | undefined, shell: Shell, output
   return { input_tokens: input, input_tokens_details: { cached_tokens: reported?.cached ?? 0 }, output_tokens: output, output_tokens_details: { reasoning_tokens: reported?.reasoning ?? 0 }, total_tokens: input + output };
 }
 
-/** The same response object as JSON, for the stream's frames, its output already serialised: the
- *  request's echo is serialised once per request (shell.echoJson), not once per frame. */
+/** A response object as JSON, its output already serialised: the request's echo is serialised
+ *  once per request (Shell.echoJson), not once per frame. */
 export function responseJson(shell: Shell, status: Status, outputJson: string, usage: ResponseUsage | null, more: { incomplete_details?: unknown; error?: unknown } = {}): string {
-  shell.echoJson ??= JSON.stringify(shell.echo).slice(1, -1);
   return `{"id":"${shell.id}","object":"response","created_at":${shell.created_at},"status":"${status}","error":${JSON.stringify(more.error ?? null)},"incomplete_details":${JSON.stringify(more.incomplete_details ?? null)},"model":${JSON.stringify(shell.model)},"output":${outputJson},"usage":${usage ? JSON.stringify(usage) : 'null'},${shell.echoJson}}`;
-}
-
-export function responseObject(shell: Shell, status: Status, output: OutputItem[], usage: ResponseUsage | null, more: { incomplete_details?: unknown; error?: unknown } = {}): Record<string, unknown> {
-  return {
-    id: shell.id, object: 'response', created_at: shell.created_at, status,
-    error: more.error ?? null, incomplete_details: more.incomplete_details ?? null,
-    model: shell.model, output, usage, ...shell.echo,
-  };
 }
 
 interface ChatReply {
@@ -105,8 +95,9 @@ export function reasoningItem(text: string, style: ReasoningStyle, id = newId('r
   return item;
 }
 
-/** A whole chat-completions reply as a response object; `reported` is the backend's usage. */
-export function toResponse(reply: ChatReply, shell: Shell, reported: Usage | null): Record<string, unknown> {
+/** A whole chat-completions reply as a response object (serialised) and its output items;
+ *  `reported` is the backend's usage. */
+export function toResponse(reply: ChatReply, shell: Shell, reported: Usage | null): { json: string; output: OutputItem[] } {
   const choice = reply?.choices?.[0] ?? {};
   const msg = choice.message ?? {};
   const { status, incomplete_details } = statusOf(choice.finish_reason);
@@ -122,5 +113,5 @@ export function toResponse(reply: ChatReply, shell: Shell, reported: Usage | nul
     outputChars += args.length;
     output.push({ type: 'function_call', id: newId('fc_'), call_id: call.id || newId('call_'), name: call.function?.name ?? '', arguments: args, status: status === 'completed' ? 'completed' : 'incomplete' });
   }
-  return responseObject(shell, status, output, usageOf(reported, shell, outputChars), { incomplete_details });
+  return { json: responseJson(shell, status, JSON.stringify(output), usageOf(reported, shell, outputChars), { incomplete_details }), output };
 }

@@ -86,15 +86,15 @@ export function responsesTranslator(env: PluginEnv, passthrough: boolean): ApiTr
       });
     },
     reply(p, status, headers) {
-      const save = p.shell.echo.store === true ? (output: readonly OutputItem[]) => store.put(p.shell.id, p.parent, inputItems(p.req), output) : undefined;
+      const save = p.shell.stored ? (output: readonly OutputItem[]) => store.put(p.shell.id, p.parent, inputItems(p.req), output) : undefined;
       return chatReplyPlan(p, {
         stream: () => new ResponsesStreamTranslator(p.shell, save),
         whole: (reply, usage) => {
-          const response = toResponse(reply as never, p.shell, usage);
-          if (save && status < 300) save(response.output as OutputItem[]);
-          return response;
+          const { json, output } = toResponse(reply as never, p.shell, usage);
+          if (save && status < 300) save(output);
+          return json;
         },
-        eventsFor: (r) => eventsForResponse(r as Record<string, unknown>),
+        eventsFor: (json) => eventsForResponse(JSON.parse(json)),
         error: errorReply,
       }, status, headers);
     },

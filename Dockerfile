@@ -1,9 +1,10 @@
 # The gateway as a container: `docker build -t inference-gateway .` (README: "Run in a container").
-# For reproducible builds pin the base image by digest: node:20-slim@sha256:<digest>.
+# Node 24, the LTS line ("Krypton"): Node 20 is past its end of life. For reproducible builds pin
+# the base image by digest: node:24-slim@sha256:<digest>.
 
 # Stage 1: install every dependency, compile the TypeScript sources, and pack the package as
 # npm would publish it (package.json `files`: bin, dist, pipelines, profiles, schemas...).
-FROM node:20-slim AS build
+FROM node:24-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 # No sources yet: the prepare script (tsc) runs below, once they are copied.
@@ -17,7 +18,7 @@ RUN npm run build \
 
 # Stage 2: the packed files and the production dependencies only, run as the unprivileged
 # `node` user of the base image. The files stay root-owned: the gateway only reads them.
-FROM node:20-slim
+FROM node:24-slim
 ENV NODE_ENV=production \
     GW_CONFIG=/etc/gw/config.yaml
 WORKDIR /app

@@ -114,7 +114,8 @@ describe('Dockerfile', () => {
   it('runs gw serve as a non-root user on the container config, in exec form', () => {
     const stage = runtimeStage();
     const one = (op: string) => stage.filter((i) => i.op === op).at(-1)?.args;
-    expect(stage[0].args).toMatch(/^node:20-slim\b/);
+    expect(stage[0].args).toMatch(/^node:24-slim\b/); // the LTS line
+    expect(dockerfile().filter((i) => i.op === 'FROM').every((i) => /^node:24-slim\b/.test(i.args))).toBe(true);
     expect(one('USER')).toMatch(/^(?!root\b|0\b)\w+/);
     expect(JSON.parse(one('ENTRYPOINT')!)).toEqual(['node', 'bin/gw.js']);
     expect(JSON.parse(one('CMD')!)).toEqual(['serve']);

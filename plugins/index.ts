@@ -27,6 +27,7 @@ import openaiModels from './openai-models.js';
 import processReport from './process-report.js';
 import rateLimit from './rate-limit.js';
 import readBody from './read-body.js';
+import readyReport from './ready-report.js';
 import rootIndex from './root-index.js';
 import rewriteModel from './rewrite-model.js';
 import selectEndpoint from './select-endpoint.js';
@@ -40,6 +41,6 @@ import version from './version.js';
 export const BUILTIN_PLUGINS: readonly Plugin[] = [
   accessLog, aliasResolve, allowlist, cors, countTokens, dashboardAccess, dashboardFiles, endpointsReport, forward, gatewayHeaders, healthReport,
   interceptModels, matchPrefix, metrics, metricsReport, modelDetail, modelStatsReport, modelsList, modelsRefresh, modelsReport,
-  msgapiModelDetail, msgapiModels, msgapiParse, openaiModels, processReport, rateLimit, readBody, rewriteModel, rootIndex, selectEndpoint, stats, statusReport,
+  msgapiModelDetail, msgapiModels, msgapiParse, openaiModels, processReport, rateLimit, readBody, readyReport, rewriteModel, rootIndex, selectEndpoint, stats, statusReport,
   translate, translatorStatsReport, upstreamHeaders, version,
 ];

@@ -44,7 +44,7 @@ export default definePlugin<Options>({
   schema: {
     type: 'object', additionalProperties: false,
     properties: {
-      health: { type: 'array', items: { type: 'string' }, default: ['internal-health'], description: 'Pipelines (globs) limited per address by health_requests_per_minute instead of per_ip_requests_per_minute' },
+      health: { type: 'array', items: { type: 'string' }, default: ['internal-health', 'internal-ready'], description: 'Pipelines (globs) limited per address by health_requests_per_minute instead of per_ip_requests_per_minute' },
       internal: { type: 'array', items: { type: 'string' }, default: ['internal-*'], description: 'Pipelines (globs) limited per address by internal_requests_per_minute instead of per_ip_requests_per_minute' },
     },
   },

@@ -44,6 +44,7 @@ export default definePlugin<Record<string, never>>({
         status: '/internal/status',
         endpoints: '/internal/status/endpoints',
         health: '/internal/health',
+        ready: '/internal/ready',
         ...(msgapi && { msgapi_models: '/gw/msgapi/v1/models' }),
         version: '/version',
       },

@@ -42,6 +42,8 @@ export class Stats {
   requestsTotal = 0;
   /** Requests of any route being handled now (shutdown waits for these). */
   inFlight = 0;
+  /** The gateway is shutting down: it finishes what it holds and takes nothing new (/internal/ready says so). */
+  draining = false;
   requestsFailed = 0;
   /** Requests answered with a client error (4xx): neither a success nor a failure of the system. */
   requestsClientErrors = 0;

@@ -231,6 +231,7 @@ export class Gateway {
     const { config } = this.runtime;
     const stats = this.backends.stats;
     const server = this.server;
+    stats.draining = true;
     await this.reloader?.close();
     if (server) {
       const closed = new Promise<void>((done) => server.close(() => done()));

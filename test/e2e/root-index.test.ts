@@ -24,7 +24,7 @@ describe('GET /', () => {
     const json = (await res.body.json()) as any;
     expect(json).toMatchObject({
       service: 'inference-gateway', version: expect.any(String), message: expect.stringContaining('/gw/models'),
-      links: { dashboard: '/internal/ui/', models: '/gw/models', openai_models: '/gw/openai/v1/models', status: '/internal/status', health: '/internal/health', msgapi_models: '/gw/msgapi/v1/models', version: '/version' },
+      links: { dashboard: '/internal/ui/', models: '/gw/models', openai_models: '/gw/openai/v1/models', status: '/internal/status', health: '/internal/health', ready: '/internal/ready', msgapi_models: '/gw/msgapi/v1/models', version: '/version' },
     });
     expect(json.hint).toBeUndefined();
     expect(json.families.localrunner).toEqual({ prefixes: ['/gw/localrunner/'], endpoints: 1 });

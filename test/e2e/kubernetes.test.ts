@@ -9,6 +9,9 @@ import { join } from 'node:path';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
+import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
+import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import { Service } from 'kubernetes-models/v1/Service';
 import { parseDuration } from '../../engine/core/duration.js';
 import { Gateway } from '../../engine/kernel/gateway.js';
 import { BUILTIN_PLUGINS } from '../../plugins/index.js';
@@ -32,6 +35,14 @@ afterEach(async () => {
 });
 
 describe('deploy/kubernetes/gateway.yaml', () => {
+  it('passes the Kubernetes API\'s schemas (kubernetes-models), which refuse a wrong type', () => {
+    const models = { ConfigMap, Deployment, Service } as const;
+    for (const d of docs) expect(() => new models[d.kind as keyof typeof models](d).validate(), d.kind).not.toThrow();
+    const broken = structuredClone(deployment);
+    broken.spec.template.spec.containers[0].readinessProbe.periodSeconds = '5';
+    expect(() => new Deployment(broken).validate()).toThrow(/periodSeconds must be integer/);
+  });
+
   it('holds a ConfigMap, a Deployment and a Service that fit together', () => {
     expect(docs.map((d) => `${d.apiVersion} ${d.kind}`)).toEqual(['v1 ConfigMap', 'apps/v1 Deployment', 'v1 Service']);
     for (const d of docs) expect(d.metadata.name).toBe('inference-gateway');

@@ -64,7 +64,33 @@ export default definePlugin<Options>({
     const stores = env.buckets.stores;
     const clientStore = stores[scope];
     const clientOf = clientAddressOf(limits);
-    hooks.request.tap(BINDING, (ctx) => {
+    // Shared by every replica through Redis: each take a round trip (failing open), so the hook
+    // is asynchronous only there; in memory it stays synchronous.
+    if (limits.store === 'redis') {
+      hooks.request.tapPromise(BINDING, async (ctx) => {
+        const shared = env.buckets.shared!;
+        let binding: Take | null = null;
+        let client = '';
+        if (clientRate) {
+          client = bucketKey(clientOf(ctx));
+          binding = await shared.take(scope, client, clientRate);
+          if (!binding.allowed) {
+            counts[scope]++;
+            throw refusal(scope, binding, burst);
+          }
+        }
+        if (globalRate) {
+          const g = await shared.take('global', '', globalRate);
+          if (!g.allowed) {
+            if (clientRate) void shared.refund(scope, client, clientRate);
+            counts.global++;
+            throw refusal('global', g, burst);
+          }
+          if (!binding || g.remaining < binding.remaining) binding = g;
+        }
+        ctx.state[BINDING] = binding;
+      });
+    } else hooks.request.tap(BINDING, (ctx) => {
       let binding: Take | null = null;
       let client = '';
       if (clientRate) {

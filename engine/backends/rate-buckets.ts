@@ -4,25 +4,13 @@
 // by several gateway processes can replace the in-memory one; the in-memory one is bounded: an
 // attacker rotating addresses cannot grow it past `maxKeys`.
 
-export interface Rate {
-  /** Tokens added per minute (the sustained rate); above 0. */
-  perMinute: number;
-  /** The bucket's capacity: requests that may arrive at once after a quiet spell (at least 1). */
-  burst: number;
-}
+import type { Logger } from 'pino';
+import type { GatewayConfig } from '../core/config.js';
+import { parseDuration } from '../core/duration.js';
+import { RedisBucketStore, type RedisSettings } from './redis-buckets.js';
+import { reportOf, UNIT, type Rate, type Take } from './token-bucket.js';
 
-/** A bucket as one take (or peek) left it: what the X-RateLimit-* headers and Retry-After say. */
-export interface Take {
-  allowed: boolean;
-  /** The rate's requests per minute. */
-  limit: number;
-  /** Whole tokens left. */
-  remaining: number;
-  /** Seconds until the next token (0 while one is there). */
-  retryAfterS: number;
-  /** Seconds until the bucket is full again. */
-  resetS: number;
-}
+export type { Rate, Take } from './token-bucket.js';
 
 export interface BucketStore {
   /** Take a token from the key's bucket (a new key starts full). */
@@ -35,9 +23,6 @@ export interface BucketStore {
   readonly size: number;
 }
 
-/** Tokens are counted in units of 1/60000: a minute's refill adds exactly perMinute tokens per
- *  millisecond of units, so whole-millisecond clocks give exact arithmetic (no float drift). */
-const UNIT = 60_000;
 
 interface Bucket {
   /** Tokens × UNIT. */
@@ -118,33 +103,36 @@ export class MemoryBucketStore implements BucketStore {
   }
 }
 
-/** Seconds for `units` more to arrive, rounded up. */
-const secondsFor = (units: number, perMs: number) => Math.ceil(units / perMs / 1000);
-
-function report(b: Bucket, allowed: boolean): Take {
-  return {
-    allowed,
-    limit: b.perMs,
-    remaining: Math.floor(b.units / UNIT),
-    retryAfterS: b.units >= UNIT ? 0 : Math.max(1, secondsFor(UNIT - b.units, b.perMs)),
-    resetS: secondsFor(b.capacity - b.units, b.perMs),
-  };
-}
+const report = (b: Bucket, allowed: boolean): Take => reportOf(b.units, b.capacity, b.perMs, allowed);
 
 export type LimitScope = 'global' | 'ip' | 'health' | 'internal' | 'endpoint';
 
-/** The gateway's buckets, one store per scope; they outlive compiled graphs (a reload keeps them). */
+/** The gateway's buckets, one store per scope; they outlive compiled graphs (a reload keeps them).
+ *  `shared`: the Redis store every replica shares for the global and per-address scopes, when
+ *  server.rate_limits.store is redis. */
 export class RateBuckets {
   readonly stores: Readonly<Record<LimitScope, MemoryBucketStore>>;
+  shared: RedisBucketStore | null = null;
 
-  constructor(maxClients: number, clock: () => number) {
+  constructor(maxClients: number, clock: () => number, private readonly log: Logger, private readonly onStoreFailure: () => void = () => undefined) {
     const store = (max: number) => new MemoryBucketStore(max, clock);
     this.stores = { global: store(1), ip: store(maxClients), health: store(maxClients), internal: store(maxClients), endpoint: store(Number.MAX_SAFE_INTEGER) };
   }
 
-  /** A reload may change the bound; a smaller one takes effect at the next new key. */
-  configure(maxClients: number): void {
-    for (const scope of ['ip', 'health', 'internal'] as const) this.stores[scope].maxKeys = maxClients;
+  /** A reload may change the bound (a smaller one takes effect at the next new key) and the store. */
+  configure(limits: GatewayConfig['server']['rate_limits']): void {
+    for (const scope of ['ip', 'health', 'internal'] as const) this.stores[scope].maxKeys = limits.max_tracked_clients;
+    const r = limits.redis;
+    const settings: RedisSettings = { url: r.url, key_prefix: r.key_prefix, timeout: parseDuration(r.timeout) };
+    const same = this.shared && JSON.stringify(this.shared.settings) === JSON.stringify(settings);
+    if (limits.store === 'redis' && same) return;
+    this.shared?.close();
+    this.shared = limits.store === 'redis' ? new RedisBucketStore(settings, this.log, this.onStoreFailure) : null;
+  }
+
+  close(): void {
+    this.shared?.close();
+    this.shared = null;
   }
 }
 

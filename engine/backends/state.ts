@@ -37,7 +37,7 @@ export class Backends {
 
   /** `clock`: milliseconds, monotonic; the rate limits' time (tests pass one they move by hand). */
   constructor(config: GatewayConfig, plans: readonly EndpointPlan[], log: Logger, clock: () => number = () => performance.now()) {
-    this.buckets = new RateBuckets(config.server.rate_limits.max_tracked_clients, clock);
+    this.buckets = new RateBuckets(config.server.rate_limits.max_tracked_clients, clock, log, () => this.stats.rateLimitStoreFailures++);
     this.retries = new RetryBudget(fleetOf(config));
     this.endpoints = new EndpointRegistry({
       markFailed: (ep, reason) => this.health.markFailed(ep, reason),
@@ -72,7 +72,7 @@ export class Backends {
     }
     this.health.reconcile(r);
     this.discovery.configure(config);
-    this.buckets.configure(config.server.rate_limits.max_tracked_clients);
+    this.buckets.configure(config.server.rate_limits);
     this.retries.configure(fleetOf(config));
     // A kept endpoint keeps its bucket (by id); a changed rate applies from its next request.
     for (const ep of this.endpoints.all) ep.rateGate = ep.rate ? new EndpointRateGate(this.buckets.stores.endpoint, ep.id, ep.rate) : null;
@@ -91,6 +91,7 @@ export class Backends {
     await this.reports.stop();
     await this.discovery.stop();
     this.stats.stopObserving();
+    this.buckets.close();
     await this.endpoints.close();
   }
 }

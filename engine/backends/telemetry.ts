@@ -47,6 +47,8 @@ export class Stats {
   requestsFailed = 0;
   /** Requests answered with a client error (4xx): neither a success nor a failure of the system. */
   requestsClientErrors = 0;
+  /** Rate-limit takes the shared store could not answer (the requests passed). */
+  rateLimitStoreFailures = 0;
   /** 429s sent by the rate limiter, by scope (global, ip, health, internal, endpoint). */
   readonly rateLimited = { global: 0, ip: 0, health: 0, internal: 0, endpoint: 0 };
   totalLatencyMs = 0;

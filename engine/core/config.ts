@@ -40,6 +40,7 @@ export interface GatewayConfig {
       health_requests_per_minute: number; internal_requests_per_minute: number; burst_size: number;
       per_endpoint: { default_requests_per_minute: number };
       trust_proxy_headers: boolean; trusted_proxy_cidrs: string[]; max_tracked_clients: number;
+      store: 'memory' | 'redis'; redis: { url: string; key_prefix: string; timeout: Duration };
     };
   };
   proxy: {

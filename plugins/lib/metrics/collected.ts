@@ -64,6 +64,7 @@ export function registerCollected(env: Runtime): void {
   // Security.
   m.collected('gw_rate_limited_total', 'Requests refused with 429 by the rate limiter, by scope.', 'counter', () =>
     Object.entries(stats.rateLimited).map(([scope, value]) => ({ labels: { scope }, value })));
+  m.collected('gw_rate_limit_store_failures_total', 'Rate-limit takes the shared store (server.rate_limits.store: redis) could not answer: those requests passed unlimited.', 'counter', () => one(stats.rateLimitStoreFailures));
   m.collected('gw_refused_requests_total', 'Requests refused before routing: unsafe_path (400 UNSAFE_PATH), route_not_found (404 ROUTE_NOT_FOUND).', 'counter', () => [
     { labels: { reason: 'unsafe_path' }, value: stats.refused.unsafePath },
     { labels: { reason: 'route_not_found' }, value: stats.refused.routeNotFound },

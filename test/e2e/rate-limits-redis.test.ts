@@ -1,0 +1,93 @@
+// Rate limits shared by replicas (issue 22, server.rate_limits.store: redis): three gateways on
+// loopback sharing a real redis-server hold one client's per-IP limit across them (within the
+// burst), and when Redis stops mid-run they let requests through (fail open) with a warning and
+// a metric, and hold the limit again once it is back. The test starts its own redis-server on a
+// free port (Debian's package; .ci/run installs it) and is skipped where there is none, unless
+// GW_REQUIRE_REDIS=1.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { request } from 'undici';
+import { closeAll, startGateway, type Started } from '../helpers/gateway.js';
+import { freePort } from '../helpers/llama-server.js';
+import { waitFor } from '../helpers/wait.js';
+
+const REDIS = 'redis-server';
+const haveRedis = spawnSync(REDIS, ['--version']).status === 0;
+if (!haveRedis && process.env.GW_REQUIRE_REDIS === '1') throw new Error(`GW_REQUIRE_REDIS=1 but ${REDIS} is missing (apt-get install redis-server)`);
+
+let redis: ChildProcess | null = null;
+let port = 0;
+
+/** A redis-server on `port` that keeps nothing on disk; resolves once it accepts connections. */
+async function startRedis(): Promise<void> {
+  redis = spawn(REDIS, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    redis!.stdout!.on('data', (d) => {
+      out += d;
+      if (out.includes('Ready to accept connections')) resolve();
+    });
+    redis!.once('exit', (code) => reject(new Error(`redis-server exited ${code}: ${out.slice(-500)}`)));
+  });
+}
+
+async function stopRedis(): Promise<void> {
+  if (!redis || redis.exitCode !== null) return;
+  const exited = new Promise((r) => redis!.once('exit', r));
+  redis.kill('SIGKILL');
+  await exited;
+}
+
+describe.skipIf(!haveRedis)('server.rate_limits.store: redis', () => {
+  let replicas: Started[] = [];
+  const PER_MINUTE = 6;
+  const BURST = 5;
+
+  beforeAll(async () => {
+    port = await freePort();
+    await startRedis();
+    const limits = { global_requests_per_minute: 0, per_ip_requests_per_minute: PER_MINUTE, health_requests_per_minute: 0, internal_requests_per_minute: 0, burst_size: BURST, per_endpoint: { default_requests_per_minute: 0 }, store: 'redis', redis: { url: `redis://127.0.0.1:${port}`, key_prefix: 'gw-test', timeout: '500ms' } };
+    for (let i = 0; i < 3; i++) replicas.push(await startGateway({ server: { rate_limits: limits }, discovery: { static: { endpoints: [] } } }));
+  }, 60_000);
+  afterAll(async () => {
+    for (const r of replicas) await closeAll(r, []);
+    replicas = [];
+    await stopRedis();
+  });
+
+  /** One request from this client to a replica: its status. */
+  const hit = async (r: Started) => {
+    const res = await request(`${r.url}/version`);
+    await res.body.dump();
+    return res.statusCode;
+  };
+
+  it('one client\'s per-IP limit holds across three replicas (within the burst), 429 from whichever replica it reaches', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 15; i++) statuses.push(await hit(replicas[i % 3]));
+    const allowed = statuses.filter((s) => s === 200).length;
+    // The burst, plus what refills while the 15 requests run (6 a minute: at most one in a few seconds).
+    expect(allowed).toBeGreaterThanOrEqual(BURST);
+    expect(allowed).toBeLessThanOrEqual(BURST + 1);
+    expect(statuses.slice(BURST + 1)).not.toContain(200);
+    // Each replica refused some: the bucket is the same everywhere.
+    for (let k = 0; k < 3; k++) expect(statuses.filter((s, i) => i % 3 === k && s === 429).length).toBeGreaterThan(0);
+    // Memory alone would have let 3 × 5 through.
+    expect(replicas.reduce((n, r) => n + r.gw.runtime.stats.rateLimited.ip, 0)).toBe(15 - allowed);
+  });
+
+  it('Redis stopped mid-run: requests pass (fail open) with a warning and a metric; the limit holds again once it is back', async () => {
+    await stopRedis();
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) statuses.push(await hit(replicas[i % 3]));
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 200]);
+    const failures = replicas.reduce((n, r) => n + r.gw.runtime.stats.rateLimitStoreFailures, 0);
+    expect(failures).toBeGreaterThanOrEqual(6);
+    expect(replicas[0].logs.some((l) => l.msg.startsWith('rate-limit store unreachable') && !JSON.stringify(l).includes('redis://'))).toBe(true);
+    const metrics = await request(`${replicas[0].url}/internal/metrics`);
+    expect(await metrics.body.text()).toMatch(/^gw_rate_limit_store_failures_total [1-9]/m);
+    // Back: a fresh Redis (its buckets start full), the limit holds again.
+    await startRedis();
+    await waitFor(async () => ((await hit(replicas[0])) === 429 ? true : undefined), 'the shared limit holding again', 30_000);
+  });
+});

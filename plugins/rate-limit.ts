@@ -6,6 +6,7 @@
 // -Reset of the bucket closest to empty. The per-endpoint limits (hosted families) are checked
 // by the attempt loop as each candidate is tried (Endpoint.rateGate); the stats step counts their 429s.
 import type { LimitScope, Rate, Take } from '../engine/backends/rate-buckets.js';
+import type { SharedTake } from '../engine/backends/redis-buckets.js';
 import { rateLimitHeaders } from '../engine/routing/admission.js';
 import { GatewayError, gwError } from '../engine/core/errors.js';
 import { nameMatches } from '../engine/core/pipelines.js';
@@ -68,27 +69,17 @@ export default definePlugin<Options>({
     // is asynchronous only there; in memory it stays synchronous.
     if (limits.store === 'redis') {
       hooks.request.tapPromise(BINDING, async (ctx) => {
-        const shared = env.buckets.shared!;
-        let binding: Take | null = null;
-        let client = '';
-        if (clientRate) {
-          client = bucketKey(clientOf(ctx));
-          binding = await shared.take(scope, client, clientRate);
-          if (!binding.allowed) {
-            counts[scope]++;
-            throw refusal(scope, binding, burst);
-          }
+        const takes: SharedTake[] = [];
+        if (clientRate) takes.push({ scope, key: bucketKey(clientOf(ctx)), rate: clientRate });
+        if (globalRate) takes.push({ scope: 'global', key: '', rate: globalRate });
+        const { takes: taken, refused } = await env.buckets.shared!.take(takes);
+        if (refused >= 0) {
+          const which = takes[refused].scope as typeof scope | 'global';
+          counts[which]++;
+          throw refusal(which, taken[refused], burst);
         }
-        if (globalRate) {
-          const g = await shared.take('global', '', globalRate);
-          if (!g.allowed) {
-            if (clientRate) void shared.refund(scope, client, clientRate);
-            counts.global++;
-            throw refusal('global', g, burst);
-          }
-          if (!binding || g.remaining < binding.remaining) binding = g;
-        }
-        ctx.state[BINDING] = binding;
+        // The bucket closest to empty speaks for the request.
+        ctx.state[BINDING] = taken.reduce((a, b) => (b.remaining < a.remaining ? b : a));
       });
     } else hooks.request.tap(BINDING, (ctx) => {
       let binding: Take | null = null;

@@ -8,34 +8,41 @@ import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { reportOf, UNIT, type Rate, type Take } from './token-bucket.js';
 
-/** Bucket state: units (tokens × UNIT) and when they were counted, by the server's clock; the key
- *  expires once the bucket would be full again (a full bucket is the same as none). */
+/** Take a token from each of the buckets KEYS (ARGV: each one's refill per ms and capacity, in
+ *  units), all or none: the first bucket without a whole token refuses the request and nothing is
+ *  taken (the in-memory store's order: the client's bucket, then the global one). Bucket state:
+ *  units and when they were counted, by the server's clock; a key expires once its bucket would
+ *  be full again (a full bucket is the same as none). Returns the refusing bucket's place (0:
+ *  none), then each bucket's units. */
 const TAKE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local per_ms = tonumber(ARGV[1])
-local capacity = tonumber(ARGV[2])
-local cost = tonumber(ARGV[3])
-local b = redis.call('HMGET', KEYS[1], 'u', 'at')
-local units = tonumber(b[1]) or capacity
-local at = tonumber(b[2]) or now
-units = math.min(capacity, units + math.max(0, now - at) * per_ms)
-local allowed = 0
-if cost <= 0 then
-  units = math.min(capacity, units - cost)
-  allowed = 1
-elseif units >= cost then
-  units = units - cost
-  allowed = 1
+local units, refused = {}, 0
+for i = 1, #KEYS do
+  local per_ms, capacity = tonumber(ARGV[2 * i - 1]), tonumber(ARGV[2 * i])
+  local b = redis.call('HMGET', KEYS[i], 'u', 'at')
+  local u = tonumber(b[1]) or capacity
+  u = math.min(capacity, u + math.max(0, now - (tonumber(b[2]) or now)) * per_ms)
+  units[i] = u
+  if refused == 0 and u < ${UNIT} then refused = i end
 end
-redis.call('HSET', KEYS[1], 'u', units, 'at', now)
-redis.call('PEXPIRE', KEYS[1], math.ceil((capacity - units) / per_ms) + 1000)
-return {allowed, units}
+local out = {refused}
+for i = 1, #KEYS do
+  local per_ms, capacity = tonumber(ARGV[2 * i - 1]), tonumber(ARGV[2 * i])
+  if refused == 0 then units[i] = units[i] - ${UNIT} end
+  redis.call('HSET', KEYS[i], 'u', units[i], 'at', now)
+  redis.call('PEXPIRE', KEYS[i], math.ceil((capacity - units[i]) / per_ms) + 1000)
+  out[i + 1] = units[i]
+end
+return out
 `;
+
+/** One bucket a request takes from: its scope, key and rate. */
+export interface SharedTake { scope: string; key: string; rate: Rate }
 
 export interface RedisSettings { url: string; key_prefix: string; timeout: number }
 
-type TakeCommand = (key: string, perMs: number, capacity: number, cost: number) => Promise<[number, number]>;
+type TakeCommand = (...args: Array<string | number>) => Promise<number[]>;
 
 export class RedisBucketStore {
   /** Takes let through because Redis could not answer. */
@@ -53,30 +60,31 @@ export class RedisBucketStore {
       connectTimeout: Math.max(1000, settings.timeout),
       lazyConnect: false,
     });
-    this.redis.defineCommand('gwTake', { numberOfKeys: 1, lua: TAKE });
+    // The number of keys comes first in each call (a request takes from one bucket or two).
+    this.redis.defineCommand('gwTake', { lua: TAKE });
     // Connection errors are reported through the takes that fail; ioredis retries by itself.
     this.redis.on('error', () => undefined);
   }
 
-  /** Take a token from the shared bucket `scope:key`; let it through when Redis cannot answer. */
-  async take(scope: string, key: string, rate: Rate): Promise<Take> {
-    const capacity = Math.max(1, rate.burst) * UNIT;
+  /** A token from each bucket, all or none, in one round trip: each bucket as the take left it,
+   *  and the first that refused (-1: none). When Redis cannot answer, every bucket lets it through. */
+  async take(takes: readonly SharedTake[]): Promise<{ takes: Take[]; refused: number }> {
+    const capacity = (t: SharedTake) => Math.max(1, t.rate.burst) * UNIT;
     try {
-      const [allowed, units] = await (this.redis as unknown as { gwTake: TakeCommand }).gwTake(this.keyOf(scope, key), rate.perMinute, capacity, UNIT);
-      return reportOf(Number(units), capacity, rate.perMinute, allowed === 1);
+      const args: Array<string | number> = [takes.length];
+      for (const t of takes) args.push(this.keyOf(t.scope, t.key));
+      for (const t of takes) args.push(t.rate.perMinute, capacity(t));
+      const [refused, ...units] = await (this.redis as unknown as { gwTake: TakeCommand }).gwTake(...args);
+      return { takes: takes.map((t, i) => reportOf(Number(units[i]), capacity(t), t.rate.perMinute, refused === 0 || refused > i + 1)), refused: refused - 1 };
     } catch (err) {
       this.failed(err as Error);
-      return reportOf(capacity, capacity, rate.perMinute, true);
+      return { takes: takes.map((t) => reportOf(capacity(t), capacity(t), t.rate.perMinute, true)), refused: -1 };
     }
   }
 
-  /** Give back a token taken for a request that was not served after all (best effort). */
-  async refund(scope: string, key: string, rate: Rate): Promise<void> {
-    try {
-      await (this.redis as unknown as { gwTake: TakeCommand }).gwTake(this.keyOf(scope, key), rate.perMinute, Math.max(1, rate.burst) * UNIT, -UNIT);
-    } catch (err) {
-      this.failed(err as Error);
-    }
+  /** Connected now: takes are answered by Redis (until then, and while it is away, they pass). */
+  get connected(): boolean {
+    return this.redis.status === 'ready';
   }
 
   close(): void {

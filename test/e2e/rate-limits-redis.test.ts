@@ -48,6 +48,7 @@ describe.skipIf(!haveRedis)('server.rate_limits.store: redis', () => {
     await startRedis();
     const limits = { global_requests_per_minute: 0, per_ip_requests_per_minute: PER_MINUTE, health_requests_per_minute: 0, internal_requests_per_minute: 0, burst_size: BURST, per_endpoint: { default_requests_per_minute: 0 }, store: 'redis', redis: { url: `redis://127.0.0.1:${port}`, key_prefix: 'gw-test', timeout: '500ms' } };
     for (let i = 0; i < 3; i++) replicas.push(await startGateway({ server: { rate_limits: limits }, discovery: { static: { endpoints: [] } } }));
+    await waitFor(() => replicas.every((r) => r.gw.runtime.buckets.shared?.connected) || undefined, 'every replica connected to Redis');
   }, 60_000);
   afterAll(async () => {
     for (const r of replicas) await closeAll(r, []);
@@ -74,6 +75,27 @@ describe.skipIf(!haveRedis)('server.rate_limits.store: redis', () => {
     for (let k = 0; k < 3; k++) expect(statuses.filter((s, i) => i % 3 === k && s === 429).length).toBeGreaterThan(0);
     // Memory alone would have let 3 × 5 through.
     expect(replicas.reduce((n, r) => n + r.gw.runtime.stats.rateLimited.ip, 0)).toBe(15 - allowed);
+  });
+
+  it('takes from the client\'s bucket and the global one together, all or none: a global refusal charges the client nothing', async () => {
+    const { RedisBucketStore } = await import('../../engine/backends/redis-buckets.js');
+    const store = new RedisBucketStore({ url: `redis://127.0.0.1:${port}`, key_prefix: 'gw-unit', timeout: 500 }, replicas[0].gw.runtime.log);
+    try {
+      await waitFor(() => store.connected || undefined, 'the store connected');
+      const client = { scope: 'ip', key: 'c1', rate: { perMinute: 60, burst: 3 } };
+      const global = { scope: 'global', key: '', rate: { perMinute: 60, burst: 1 } };
+      const first = await store.take([client, global]);
+      expect(first.refused).toBe(-1);
+      expect(first.takes.map((t) => t.remaining)).toEqual([2, 0]);
+      const second = await store.take([client, global]);
+      expect(second.refused).toBe(1); // the global bucket is empty
+      expect(second.takes[1]).toMatchObject({ allowed: false, retryAfterS: 1 });
+      // The client's bucket was not charged for the refused request.
+      const alone = await store.take([client]);
+      expect(alone.takes[0]).toMatchObject({ allowed: true, remaining: 1 });
+    } finally {
+      store.close();
+    }
   });
 
   it('Redis stopped mid-run: requests pass (fail open) with a warning and a metric; the limit holds again once it is back', async () => {

@@ -42,6 +42,8 @@ export class CircuitBreaker {
   private probing = false;
   /** When the last last-resort request failed: the next waits an initial period from then. */
   private lastResortFailedAt = -Infinity;
+  /** Told when requests open it (its open period in ms): other replicas may be spared (shared-evidence.ts). */
+  onProxyOpen: ((openMs: number) => void) | null = null;
 
   /** `now`: milliseconds; `random`: [0, 1) — both injected so tests are deterministic. */
   constructor(
@@ -153,6 +155,18 @@ export class CircuitBreaker {
     else this.openMs = Math.min(this.openMs, this.settings.initialOpenMs);
   }
 
+  /** Another replica's requests opened its breaker for this endpoint: closed here, it opens for
+   *  that long (then tests like one requests opened; nothing is passed on again). */
+  openElsewhere(openMs: number): void {
+    if (this.current !== 'closed') return;
+    this.current = 'open';
+    this.openedAt = this.now();
+    this.openedBy = 'proxy';
+    this.probing = false;
+    this.openings++;
+    this.openMs = Math.min(openMs, this.settings.maxOpenMs);
+  }
+
   private open(by: 'health' | 'proxy'): void {
     this.current = 'open';
     this.openedAt = this.now();
@@ -160,6 +174,7 @@ export class CircuitBreaker {
     this.probing = false;
     this.openings++;
     this.openMs = this.period(this.openings);
+    if (by === 'proxy') this.onProxyOpen?.(this.openMs);
   }
 
   /** initial × 2^(n-1), capped, jittered, capped again (the longest period is a promise). */

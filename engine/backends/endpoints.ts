@@ -220,10 +220,21 @@ export class Endpoint {
     return `${Array.isArray(s.value) ? s.value.join(', ') : s.value}, ${key} from ${s.from}`;
   }
 
+  /** Told of a pause the backend asked for (its length in ms): other replicas may be spared. */
+  onPause: ((ms: number) => void) | null = null;
+
   /** The backend asked for a pause (Retry-After: seconds or an HTTP date; at most an hour). */
   pauseFor(retryAfter: string | string[]): void {
     const ms = retryAfterMs(retryAfter);
-    if (ms !== undefined) this.coolingUntil = performance.now() + Math.min(ms, 3_600_000);
+    if (ms === undefined) return;
+    const capped = Math.min(ms, 3_600_000);
+    this.coolingUntil = performance.now() + capped;
+    this.onPause?.(capped);
+  }
+
+  /** Another replica's answer from this endpoint asked for a pause of `ms` from now. */
+  pausedElsewhere(ms: number): void {
+    this.coolingUntil = Math.max(this.coolingUntil, performance.now() + ms);
   }
 
   /** It answered a Retry-After that has not passed yet. */

@@ -15,6 +15,7 @@ import { EndpointRegistry, type Reconciled } from './registry.js';
 import { Metrics } from './metrics.js';
 import { Residency } from './residency.js';
 import { RetryBudget, type RetryBudgetSettings } from './retry-budget.js';
+import { SharedEvidence } from './shared-evidence.js';
 import { Stats } from './telemetry.js';
 
 export class Backends {
@@ -34,9 +35,11 @@ export class Backends {
   readonly buckets: RateBuckets;
   /** The fleet's retry budget (proxy.retry.fleet): survives reloads, like the traffic it counts. */
   readonly retries: RetryBudget;
+  /** Breaker openings and pauses shared with the other replicas (with the rate limits in Redis). */
+  evidence: SharedEvidence | null = null;
 
   /** `clock`: milliseconds, monotonic; the rate limits' time (tests pass one they move by hand). */
-  constructor(config: GatewayConfig, plans: readonly EndpointPlan[], log: Logger, clock: () => number = () => performance.now()) {
+  constructor(config: GatewayConfig, plans: readonly EndpointPlan[], private readonly log: Logger, clock: () => number = () => performance.now()) {
     this.buckets = new RateBuckets(config.server.rate_limits.max_tracked_clients, clock, log, () => this.stats.rateLimitStoreFailures++);
     this.retries = new RetryBudget(fleetOf(config));
     this.endpoints = new EndpointRegistry({
@@ -73,10 +76,33 @@ export class Backends {
     this.health.reconcile(r);
     this.discovery.configure(config);
     this.buckets.configure(config.server.rate_limits);
+    this.shareEvidence();
     this.retries.configure(fleetOf(config));
     // A kept endpoint keeps its bucket (by id); a changed rate applies from its next request.
     for (const ep of this.endpoints.all) ep.rateGate = ep.rate ? new EndpointRateGate(this.buckets.stores.endpoint, ep.id, ep.rate) : null;
     return r;
+  }
+
+  /** With the rate limits in Redis, breaker openings and Retry-After pauses go through it too:
+   *  what one replica's requests learn spares the others (shared-evidence.ts). */
+  private shareEvidence(): void {
+    const settings = this.buckets.shared?.settings;
+    if (!settings || JSON.stringify(settings) !== JSON.stringify(this.evidence?.settings)) {
+      this.evidence?.close();
+      this.evidence = settings
+        ? new SharedEvidence(settings, this.log, (e) => {
+            const ep = this.endpoints.get(e.id);
+            if (!ep || ep.retired) return;
+            if (e.kind === 'open') ep.breaker.openElsewhere(e.ms);
+            else ep.pausedElsewhere(e.ms);
+          })
+        : null;
+    }
+    const evidence = this.evidence;
+    for (const ep of this.endpoints.all) {
+      ep.breaker.onProxyOpen = evidence ? (ms) => evidence.publish({ id: ep.id, kind: 'open', ms }) : null;
+      ep.onPause = evidence ? (ms) => evidence.publish({ id: ep.id, kind: 'pause', ms }) : null;
+    }
   }
 
   /** The first health round and discovery; then each on its schedule. */
@@ -92,6 +118,8 @@ export class Backends {
     await this.discovery.stop();
     this.stats.stopObserving();
     this.buckets.close();
+    this.evidence?.close();
+    this.evidence = null;
     await this.endpoints.close();
   }
 }

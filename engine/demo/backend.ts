@@ -311,7 +311,7 @@ export class FakeBackend {
       }
       if (b.status && handler?.kind === 'generate') {
         const err = b.errorBody?.body ?? JSON.stringify({ error: { message: `fake ${this.name} failing with ${b.status}`, type: 'server_error', code: b.status } });
-        res.writeHead(b.status, { 'content-type': b.errorBody?.contentType ?? 'application/json', 'content-length': Buffer.byteLength(err), 'x-fake-backend': this.name });
+        res.writeHead(b.status, { ...b.replyHeaders, 'content-type': b.errorBody?.contentType ?? 'application/json', 'content-length': Buffer.byteLength(err), 'x-fake-backend': this.name });
         if (b.cutBodyAt >= 0) this.cutAfter(res, err);
         else res.end(err);
         return;

@@ -7,7 +7,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { closeAll, startGateway, type Started } from '../helpers/gateway.js';
+import { FakeBackend } from '../../engine/demo/index.js';
+import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 import { freePort } from '../helpers/llama-server.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -113,3 +114,65 @@ describe.skipIf(!haveRedis)('server.rate_limits.store: redis', () => {
     await waitFor(async () => ((await hit(replicas[0])) === 429 ? true : undefined), 'the shared limit holding again', 30_000);
   });
 });
+
+describe.skipIf(!haveRedis)('breaker openings and Retry-After pauses shared through the same Redis', () => {
+  let replicas: Started[] = [];
+  let fake: FakeBackend;
+  let other: FakeBackend;
+
+  beforeAll(async () => {
+    port = await freePort();
+    await startRedis();
+    fake = await new FakeBackend({ family: 'pagedengine', name: 'vllm', models: [{ name: 'm' }] }).start();
+    other = await new FakeBackend({ family: 'pagedengine', name: 'vllm-2', models: [{ name: 'm2' }] }).start();
+    const limits = { global_requests_per_minute: 0, per_ip_requests_per_minute: 0, health_requests_per_minute: 0, internal_requests_per_minute: 0, per_endpoint: { default_requests_per_minute: 0 }, store: 'redis', redis: { url: `redis://127.0.0.1:${port}`, key_prefix: 'gw-evidence', timeout: '500ms' } };
+    // Health checks far apart: what the test sees comes from requests and from the other replica.
+    for (let i = 0; i < 2; i++) replicas.push(await startGateway({ server: { rate_limits: limits }, proxy: { max_retries: 0 }, discovery: { static: { endpoints: [endpoint('vllm', 'pagedengine', fake.url, { check_interval: '1h' }), endpoint('vllm-2', 'pagedengine', other.url, { check_interval: '1h' })] } } }));
+    await waitFor(() => replicas.every((r) => r.gw.backends.evidence?.connected && r.gw.runtime.endpoints.all.every((e) => e.routable)) || undefined, 'both replicas connected and the endpoints routable');
+  }, 60_000);
+  afterAll(async () => {
+    for (const r of replicas) await closeAll(r, []);
+    replicas = [];
+    await fake.stop();
+    await other.stop();
+    await stopRedis();
+  });
+
+  const chat = async (r: Started, model = 'm') => {
+    const res = await request(`${r.url}/gw/pagedengine/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }) });
+    await res.body.dump();
+    return res.statusCode;
+  };
+
+  it('a breaker that requests opened on one replica opens on the other, which then sends it nothing', async () => {
+    const [a, b] = replicas.map((r) => r.gw.runtime.endpoints.all[0]);
+    fake.behaviour.status = 500;
+    await waitFor(async () => (await chat(replicas[0]), a.breaker.state === 'open' ? true : undefined), 'replica A\'s breaker open', 30_000);
+    const opened = Date.now();
+    await waitFor(() => (b.breaker.state === 'open' ? true : undefined), 'replica B\'s breaker open from A\'s evidence');
+    const seen = Date.now() - opened;
+    expect(seen).toBeGreaterThanOrEqual(0); // how long it took is reported, not asserted (no timing margins)
+    const before = fake.executions;
+    expect(await chat(replicas[1])).toBe(503);
+    expect(fake.executions).toBe(before);
+    expect(replicas[1].gw.backends.evidence!.received).toBeGreaterThan(0);
+    fake.behaviour.status = 0;
+  });
+
+  it('a Retry-After one replica was answered pauses the endpoint on the other', async () => {
+    const b = replicas[1].gw.runtime.endpoints.all[1];
+    expect(b.cooling(performance.now())).toBe(false);
+    other.behaviour.status = 429;
+    other.behaviour.replyHeaders = { 'retry-after': '30' };
+    try {
+      expect(await chat(replicas[0], 'm2')).toBe(429);
+    } finally {
+      other.behaviour.status = 0;
+      other.behaviour.replyHeaders = {};
+    }
+    expect(replicas[0].gw.runtime.endpoints.all[1].cooling(performance.now())).toBe(true);
+    await waitFor(() => (b.cooling(performance.now()) ? true : undefined), 'replica B paused');
+    expect(b.coolingUntil - performance.now()).toBeGreaterThan(20_000);
+  });
+});
+

@@ -1,4 +1,5 @@
-// GET /internal/health: overall status and one record per endpoint (the readiness probe). The
+// GET /internal/health: overall status and one record per endpoint (the liveness probe; the
+// readiness one is /internal/ready). The
 // verdict is /internal/status's, in the spec's words for this route (critical reads unhealthy).
 import { formatDuration } from '../engine/core/duration.js';
 import { definePlugin } from '../engine/kernel/plugin.js';

@@ -10,6 +10,7 @@ import type { SharedTake } from '../engine/backends/redis-buckets.js';
 import { rateLimitHeaders } from '../engine/routing/admission.js';
 import { GatewayError, gwError } from '../engine/core/errors.js';
 import { nameMatches } from '../engine/core/pipelines.js';
+import type { Context } from '../engine/kernel/context.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { clientAddressOf } from './lib/client-address.js';
 
@@ -65,23 +66,7 @@ export default definePlugin<Options>({
     const stores = env.buckets.stores;
     const clientStore = stores[scope];
     const clientOf = clientAddressOf(limits);
-    // Shared by every replica through Redis: each take a round trip (failing open), so the hook
-    // is asynchronous only there; in memory it stays synchronous.
-    if (limits.store === 'redis') {
-      hooks.request.tapPromise(BINDING, async (ctx) => {
-        const takes: SharedTake[] = [];
-        if (clientRate) takes.push({ scope, key: bucketKey(clientOf(ctx)), rate: clientRate });
-        if (globalRate) takes.push({ scope: 'global', key: '', rate: globalRate });
-        const { takes: taken, refused } = await env.buckets.shared!.take(takes);
-        if (refused >= 0) {
-          const which = takes[refused].scope as typeof scope | 'global';
-          counts[which]++;
-          throw refusal(which, taken[refused], burst);
-        }
-        // The bucket closest to empty speaks for the request.
-        ctx.state[BINDING] = taken.reduce((a, b) => (b.remaining < a.remaining ? b : a));
-      });
-    } else hooks.request.tap(BINDING, (ctx) => {
+    const inMemory = (ctx: Context): void => {
       let binding: Take | null = null;
       let client = '';
       if (clientRate) {
@@ -103,7 +88,27 @@ export default definePlugin<Options>({
         if (!binding || g.remaining < binding.remaining) binding = g;
       }
       ctx.state[BINDING] = binding;
-    });
+    };
+    // Shared by every replica through Redis: each take a round trip (failing open), so the hook
+    // is asynchronous only there. The probes' routes (the health scope) stay in memory: a slow
+    // Redis must not make a liveness or readiness probe time out, fleet-wide.
+    if (limits.store === 'redis' && scope !== 'health') {
+      hooks.request.tapPromise(BINDING, async (ctx) => {
+        const shared = env.buckets.shared;
+        if (!shared) return inMemory(ctx); // a reload under way switched the store off
+        const takes: SharedTake[] = [];
+        if (clientRate) takes.push({ scope, key: bucketKey(clientOf(ctx)), rate: clientRate });
+        if (globalRate) takes.push({ scope: 'global', key: '', rate: globalRate });
+        const { takes: taken, refused } = await shared.take(takes);
+        if (refused >= 0) {
+          const which = takes[refused].scope as typeof scope | 'global';
+          counts[which]++;
+          throw refusal(which, taken[refused], burst);
+        }
+        // The bucket closest to empty speaks for the request.
+        ctx.state[BINDING] = taken.reduce((a, b) => (b.remaining < a.remaining ? b : a));
+      });
+    } else hooks.request.tap(BINDING, inMemory);
     // On every other reply of the route (a 429 carries its own bucket's headers).
     hooks.respond.tap(BINDING, (ctx) => {
       const t = ctx.state[BINDING] as Take | undefined;

@@ -6,6 +6,8 @@
 
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../core/config.js';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { parseDuration } from '../core/duration.js';
 import { RedisBucketStore, type RedisSettings } from './redis-buckets.js';
 import { reportOf, UNIT, type Rate, type Take } from './token-bucket.js';
@@ -119,15 +121,27 @@ export class RateBuckets {
     this.stores = { global: store(1), ip: store(maxClients), health: store(maxClients), internal: store(maxClients), endpoint: store(Number.MAX_SAFE_INTEGER) };
   }
 
-  /** A reload may change the bound (a smaller one takes effect at the next new key) and the store. */
+  /** A reload may change the bound (a smaller one takes effect at the next new key) and the store:
+   *  a new Redis client is made before the old one is closed, and one that cannot be made leaves
+   *  the store as it was (the config's URL and password file were checked when it loaded). */
   configure(limits: GatewayConfig['server']['rate_limits']): void {
     for (const scope of ['ip', 'health', 'internal'] as const) this.stores[scope].maxKeys = limits.max_tracked_clients;
+    if (limits.store !== 'redis') {
+      this.close();
+      return;
+    }
     const r = limits.redis;
-    const settings: RedisSettings = { url: r.url, key_prefix: r.key_prefix, timeout: parseDuration(r.timeout) };
-    const same = this.shared && JSON.stringify(this.shared.settings) === JSON.stringify(settings);
-    if (limits.store === 'redis' && same) return;
+    const settings: RedisSettings = { url: r.url, password: r.password_file === undefined ? undefined : readFileSync(resolve(r.password_file), 'utf8').trim(), key_prefix: r.key_prefix, timeout: parseDuration(r.timeout) };
+    if (this.shared && sameSettings(this.shared.settings, settings)) return;
+    let next: RedisBucketStore;
+    try {
+      next = new RedisBucketStore(settings, this.log, this.onStoreFailure);
+    } catch (err) {
+      this.log.error({ field: 'server.rate_limits.redis', error: (err as Error).name }, 'rate-limit store: could not make a Redis client; the store in force is kept');
+      return;
+    }
     this.shared?.close();
-    this.shared = limits.store === 'redis' ? new RedisBucketStore(settings, this.log, this.onStoreFailure) : null;
+    this.shared = next;
   }
 
   close(): void {
@@ -153,3 +167,6 @@ export class EndpointRateGate {
     return this.store.peek(this.key, this.rate);
   }
 }
+
+const sameSettings = (a: RedisSettings, b: RedisSettings) => a.url === b.url && a.password === b.password && a.key_prefix === b.key_prefix && a.timeout === b.timeout;
+

@@ -40,7 +40,8 @@ return out
 /** One bucket a request takes from: its scope, key and rate. */
 export interface SharedTake { scope: string; key: string; rate: Rate }
 
-export interface RedisSettings { url: string; key_prefix: string; timeout: number }
+/** `password`: from password_file (the URL may hold one too). */
+export interface RedisSettings { url: string; password?: string; key_prefix: string; timeout: number }
 
 type TakeCommand = (...args: Array<string | number>) => Promise<number[]>;
 
@@ -49,9 +50,11 @@ export class RedisBucketStore {
   failures = 0;
   private readonly redis: Redis;
   private lastWarning = 0;
+  private lastError = '';
 
   constructor(readonly settings: RedisSettings, private readonly log: Logger, private readonly onFailure: () => void = () => undefined) {
     this.redis = new Redis(settings.url, {
+      ...(settings.password === undefined ? {} : { password: settings.password }),
       // A take that cannot be answered now fails at once (and the request goes through) rather
       // than waiting in a queue for a Redis that is down.
       enableOfflineQueue: false,
@@ -62,8 +65,9 @@ export class RedisBucketStore {
     });
     // The number of keys comes first in each call (a request takes from one bucket or two).
     this.redis.defineCommand('gwTake', { lua: TAKE });
-    // Connection errors are reported through the takes that fail; ioredis retries by itself.
-    this.redis.on('error', () => undefined);
+    // Connection errors are reported through the takes that fail (the last one named there:
+    // a wrong password and a refused connection read alike otherwise); ioredis retries by itself.
+    this.redis.on('error', (err: Error) => (this.lastError = err.message));
   }
 
   /** A token from each bucket, all or none, in one round trip: each bucket as the take left it,
@@ -103,6 +107,6 @@ export class RedisBucketStore {
     this.lastWarning = now;
     // The URL's password, if any, stays out of the log: the host and port say which Redis.
     const { host, port } = this.redis.options;
-    this.log.warn({ redis: `${host}:${port}`, error: err.message, failures: this.failures }, 'rate-limit store unreachable: requests pass unlimited until it answers');
+    this.log.warn({ redis: `${host}:${port}`, error: err.message, cause: this.lastError || undefined, failures: this.failures }, 'rate-limit store unreachable: requests pass unlimited until it answers');
   }
 }

@@ -30,7 +30,7 @@ export class SharedEvidence {
   private readonly channel: string;
 
   constructor(readonly settings: RedisSettings, log: Logger, onEvidence: (e: Evidence) => void) {
-    const options = { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: settings.timeout, connectTimeout: Math.max(1000, settings.timeout) };
+    const options = { ...(settings.password === undefined ? {} : { password: settings.password }), enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: settings.timeout, connectTimeout: Math.max(1000, settings.timeout) };
     this.pub = new Redis(settings.url, options);
     // The subscriber keeps its subscription across reconnections (ioredis resubscribes).
     this.sub = new Redis(settings.url, { ...options, enableOfflineQueue: true });

@@ -87,7 +87,7 @@ export class Backends {
    *  what one replica's requests learn spares the others (shared-evidence.ts). */
   private shareEvidence(): void {
     const settings = this.buckets.shared?.settings;
-    if (!settings || JSON.stringify(settings) !== JSON.stringify(this.evidence?.settings)) {
+    if (settings !== this.evidence?.settings) {
       this.evidence?.close();
       this.evidence = settings
         ? new SharedEvidence(settings, this.log, (e) => {

@@ -1,6 +1,6 @@
 // Configuration per CONTRACT.md: file lookup, schema defaults, typo detection, environment
 // overrides (they win over the file; an invalid value warns and falls back), deep-frozen result.
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseCidr } from './cidr.js';
 import { DURATION_PATTERN, parseDuration } from './duration.js';
@@ -40,7 +40,7 @@ export interface GatewayConfig {
       health_requests_per_minute: number; internal_requests_per_minute: number; burst_size: number;
       per_endpoint: { default_requests_per_minute: number };
       trust_proxy_headers: boolean; trusted_proxy_cidrs: string[]; max_tracked_clients: number;
-      store: 'memory' | 'redis'; redis: { url: string; key_prefix: string; timeout: Duration };
+      store: 'memory' | 'redis'; redis: { url: string; password_file?: string; key_prefix: string; timeout: Duration };
     };
   };
   proxy: {
@@ -182,6 +182,16 @@ export function checkConfig(file: string | null, env: NodeJS.ProcessEnv = proces
     const c = parseCidr(text);
     if (typeof c === 'string') problems.push({ level: 'fail', field: `server.rate_limits.trusted_proxy_cidrs[${i}]`, message: `"${text}": ${c}`, fix: 'write a range such as 10.0.0.0/8 or fd00::/8, or one address' });
   });
+  const redis = cfg.server.rate_limits.redis;
+  const redisUrl = redisUrlProblem(redis.url);
+  if (redisUrl) problems.push({ level: 'fail', field: 'server.rate_limits.redis.url', message: redisUrl, fix: 'write redis://host:6379 (rediss:// for TLS); put the password in password_file rather than in the URL' });
+  if (redis.password_file !== undefined) {
+    try {
+      readFileSync(resolve(redis.password_file), 'utf8');
+    } catch (err) {
+      problems.push({ level: 'fail', field: 'server.rate_limits.redis.password_file', message: `cannot read ${redis.password_file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, fix: 'name a file the gateway can read (a mounted secret)' });
+    }
+  }
   if (problems.some((p) => p.level === 'fail')) return { problems };
   for (const [name, apply] of Object.entries(ENV_OVERRIDES)) {
     const value = env[name];
@@ -215,3 +225,21 @@ export function loadConfig(file: string | null, env: NodeJS.ProcessEnv = process
   }
   return loaded;
 }
+
+/** What is wrong with a Redis URL, in words that never repeat it (it may hold a password). */
+function redisUrlProblem(text: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return 'not a URL';
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') return 'the scheme must be redis: or rediss:';
+  if (!url.hostname) return 'no host';
+  const port = url.port === '' ? 6379 : Number(url.port);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) return 'the port must be 1-65535';
+  const db = url.pathname.replace(/^\//, '');
+  if (db !== '' && !/^\d+$/.test(db)) return 'the path must be a database number, such as /0';
+  return undefined;
+}
+

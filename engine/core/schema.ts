@@ -70,7 +70,7 @@ export function closest(word: string, candidates: Iterable<string>): string | un
 // Values under these keys may be credentials: a problem names the field and the expected type,
 // never the value (a mistyped header must not print the token it holds), and no object or array
 // is printed anywhere (one could hold such a key).
-const SECRET_KEY = /^(headers|auth)$|pass|secret|token|api.?key|authori[sz]ation|cookie|credential/i;
+const SECRET_KEY = /^(headers|auth|redis)$|pass|secret|token|api.?key|authori[sz]ation|cookie|credential/i;
 
 function isSecret(pointer: string): boolean {
   return pointer.split('/').some((part) => SECRET_KEY.test(part));

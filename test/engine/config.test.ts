@@ -232,3 +232,25 @@ describe('harmful values', () => {
     expect(problems[0]).toMatchObject({ level: 'fail', field: 'proxy.profiles_dir', message: `${join(dir, 'file.yaml')} is not a folder` });
   });
 });
+
+describe('server.rate_limits.redis', () => {
+  const problemsOf = (redis: Record<string, unknown>) => checkConfig(writeConfig({ server: { rate_limits: { store: 'redis', redis } } }), {}).problems.map(formatProblem);
+
+  it('checks the URL when the config loads, naming the field and never the URL (it may hold a password)', () => {
+    for (const url of ['redis//:hunter2@redis:6379', 'redis://:hunter2@redis:99999', 'redis://:hunter2@redis:6379/x', 'http://:hunter2@redis']) {
+      const problems = problemsOf({ url });
+      expect(problems.length, url).toBeGreaterThan(0);
+      expect(problems.join('\n')).toContain('server.rate_limits.redis');
+      expect(problems.join('\n')).not.toContain('hunter2');
+    }
+    expect(problemsOf({ url: 'rediss://:pw@redis.internal:6380/2' })).toEqual([]);
+  });
+
+  it('reads password_file when the config loads: a file it cannot read is a problem naming the field', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-redis-'));
+    writeFileSync(join(dir, 'pw'), 'hunter2\n');
+    expect(problemsOf({ url: 'redis://redis:6379', password_file: join(dir, 'pw') })).toEqual([]);
+    const missing = problemsOf({ url: 'redis://redis:6379', password_file: join(dir, 'nope') });
+    expect(missing.join('\n')).toContain('server.rate_limits.redis.password_file');
+  });
+});

@@ -35,7 +35,7 @@ afterEach(async () => {
 });
 
 describe('deploy/kubernetes/gateway.yaml', () => {
-  it('passes the Kubernetes API\'s schemas (kubernetes-models), which refuse a wrong type', () => {
+  it('passes the Kubernetes API\'s schemas (kubernetes-models: the types of the fields it knows; it does not refuse unknown fields)', () => {
     const models = { ConfigMap, Deployment, Service } as const;
     for (const d of docs) expect(() => new models[d.kind as keyof typeof models](d).validate(), d.kind).not.toThrow();
     const broken = structuredClone(deployment);

@@ -10,6 +10,7 @@
 //  5. per-endpoint concurrency — the cost of a limit that is not reached, and of queueing;
 //  metrics (bench/metrics.js) — the cost of /internal/metrics per request, on against off;
 //  limits (bench/limits.js) — rate limits that are never reached, on against off;
+//  shared limits (bench/shared-limits.js) — the same limits kept in Redis against in memory;
 //  failover (bench/failover.js) — a request that needs no retry, against the builds before issues 12, 17, 18, 19 and 20;
 //  affinity (bench/affinity.js) — later turns' time to first token with conversation affinity against plain balancing.
 // "Time per request" in the A/B comparisons is the CPU time the gateway process spends per request
@@ -24,6 +25,7 @@ import { limitsSection } from './limits.js';
 import { failoverSection } from './failover.js';
 import { affinitySection } from './affinity.js';
 import { translationInstructions } from './translation.js';
+import { sharedLimitsSection } from './shared-limits.js';
 import { cpuAdded, timeAdded, forkReady, here, load, loadAlternating, pairedAdded, round, sequential, startGateway, stopAll, streaming, quick, ROUNDS, ROUND_S, pct, chatBody, streamBody, endpointLines } from './lib.js';
 
 const DURATION = quick ? 3 : 10;
@@ -278,7 +280,7 @@ fails the run on any non-2xx reply or error.
  *  RESULTS.md, saying so (the other sections keep the run they came from). */
 async function only(name) {
   const { port: backendPort } = await forkReady('backend.js', ['0']);
-  const sections = { translation: [translationSection, '## 3.'] };
+  const sections = { translation: [translationSection, '## 3.'], 'shared-limits': [sharedLimitsSection, '## Rate limits shared through Redis'] };
   if (!sections[name]) throw new Error(`--only takes one of: ${Object.keys(sections).join(', ')}`);
   const [run, heading] = sections[name];
   const text = `${await run(backendPort)}
@@ -287,8 +289,9 @@ async function only(name) {
   const path = join(here, 'RESULTS.md');
   const md = readFileSync(path, 'utf8');
   const start = md.indexOf(heading);
-  const end = md.indexOf('\n## ', start + heading.length);
-  writeFileSync(path, md.slice(0, start) + text + (end < 0 ? '' : md.slice(end)));
+  const end = start < 0 ? -1 : md.indexOf('\n## ', start + heading.length);
+  // A section the last full run did not have goes at the end.
+  writeFileSync(path, start < 0 ? `${md.trimEnd()}\n\n${text}` : md.slice(0, start) + text + (end < 0 ? '' : md.slice(end)));
   console.log(text);
 }
 
@@ -296,7 +299,7 @@ async function main() {
   const o = process.argv.indexOf('--only');
   if (o > 0) return only(process.argv[o + 1]);
   const { port: backendPort } = await forkReady('backend.js', ['0']);
-  const sections = [await proxySection(backendPort), await routingSection(backendPort), await translationSection(backendPort), await reloadSection(backendPort), await queueSection(backendPort), await metricsSection(backendPort), await limitsSection(backendPort), await failoverSection(backendPort), await affinitySection()];
+  const sections = [await proxySection(backendPort), await routingSection(backendPort), await translationSection(backendPort), await reloadSection(backendPort), await queueSection(backendPort), await metricsSection(backendPort), await limitsSection(backendPort), await sharedLimitsSection(backendPort), await failoverSection(backendPort), await affinitySection()];
   const md = `# Benchmark results
 
 Machine: ${cpus().length} × ${cpus()[0].model}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}.

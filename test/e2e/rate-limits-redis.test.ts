@@ -8,7 +8,9 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { FakeBackend } from '../../engine/demo/index.js';
-import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
+import { writeFileSync } from 'node:fs';
+import { stringify } from 'yaml';
+import { closeAll, endpoint, NO_RATE_LIMITS, startGateway, type Started } from '../helpers/gateway.js';
 import { freePort } from '../helpers/llama-server.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -98,6 +100,30 @@ describe.skipIf(!haveRedis)('server.rate_limits.store: redis', () => {
       expect(alone.takes[0]).toMatchObject({ allowed: true, remaining: 1 });
     } finally {
       store.close();
+    }
+  });
+
+  it('a reload switches the store: memory → redis → memory, a bad URL refused with the store kept', async () => {
+    const base = { server: { host: '127.0.0.1', port: 0, shutdown_timeout: '2s', rate_limits: { ...NO_RATE_LIMITS, per_ip_requests_per_minute: 100 } }, logging: { level: 'debug' }, proxy: { profiles_dir: '/nonexistent/profiles' }, pipelines: { dir: '/nonexistent/pipelines', watch: false }, discovery: { static: { endpoints: [] } } };
+    const g = await startGateway({ ...base });
+    try {
+      const buckets = g.gw.runtime.buckets;
+      expect(buckets.shared).toBeNull();
+      const write = (rate_limits: Record<string, unknown>) => writeFileSync(g.configFile, stringify({ ...base, server: { ...base.server, rate_limits: { ...base.server.rate_limits, ...rate_limits } } }));
+      write({ store: 'redis', redis: { url: `redis://127.0.0.1:${port}`, key_prefix: 'gw-reload' } });
+      expect(await g.gw.reload('test')).toBe(true);
+      const shared = buckets.shared!;
+      await waitFor(() => shared.connected || undefined, 'the store connected');
+      write({ store: 'redis', redis: { url: 'redis://:hunter2@127.0.0.1:99999' } });
+      expect(await g.gw.reload('test')).toBe(false);
+      expect(buckets.shared).toBe(shared);
+      expect(JSON.stringify(g.gw.runtime.reload)).not.toContain('hunter2');
+      write({ store: 'memory' });
+      expect(await g.gw.reload('test')).toBe(true);
+      expect(buckets.shared).toBeNull();
+      await waitFor(() => !shared.connected || undefined, 'the old client closed');
+    } finally {
+      await closeAll(g, []);
     }
   });
 

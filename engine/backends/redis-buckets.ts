@@ -4,7 +4,8 @@
 // replica whose Redis is unreachable, slow or failing lets the request through (fails open: a
 // rate limit must not take the gateway down with it), counts it, and warns at most every 30 s;
 // ioredis reconnects in the background and the shared limits hold again once it is back.
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { redisClient } from './redis-client.js';
 import type { Logger } from 'pino';
 import { reportOf, UNIT, type Rate, type Take } from './token-bucket.js';
 
@@ -53,7 +54,7 @@ export class RedisBucketStore {
   private lastError = '';
 
   constructor(readonly settings: RedisSettings, private readonly log: Logger, private readonly onFailure: () => void = () => undefined) {
-    this.redis = new Redis(settings.url, {
+    this.redis = redisClient(settings.url, {
       ...(settings.password === undefined ? {} : { password: settings.password }),
       // A take that cannot be answered now fails at once (and the request goes through) rather
       // than waiting in a queue for a Redis that is down.

@@ -6,7 +6,8 @@
 // shared: each replica checks for itself, from where it stands. Best effort: a replica that
 // misses a message (Redis away) relies on its own evidence, as without sharing.
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { redisClient } from './redis-client.js';
 import type { Logger } from 'pino';
 import type { RedisSettings } from './redis-buckets.js';
 
@@ -31,9 +32,9 @@ export class SharedEvidence {
 
   constructor(readonly settings: RedisSettings, log: Logger, onEvidence: (e: Evidence) => void) {
     const options = { ...(settings.password === undefined ? {} : { password: settings.password }), enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: settings.timeout, connectTimeout: Math.max(1000, settings.timeout) };
-    this.pub = new Redis(settings.url, options);
+    this.pub = redisClient(settings.url, options);
     // The subscriber keeps its subscription across reconnections (ioredis resubscribes).
-    this.sub = new Redis(settings.url, { ...options, enableOfflineQueue: true });
+    this.sub = redisClient(settings.url, { ...options, enableOfflineQueue: true });
     this.channel = `${settings.key_prefix}:evidence`;
     for (const c of [this.pub, this.sub]) c.on('error', () => undefined);
     this.sub.subscribe(this.channel).catch((err: Error) => log.warn({ error: err.message }, 'shared evidence: could not subscribe; this replica relies on its own'));

@@ -207,6 +207,17 @@ describe('responses.create across families', () => {
     await models.body.dump();
   });
 
+  it('answers the SDKs\' preflight as the other routes do', async () => {
+    const res = await request(`${gw.url}/gw/openai/v1/responses`, { method: 'OPTIONS', headers: { origin: 'http://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, authorization, x-stainless-os' } });
+    await res.body.dump();
+    expect(res.statusCode).toBe(204);
+    expect(res.headers['access-control-allow-origin']).toBe('*');
+    expect(String(res.headers['access-control-allow-headers'])).toContain('x-stainless-os');
+    const prefix = await request(`${gw.url}/gw/mlxsingle/v1/responses`, { method: 'OPTIONS', headers: { origin: 'http://app.example', 'access-control-request-method': 'POST' } });
+    await prefix.body.dump();
+    expect(prefix.statusCode).toBe(204);
+  });
+
   it('counts as the responses translator in /internal/stats/translators', async () => {
     const res = await request(`${gw.url}/internal/stats/translators`);
     const body = (await res.body.json()) as { translators: Array<{ translator_name: string; translation_requests: number; passthrough_requests: number }> };

@@ -43,7 +43,8 @@ async function stopRedis(): Promise<void> {
 
 describe.skipIf(!haveRedis)('server.rate_limits.store: redis', () => {
   let replicas: Started[] = [];
-  const PER_MINUTE = 6;
+  // One token a minute: nothing refills while a test runs, however busy the machine.
+  const PER_MINUTE = 1;
   const BURST = 5;
 
   beforeAll(async () => {
@@ -70,7 +71,7 @@ describe.skipIf(!haveRedis)('server.rate_limits.store: redis', () => {
     const statuses: number[] = [];
     for (let i = 0; i < 15; i++) statuses.push(await hit(replicas[i % 3]));
     const allowed = statuses.filter((s) => s === 200).length;
-    // The burst, plus what refills while the 15 requests run (6 a minute: at most one in a few seconds).
+    // The burst, and at most the one token a minute refills (the requests would have to take a minute).
     expect(allowed).toBeGreaterThanOrEqual(BURST);
     expect(allowed).toBeLessThanOrEqual(BURST + 1);
     expect(statuses.slice(BURST + 1)).not.toContain(200);

@@ -2,6 +2,7 @@
 import type { Block, Message, StopReason } from './types.js';
 import { msgapiErrorType } from '../../../engine/core/errors.js';
 import { newId } from '../new-id.js';
+import { backendErrorMessage } from '../backend-error.js';
 
 /** finish_reason → stop_reason; a stop caused by one of the request's stop sequences says which. */
 export function stopReason(finish: string | null | undefined, matched: unknown, stopSequences: readonly string[] | undefined, hadToolCalls: boolean): { reason: StopReason; sequence: string | null } {
@@ -59,22 +60,9 @@ export function toMessage(reply: ChatReply, fallback: { model: string; inputToke
   };
 }
 
-const MAX_MESSAGE = 2000;
-
-/** A backend error in the messages API's error shape (the backend's status is kept by the caller):
- *  the backend's own message where its body has one (`error.message`, `error`, `message`,
- *  `detail`), else its text, clipped. */
+/** A backend error in the messages API's error shape (the backend's status is kept by the caller). */
 export function errorReply(status: number, body: string): { type: 'error'; error: { type: string; message: string } } {
-  let message = body.slice(0, MAX_MESSAGE) || `backend answered ${status}`;
-  try {
-    const j = JSON.parse(body);
-    const e = j?.error;
-    const found = typeof e === 'string' ? e : typeof e?.message === 'string' ? e.message : typeof j?.message === 'string' ? j.message : typeof j?.detail === 'string' ? j.detail : undefined;
-    if (found) message = found.slice(0, MAX_MESSAGE);
-  } catch {
-    // not JSON: the text is the message
-  }
-  return { type: 'error', error: { type: msgapiErrorType(status), message } };
+  return { type: 'error', error: { type: msgapiErrorType(status), message: backendErrorMessage(status, body) } };
 }
 
 /** Already the messages API's error shape: {"type":"error","error":{"type":"…","message":"…"}}. */

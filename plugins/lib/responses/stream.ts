@@ -65,11 +65,6 @@ export class ResponsesStreamTranslator extends ChatStreamReader {
     super();
   }
 
-  /** The output items so far (all of them once the stream has ended). */
-  get items(): readonly OutputItem[] {
-    return this.output;
-  }
-
   start(): string {
     const response = responseJson(this.shell, 'in_progress', '[]', null);
     return this.responseFrame('response.created', response) + this.responseFrame('response.in_progress', response);

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // The one entry point: gw serve | validate | demo | version. The TypeScript sources are built
 // into dist/ by `npm install` / `npm ci` (the prepare script).
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { existsSync } from 'node:fs';
+import cluster from 'node:cluster';
 
 const dist = new URL('../dist/engine/kernel/', import.meta.url);
 if (!existsSync(dist)) {
@@ -22,38 +23,95 @@ function keepServing(log) {
 }
 
 async function serve(opts) {
+  if (cluster.isWorker) return serveWorker(opts);
   const { Gateway } = await import(new URL('gateway.js', dist).href);
-  const { ConfigError } = await import(new URL('../core/errors.js', dist).href);
+  // --workers beats server.workers and GW_SERVER_WORKERS (checked as the variable is).
+  if (opts.workers !== undefined) process.env.GW_SERVER_WORKERS = opts.workers;
   let gateway;
+  let supervisor = null;
   try {
-    gateway = await Gateway.create({ configFile: resolveConfigPath(opts.config), env: process.env, plugins: BUILTIN_PLUGINS });
-    await gateway.listen();
+    gateway = await Gateway.create({ configFile: resolveConfigPath(opts.config), env: process.env, plugins: BUILTIN_PLUGINS, onReload: (reason) => supervisor?.reload(reason) });
+    const { availableCores } = await import(new URL('../core/cores.js', dist).href);
+    const setting = gateway.runtime.config.server.workers;
+    const workers = setting === 'auto' ? availableCores() : setting;
+    if (workers > 1) {
+      const { Supervisor } = await import(new URL('workers.js', dist).href);
+      supervisor = new Supervisor(gateway, workers, gateway.runtime.log);
+      await gateway.host();
+      const addr = await supervisor.start();
+      gateway.runtime.log.info({ host: addr.address, port: addr.port, workers, version: VERSION }, 'gateway listening');
+    } else await gateway.listen();
   } catch (err) {
-    if (err instanceof ConfigError) console.error(`gw: configuration error in ${err.message}`);
-    else if (err?.code === 'EADDRINUSE') console.error(`gw: cannot listen: address in use (${err.address}:${err.port}); set server.port or GW_SERVER_PORT`);
-    else console.error(`gw: failed to start: ${err?.stack ?? err}`);
-    process.exit(1);
+    failedToStart(err, await import(new URL('../core/errors.js', dist).href));
   }
   keepServing(gateway.runtime.log);
+  onStop(gateway.runtime.log, () => (supervisor ? supervisor.stop() : gateway.close()));
+  // SIGHUP reloads the configuration, profiles, pipelines and plugins (as a file change does);
+  // with workers, the host reloads and then every worker.
+  process.on('SIGHUP', () => void gateway.requestReload('SIGHUP'));
+}
+
+/** One worker of gw serve --workers N: it serves, and its host keeps the host-wide state. */
+async function serveWorker(opts) {
+  const { Gateway } = await import(new URL('gateway.js', dist).href);
+  const { WorkerLink } = await import(new URL('../backends/host-link.js', dist).href);
+  const { isGw } = await import(new URL('../backends/host-protocol.js', dist).href);
+  const link = new WorkerLink((m) => process.connected && process.send(m), Number(process.env.GW_WORKER));
+  let gateway = null;
+  process.on('message', (m) => {
+    if (!isGw(m)) return;
+    if (m.gw === 'reload') void gateway?.requestReload(m.reason);
+    else link.receive(m);
+  });
+  // The host reloads every worker (a SIGHUP sent to the whole process group is the host's to act on).
+  process.on('SIGHUP', () => undefined);
+  try {
+    gateway = await Gateway.create({ configFile: resolveConfigPath(opts.config), env: process.env, plugins: BUILTIN_PLUGINS, link });
+    await gateway.listen();
+  } catch (err) {
+    failedToStart(err, await import(new URL('../core/errors.js', dist).href));
+  }
+  keepServing(gateway.runtime.log);
+  const stop = onStop(gateway.runtime.log, () => gateway.close());
+  // The host is gone: nothing keeps this worker's state, so it drains and stops too.
+  process.on('disconnect', () => {
+    link.hostGone();
+    stop('host gone');
+  });
+}
+
+function failedToStart(err, { ConfigError }) {
+  if (err instanceof ConfigError) console.error(`gw: configuration error in ${err.message}`);
+  else if (err?.code === 'EADDRINUSE') console.error(`gw: cannot listen: address in use (${err.address}:${err.port}); set server.port or GW_SERVER_PORT`);
+  else console.error(`gw: failed to start: ${err?.stack ?? err}`);
+  process.exit(1);
+}
+
+/** SIGTERM and SIGINT drain in-flight requests (up to server.shutdown_timeout), then exit. */
+function onStop(log, close) {
   let stopping = false;
   const stop = (signal) => {
     if (stopping) return;
     stopping = true;
-    gateway.runtime.log.info({ signal }, 'shutting down: draining in-flight requests');
-    gateway.close().then(() => process.exit(0), (err) => {
+    log.info({ signal }, 'shutting down: draining in-flight requests');
+    close().then(() => process.exit(0), (err) => {
       console.error(`gw: error during shutdown: ${err?.message ?? err}`);
       process.exit(1);
     });
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
-  // SIGHUP reloads the configuration, profiles, pipelines and plugins (as a file change does).
-  process.on('SIGHUP', () => void gateway.requestReload('SIGHUP'));
+  return stop;
 }
 
 async function validate(opts) {
   const { validate: run } = await import(new URL('validate.js', dist).href);
   process.exitCode = await run(resolveConfigPath(opts.config), process.env, (line) => console.log(line), BUILTIN_PLUGINS);
+}
+
+function workersArg(v) {
+  if (v === 'auto' || (/^\d+$/.test(v) && +v >= 1 && +v <= 256)) return v;
+  throw new InvalidArgumentError('must be a number 1-256 or auto');
 }
 
 const program = new Command('gw')
@@ -65,6 +123,7 @@ const program = new Command('gw')
 
 program.command('serve').description('run the gateway in the foreground')
   .option('-c, --config <file>', 'configuration file')
+  .option('-w, --workers <n>', 'processes serving the port: a number, or auto for the cores available (default: server.workers, 1)', workersArg)
   .action((opts, cmd) => serve({ ...cmd.parent.opts(), ...opts }));
 program.command('validate').description('check config, profiles, pipelines and plugins; print PASS/WARN/FAIL lines; exit 1 on any FAIL; never listens')
   .option('-c, --config <file>', 'configuration file')

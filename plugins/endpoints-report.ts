@@ -8,8 +8,9 @@ export default definePlugin<Record<string, never>>({
   terminal: true,
   schema: { type: 'object', additionalProperties: false },
   apply(hooks, _o, env) {
-    hooks.dispatch.tap('endpoints-report', (ctx) => {
-      const endpoints = env.endpoints.all.map((ep) => endpointDetail(ep, env.stats));
+    hooks.dispatch.tapPromise('endpoints-report', async (ctx) => {
+      const stats = await env.hostStats();
+      const endpoints = env.endpoints.all.map((ep) => endpointDetail(ep, stats));
       return replyStatus(ctx, {
         timestamp: new Date().toISOString(),
         total: endpoints.length,

@@ -9,8 +9,9 @@ export default definePlugin<Record<string, never>>({
   terminal: true,
   schema: { type: 'object', additionalProperties: false },
   apply(hooks, _o, env) {
-    const { catalogue, stats } = env;
-    hooks.dispatch.tap('model-stats-report', (ctx) => {
+    const { catalogue } = env;
+    hooks.dispatch.tapPromise('model-stats-report', async (ctx) => {
+      const stats = await env.hostStats();
       const names = new Set<string>([...catalogue.all().map((m) => m.id), ...stats.perModel.keys()]);
       const byId = new Map(catalogue.all().map((m) => [m.id, m]));
       const models = [...names].sort().map((name) => {

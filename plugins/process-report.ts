@@ -9,6 +9,8 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import v8 from 'node:v8';
+import { HostStats } from '../engine/backends/telemetry.js';
+import { workersView } from './lib/workers-view.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { HeapObjectCount } from './lib/heap-count.js';
 import { queryOf } from './lib/query.js';
@@ -52,7 +54,9 @@ export default definePlugin<Record<string, never>>({
     const { stats } = env;
     let lastCpu = process.cpuUsage();
     let lastAt = performance.now();
-    hooks.dispatch.tap('process-report', (ctx) => {
+    hooks.dispatch.tapPromise('process-report', async (ctx) => {
+      // With workers: this process is one of them; each one's share follows.
+      const host = env.worker === null ? null : await env.hostStats();
       const mem = process.memoryUsage();
       const heap = v8.getHeapStatistics();
       const cpu = process.cpuUsage(lastCpu);
@@ -86,6 +90,7 @@ export default definePlugin<Record<string, never>>({
           total_created: stats.connectionsTotal,
         },
         runtime: { go_version: process.version, os: process.platform, arch: process.arch, max_procs: availableParallelism() },
+        ...(host instanceof HostStats ? { worker: env.worker, workers: workersView(host) } : {}),
       });
     });
   },

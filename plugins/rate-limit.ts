@@ -89,12 +89,12 @@ export default definePlugin<Options>({
       }
       ctx.state[BINDING] = binding;
     };
-    // Shared by every replica through Redis: each take a round trip (failing open), so the hook
-    // is asynchronous only there. The probes' routes (the health scope) stay in memory: a slow
-    // Redis must not make a liveness or readiness probe time out, fleet-wide.
-    if (limits.store === 'redis' && scope !== 'health') {
+    // Shared by every replica through Redis, or by a host's workers through the host: each take
+    // a round trip (failing open), so the hook is asynchronous only there. The probes' routes (the
+    // health scope) stay in memory: a slow store must not make a liveness or readiness probe time out.
+    if ((limits.store === 'redis' || env.buckets.host) && scope !== 'health') {
       hooks.request.tapPromise(BINDING, async (ctx) => {
-        const shared = env.buckets.shared;
+        const shared = env.buckets.shared ?? env.buckets.host;
         if (!shared) return inMemory(ctx); // a reload under way switched the store off
         const takes: SharedTake[] = [];
         if (clientRate) takes.push({ scope, key: bucketKey(clientOf(ctx)), rate: clientRate });

@@ -7,15 +7,19 @@ import { definePlugin } from '../engine/kernel/plugin.js';
 import { averageLatency, isHealthy, percent, SYSTEM_WORDS, verdict } from './lib/endpoint-view.js';
 import { replyStatus } from './lib/status-json.js';
 import { buildInfo } from './version.js';
+import { HostStats } from '../engine/backends/telemetry.js';
+import { workersView } from './lib/workers-view.js';
 
 export default definePlugin<Record<string, never>>({
   name: 'status-report',
   terminal: true,
   schema: { type: 'object', additionalProperties: false },
   apply(hooks, _o, env) {
-    const { stats, endpoints, config, catalogue } = env;
+    const { endpoints, config, catalogue } = env;
     const build = buildInfo(env.version);
-    hooks.dispatch.tap('status-report', (ctx) => {
+    hooks.dispatch.tapPromise('status-report', async (ctx) => {
+      // The host's counters: with workers, every worker's summed (and each one's share below).
+      const stats = await env.hostStats();
       const all = endpoints.all;
       const models = catalogue.all();
       const byProvider: Record<string, string[]> = {};
@@ -33,7 +37,7 @@ export default definePlugin<Record<string, never>>({
         },
         statistics: {
           requests_total: stats.requestsTotal,
-          requests_active: all.reduce((n, e) => n + e.active, 0),
+          requests_active: all.reduce((n, e) => n + stats.activeOn(e), 0),
           requests_failed: stats.requestsFailed,
           requests_client_errors: stats.requestsClientErrors,
           average_latency: averageLatency(stats.totalLatencyMs, stats.requestsTotal),
@@ -57,6 +61,7 @@ export default definePlugin<Record<string, never>>({
           endpoints_total: all.length,
           uptime: formatDuration(Date.now() - env.startedAt.getTime()),
         },
+        ...(stats instanceof HostStats ? { workers: workersView(stats) } : {}),
       });
     });
   },

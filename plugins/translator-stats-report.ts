@@ -12,8 +12,8 @@ export default definePlugin<Record<string, never>>({
   terminal: true,
   schema: { type: 'object', additionalProperties: false },
   apply(hooks, _o, env) {
-    const { stats } = env;
-    hooks.dispatch.tap('translator-stats-report', (ctx) => {
+    hooks.dispatch.tapPromise('translator-stats-report', async (ctx) => {
+      const stats = await env.hostStats();
       const entries = [...stats.translators].map(([name, t]) => ({
         translator_name: name,
         total_requests: t.total,

@@ -44,6 +44,9 @@ export class CircuitBreaker {
   private lastResortFailedAt = -Infinity;
   /** Told when requests open it (its open period in ms): other replicas may be spared (shared-evidence.ts). */
   onProxyOpen: ((openMs: number) => void) | null = null;
+  /** Told of each request that moved the consecutive-failure count while closed (true: a failure;
+   *  false: a success that reset it): the other workers of the host count it too (countElsewhere). */
+  onCount: ((failed: boolean) => void) | null = null;
 
   /** `now`: milliseconds; `random`: [0, 1) — both injected so tests are deterministic. */
   constructor(
@@ -126,14 +129,28 @@ export class CircuitBreaker {
   /** The endpoint answered (any status below 500). */
   success(ticket: Ticket): void {
     if (ticket.probe) this.close();
-    else if (this.current === 'closed') this.proxyFailures = 0;
+    else if (this.current === 'closed' && this.proxyFailures > 0) {
+      this.proxyFailures = 0;
+      this.onCount?.(false);
+    }
   }
 
   /** The endpoint failed the request (connection error, 5xx, timeout, broken stream). */
   failure(ticket: Ticket): void {
     if (ticket.lastResort) this.lastResortFailedAt = this.now();
     if (ticket.probe) this.open('proxy');
-    else if (this.current === 'closed' && ++this.proxyFailures >= this.settings.proxyFailures) this.open('proxy');
+    else if (this.current === 'closed') {
+      this.onCount?.(true);
+      if (++this.proxyFailures >= this.settings.proxyFailures) this.open('proxy');
+    }
+  }
+
+  /** Another worker of this host counted a request (see onCount): the consecutive failures are
+   *  the host's, so the breaker opens after proxy_failures of them wherever they were seen. */
+  countElsewhere(failed: boolean): void {
+    if (this.current !== 'closed') return;
+    if (!failed) this.proxyFailures = 0;
+    else if (++this.proxyFailures >= this.settings.proxyFailures) this.open('proxy');
   }
 
   /** The request ended without telling anything about the endpoint (the client left). */

@@ -66,6 +66,8 @@ export class Catalogue {
   private anyModels: NameIndex<CatalogueModel> | null = null;
 
   private familyNames: readonly string[] = [];
+  /** Told when an endpoint's list was set, marked stale or dropped (the host passes it on to its workers). */
+  onList: ((ep: Endpoint) => void) | null = null;
 
   /** `endpoints` reads the live list (it changes on reload). */
   constructor(private readonly endpoints: () => readonly Endpoint[]) {
@@ -85,6 +87,7 @@ export class Catalogue {
   set(ep: Endpoint, models: DiscoveredModel[], at = Date.now()): void {
     this.lists.set(ep, { models, at, stale: false });
     this.changed(ep.family);
+    this.onList?.(ep);
   }
 
   /** Mark an endpoint's list out of date; it stays known until rediscovered or swept. */
@@ -93,12 +96,20 @@ export class Catalogue {
     if (entry && !entry.stale) {
       entry.stale = true;
       this.changed(ep.family);
+      this.onList?.(ep);
     }
   }
 
 
   clear(ep: Endpoint): void {
-    if (this.lists.delete(ep)) this.changed(ep.family);
+    if (!this.lists.delete(ep)) return;
+    this.changed(ep.family);
+    this.onList?.(ep);
+  }
+
+  /** An endpoint's list as the host keeps it (models, when read, whether stale), for its workers. */
+  entryOf(ep: Endpoint): { models: DiscoveredModel[]; at: number; stale: boolean } | undefined {
+    return this.lists.get(ep);
   }
 
   /** The list an endpoint reported, or undefined when it has not reported one. */

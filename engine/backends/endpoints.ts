@@ -108,7 +108,8 @@ export class Endpoint {
   /** Shared by the pool and the one-off connections. */
   private connector!: buildConnector.connector;
 
-  constructor(id: string, plan: EndpointPlan, breaker: BreakerSettings) {
+  /** `makeQueue`: a worker's queues ask the host for slots (host-link.ts). */
+  constructor(id: string, plan: EndpointPlan, breaker: BreakerSettings, private readonly makeQueue: (ep: Endpoint, settings: QueueSettings) => EndpointQueue = (_, s) => new EndpointQueue(s)) {
     this.id = id;
     this.idHash = fnv1a32(id);
     this.url = sanitizeUrl(plan.url);
@@ -156,7 +157,7 @@ export class Endpoint {
   private applyConcurrency(settings: QueueSettings | null): void {
     if (settings) {
       if (this.queue) this.queue.configure(settings);
-      else this.queue = new EndpointQueue(settings);
+      else this.queue = this.makeQueue(this, settings);
     } else if (this.queue) {
       this.queue.lift();
       this.queue = null;

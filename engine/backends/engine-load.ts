@@ -31,6 +31,8 @@ export class EngineLoad {
   private readonly inFlight;
   /** Per endpoint: the source that answered last, or when to try them all again — for the
    *  sources it was chosen among (a reloaded profile's new list starts afresh). */
+  /** Told when an endpoint's report was read (the host passes it on to its workers). */
+  onReport: ((ep: Endpoint) => void) | null = null;
   private readonly chosen = new WeakMap<Endpoint, { sources: readonly LoadSource[]; index: number; retryAt: number }>();
 
   constructor(registry: EndpointRegistry, private readonly reader: EngineReports, private readonly log: Logger) {
@@ -74,6 +76,7 @@ export class EngineLoad {
         if (!ep.routable || ep.retired) return;
         const staleAfter = 2 * ep.checkIntervalMs + ep.checkTimeoutMs;
         ep.engineLoad = { running, waiting, others: Math.max(0, running + waiting - activeThen), path: source.path, at: now, until: now + staleAfter, readAt: new Date() };
+        this.onReport?.(ep);
         return;
       } catch (err) {
         if (err instanceof NotServed) continue;

@@ -40,6 +40,14 @@ function judge(ep: Endpoint, status: number, retryAfter: string | string[] | und
   return { state: 'unhealthy', reason: `health check answered ${status}`, failed: true };
 }
 
+/** A worker's health monitor asks its host instead of probing (the host's checks reach every
+ *  worker as observations: host-link.ts). */
+export interface HealthHost {
+  check(ep: Endpoint): void;
+  failed(ep: Endpoint, reason: string): void;
+  answered(ep: Endpoint, status: number): void;
+}
+
 export class HealthMonitor {
   private readonly timers = new Map<Endpoint, NodeJS.Timeout>();
   private readonly inFlight = new SingleFlight<Endpoint, void>();
@@ -51,13 +59,14 @@ export class HealthMonitor {
 
   /** `afterPass`: run (not awaited) after each passing check — the engine's own reports (residency, load), which must
    *  neither delay nor join the health check (a connection failure's re-check must not wait on it). */
-  constructor(private readonly registry: EndpointRegistry, private readonly log: Logger, private readonly afterPass?: (ep: Endpoint) => void) {}
+  constructor(private readonly registry: EndpointRegistry, private readonly log: Logger, private readonly afterPass?: (ep: Endpoint) => void, private readonly host: HealthHost | null = null) {}
 
   private started = false;
 
   /** Check every endpoint once (in parallel), then keep checking each on its own schedule. */
   async start(): Promise<void> {
     this.started = true;
+    if (this.host) return;
     await Promise.all(this.registry.all.map((ep) => this.check(ep)));
   }
 
@@ -89,7 +98,8 @@ export class HealthMonitor {
     ep.lastError = reason;
     if (ep.state !== 'unhealthy') this.log.warn({ endpoint: ep.name, id: ep.id, from: ep.state, reason }, 'endpoint unhealthy');
     this.registry.setState(ep, 'unhealthy', reason);
-    if (!this.stopped && !ep.retired) void this.check(ep);
+    if (this.host) this.host.failed(ep, reason);
+    else if (!this.stopped && !ep.retired) void this.check(ep);
   }
 
   /** An endpoint out of rotation answered a proxied request (its last resort). A 2xx: it is back —
@@ -97,6 +107,7 @@ export class HealthMonitor {
    *  below 500: something answers there, so it is checked now rather than after its backoff. */
   markAnswered(ep: Endpoint, status: number): void {
     if (this.stopped || ep.routable || ep.retired) return;
+    if (this.host) return this.host.answered(ep, status);
     if (status < 200 || status >= 300) {
       void this.check(ep);
       return;
@@ -113,6 +124,10 @@ export class HealthMonitor {
 
   /** One check now; a second call while one runs joins it instead of piling up. */
   check(ep: Endpoint): Promise<void> {
+    if (this.host) {
+      this.host.check(ep);
+      return Promise.resolve();
+    }
     return this.inFlight.run(ep, () => this.probe(ep));
   }
 
@@ -164,6 +179,7 @@ export class HealthMonitor {
       else this.log.warn(fields, `endpoint ${v.state}`);
     }
     this.registry.setState(ep, v.state, v.reason);
+    this.registry.emit('checked', ep, v.failed);
     if (v.state === 'healthy' && from !== 'healthy') this.registry.emit('recovered', ep);
     if (v.state === 'healthy') this.afterPass?.(ep);
     this.schedule(ep, v.retryAfterMs ?? backoffDelay(ep.checkIntervalMs, ep.consecutiveFailures));

@@ -8,7 +8,7 @@
 //     which a per-request path should not pay.
 // Node's process metrics (prom-client's collectDefaultMetrics) join the registry on the first
 // scrape, so gateways that are never scraped (tests, embedded use) start no observers for them.
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import { AggregatorRegistry, collectDefaultMetrics, Registry } from 'prom-client';
 
 /** Gauges prom-client names `…_total`, which Prometheus keeps for counters (promtool refuses
  *  them); the same counts by type stay (nodejs_active_handles, …_requests, …_resources). */
@@ -28,8 +28,13 @@ interface Exported {
 }
 
 /** What prom-client's registry reads from a metric: its name, help, type and samples. */
+/** How a host adds up its workers' series (prom-client's cluster aggregation): counts and gauges
+ *  of what each worker does are summed; what every worker reads from the host's state (health,
+ *  the catalogue) is the same in each, so one worker's value is the host's. */
+export type Aggregator = 'sum' | 'max';
+
 abstract class Metric {
-  readonly aggregator = 'sum';
+  aggregator: Aggregator = 'sum';
   constructor(readonly name: string, readonly help: string, readonly type: MetricType) {}
   protected abstract values(): Exported[];
   get(): { name: string; help: string; type: MetricType; values: Exported[]; aggregator: string } {
@@ -135,11 +140,30 @@ export class Metrics {
     return this.once(name, () => new Counter(name, help, labelNames)) as Counter;
   }
 
-  /** A series read at scrape time; registering the name again replaces the reader (a reload). */
-  collected(name: string, help: string, type: 'counter' | 'gauge', read: () => Sample[]): void {
+  /** A series read at scrape time; registering the name again replaces the reader (a reload).
+   *  `aggregator`: 'max' for what every worker reads from the host's state. */
+  collected(name: string, help: string, type: 'counter' | 'gauge', read: () => Sample[], aggregator: Aggregator = 'sum'): void {
     const existing = this.byName.get(name);
     if (existing instanceof Collected) existing.read = read;
-    else this.once(name, () => new Collected(name, help, type, read));
+    else this.once(name, () => new Collected(name, help, type, read)).aggregator = aggregator;
+  }
+
+  /** A worker's series are scraped through its host, which adds up every worker's (prom-client's
+   *  cluster aggregation): they are offered to it, Node's process metrics included from now. */
+  offerToHost(scrape: () => Promise<string | null>): void {
+    this.addProcessMetrics();
+    new AggregatorRegistry(); // its first construction starts answering the host's requests
+    AggregatorRegistry.setRegistries([this.registry]);
+    this.scrape = scrape;
+  }
+
+  private scrape: (() => Promise<string | null>) | null = null;
+
+  private addProcessMetrics(): void {
+    if (this.processMetrics) return;
+    this.processMetrics = true;
+    collectDefaultMetrics({ register: this.registry });
+    for (const name of GAUGES_NAMED_TOTAL) this.registry.removeSingleMetric(name);
   }
 
   get contentType(): string {
@@ -147,12 +171,12 @@ export class Metrics {
   }
 
   /** The exposition text; Node's process metrics are added on the first call. */
-  text(): Promise<string> {
-    if (!this.processMetrics) {
-      this.processMetrics = true;
-      collectDefaultMetrics({ register: this.registry });
-      for (const name of GAUGES_NAMED_TOTAL) this.registry.removeSingleMetric(name);
+  async text(): Promise<string> {
+    if (this.scrape) {
+      const host = await this.scrape();
+      if (host !== null) return host;
     }
+    this.addProcessMetrics();
     return this.registry.metrics();
   }
 

@@ -15,8 +15,8 @@ export interface QueueSettings {
   timeoutMs: number;
 }
 
-/** How a wait ended. */
-export type Turn = 'admitted' | 'timeout' | 'gone' | 'retired';
+/** How a wait ended ('full': the host's queue, asked by a worker, had no room: host-link.ts). */
+export type Turn = 'admitted' | 'timeout' | 'gone' | 'retired' | 'full';
 
 /** One waiting request; `settle` is called exactly once. */
 export interface Waiter {

@@ -9,7 +9,7 @@ import type { GatewayConfig } from '../core/config.js';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseDuration } from '../core/duration.js';
-import { RedisBucketStore, type RedisSettings } from './redis-buckets.js';
+import { RedisBucketStore, type RedisSettings, type SharedTake } from './redis-buckets.js';
 import { reportOf, UNIT, type Rate, type Take } from './token-bucket.js';
 
 export type { Rate, Take } from './token-bucket.js';
@@ -107,6 +107,12 @@ export class MemoryBucketStore implements BucketStore {
 
 const report = (b: Bucket, allowed: boolean): Take => reportOf(b.units, b.capacity, b.perMs, allowed);
 
+/** Buckets several processes share (Redis for replicas, the host for its workers): a token from
+ *  each, all or none, in one round trip. */
+export interface SharedBuckets {
+  take(takes: readonly SharedTake[]): Promise<{ takes: Take[]; refused: number }>;
+}
+
 export type LimitScope = 'global' | 'ip' | 'health' | 'internal' | 'endpoint';
 
 /** The gateway's buckets, one store per scope; they outlive compiled graphs (a reload keeps them).
@@ -116,7 +122,9 @@ export class RateBuckets {
   readonly stores: Readonly<Record<LimitScope, MemoryBucketStore>>;
   shared: RedisBucketStore | null = null;
 
-  constructor(maxClients: number, clock: () => number, private readonly log: Logger, private readonly onStoreFailure: () => void = () => undefined) {
+  /** `host`: a worker's buckets are its host's (host-link.ts); the global and per-address scopes
+   *  take from there (the health scope stays per process, like with Redis). */
+  constructor(maxClients: number, clock: () => number, private readonly log: Logger, private readonly onStoreFailure: () => void = () => undefined, readonly host: SharedBuckets | null = null) {
     const store = (max: number) => new MemoryBucketStore(max, clock);
     this.stores = { global: store(1), ip: store(maxClients), health: store(maxClients), internal: store(maxClients), endpoint: store(Number.MAX_SAFE_INTEGER) };
   }
@@ -147,6 +155,22 @@ export class RateBuckets {
   close(): void {
     this.shared?.close();
     this.shared = null;
+  }
+
+  /** A token from each bucket, all or none (a host answering its workers: host-state.ts): the
+   *  buckets as the takes left them, and the first that refused (-1: none). */
+  takeAll(takes: readonly SharedTake[]): { takes: Take[]; refused: number } {
+    const out: Take[] = [];
+    for (let i = 0; i < takes.length; i++) {
+      const t = takes[i];
+      const taken = this.stores[t.scope as LimitScope].take(t.key, t.rate);
+      out.push(taken);
+      if (!taken.allowed) {
+        for (let j = 0; j < i; j++) this.stores[takes[j].scope as LimitScope].refund(takes[j].key);
+        return { takes: out, refused: i };
+      }
+    }
+    return { takes: out, refused: -1 };
   }
 }
 

@@ -7,6 +7,7 @@ import type { BreakerSettings } from './breaker.js';
 import { idsOf, type EndpointPlan } from './endpoint-plans.js';
 import { Endpoint, type HealthState } from './endpoints.js';
 import { endpointDispatch, type HealthReports } from './interceptors.js';
+import type { EndpointQueue, QueueSettings } from './queue.js';
 
 export interface Reconciled {
   added: Endpoint[];
@@ -26,7 +27,7 @@ export class EndpointRegistry extends EventEmitter {
 
   /** `health`: how what proxied requests saw (a connection failure, an answer from an endpoint
    *  out of rotation) reaches the health monitor. */
-  constructor(private readonly health: HealthReports) {
+  constructor(private readonly health: HealthReports, private readonly makeQueue?: (ep: Endpoint, settings: QueueSettings) => EndpointQueue) {
     super();
   }
 
@@ -59,7 +60,7 @@ export class EndpointRegistry extends EventEmitter {
         out.kept.push(existing);
         next.set(existing.id, existing);
       } else {
-        const ep = new Endpoint(ids[i], plan, breaker);
+        const ep = new Endpoint(ids[i], plan, breaker, this.makeQueue);
         ep.dispatch = endpointDispatch(ep, this.health);
         out.added.push(ep);
         next.set(ep.id, ep);

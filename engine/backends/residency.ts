@@ -18,6 +18,10 @@ import type { EndpointRegistry } from './registry.js';
 export class Residency {
   /** Listed name → loaded, per endpoint that reported; a name not listed is not loaded. */
   private readonly reports = new Map<Endpoint, NameIndex<boolean>>();
+  /** The reports as read (name, loaded), for the host's workers. */
+  private readonly entries = new Map<Endpoint, [string, boolean][]>();
+  /** Told when an endpoint's report was set or dropped (the host passes it on to its workers). */
+  onReport: ((ep: Endpoint) => void) | null = null;
   /** The catalogue's lists indexed by the lookup rule, made once per list (a list is replaced,
    *  never changed, when rediscovered). */
   private readonly listed = new WeakMap<readonly DiscoveredModel[], NameIndex<DiscoveredModel>>();
@@ -26,7 +30,7 @@ export class Residency {
   constructor(registry: EndpointRegistry, private readonly catalogue: Catalogue, private readonly reader: EngineReports, private readonly log: Logger) {
     this.inFlight = reader.singleFlight();
     registry.on('state', (ep: Endpoint) => {
-      if (!ep.routable) this.reports.delete(ep);
+      if (!ep.routable) this.forget(ep);
     });
   }
 
@@ -49,26 +53,43 @@ export class Residency {
   refresh(ep: Endpoint): Promise<void> {
     const path = ep.profile.api.residency_path;
     if (!path) {
-      this.reports.delete(ep); // a reloaded profile may have dropped it
+      this.forget(ep); // a reloaded profile may have dropped it
       return Promise.resolve();
     }
     return this.inFlight.run(ep, () => this.fetch(ep, path));
   }
 
   forget(ep: Endpoint): void {
-    this.reports.delete(ep);
+    this.accept(ep, null);
+  }
+
+  /** An endpoint's report (name, loaded) or null for none: read here, or by the host. */
+  accept(ep: Endpoint, entries: [string, boolean][] | null): void {
+    if (entries === null) {
+      if (!this.reports.delete(ep)) return;
+      this.entries.delete(ep);
+    } else {
+      const index = new NameIndex<boolean>();
+      for (const [name, loaded] of entries) index.add(name, loaded, ep.profile.models);
+      this.reports.set(ep, index);
+      this.entries.set(ep, entries);
+    }
+    this.onReport?.(ep);
+  }
+
+  entriesOf(ep: Endpoint): [string, boolean][] | null {
+    return this.entries.get(ep) ?? null;
   }
 
   private async fetch(ep: Endpoint, path: string): Promise<void> {
     try {
       const body = (await this.reader.read(ep, path, `the ${path} reply`)).json();
-      const index = new NameIndex<boolean>();
       // An entry without `loaded` is listed because it is loaded (api/ps).
-      for (const m of parseModelList(body, ep.profile.request.response_format)) index.add(m.name, m.loaded ?? true, ep.profile.models);
+      const entries = parseModelList(body, ep.profile.request.response_format).map((m): [string, boolean] => [m.name, m.loaded ?? true]);
       // It may have gone down while this was under way: a report of an unroutable endpoint is not kept.
-      if (ep.routable && !ep.retired) this.reports.set(ep, index);
+      if (ep.routable && !ep.retired) this.accept(ep, entries);
     } catch (err) {
-      this.reports.delete(ep);
+      this.forget(ep);
       if (!this.reader.stopped) this.log.debug({ endpoint: ep.name, path, err: err instanceof SyntaxError ? 'not JSON' : (err as Error).message }, 'residency report failed; loaded models unknown');
     }
   }

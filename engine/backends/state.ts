@@ -16,6 +16,7 @@ import { Metrics } from './metrics.js';
 import { Residency } from './residency.js';
 import { RetryBudget, type RetryBudgetSettings } from './retry-budget.js';
 import { SharedEvidence } from './shared-evidence.js';
+import type { WorkerLink } from './host-link.js';
 import { Stats } from './telemetry.js';
 
 export class Backends {
@@ -38,23 +39,29 @@ export class Backends {
   /** Breaker openings and pauses shared with the other replicas (with the rate limits in Redis). */
   evidence: SharedEvidence | null = null;
 
-  /** `clock`: milliseconds, monotonic; the rate limits' time (tests pass one they move by hand). */
-  constructor(config: GatewayConfig, plans: readonly EndpointPlan[], private readonly log: Logger, clock: () => number = () => performance.now()) {
-    this.buckets = new RateBuckets(config.server.rate_limits.max_tracked_clients, clock, log, () => this.stats.rateLimitStoreFailures++);
+  /** `clock`: milliseconds, monotonic; the rate limits' time (tests pass one they move by hand).
+   *  `link`: a worker's link to its host (gw serve --workers N), which keeps what is host-wide:
+   *  health checks, discovery and engine reports run there, rate limits and queues are its. */
+  constructor(config: GatewayConfig, plans: readonly EndpointPlan[], private readonly log: Logger, clock: () => number = () => performance.now(), readonly link: WorkerLink | null = null) {
+    this.buckets = new RateBuckets(config.server.rate_limits.max_tracked_clients, clock, log, () => this.stats.rateLimitStoreFailures++, link?.buckets ?? null);
     this.retries = new RetryBudget(fleetOf(config));
     this.endpoints = new EndpointRegistry({
       markFailed: (ep, reason) => this.health.markFailed(ep, reason),
       markAnswered: (ep, status) => this.health.markAnswered(ep, status),
-    });
+    }, link ? (ep, settings) => link.queue(ep, settings) : undefined);
     this.catalogue = new Catalogue(() => this.endpoints.all);
     this.residency = new Residency(this.endpoints, this.catalogue, this.reports, log);
     this.engineLoad = new EngineLoad(this.endpoints, this.reports, log);
     this.health = new HealthMonitor(this.endpoints, log, (ep) => {
       void this.residency.refresh(ep);
       void this.engineLoad.refresh(ep);
-    });
-    this.discovery = new DiscoveryService(this.endpoints, this.catalogue, config, log);
+    }, link);
+    this.discovery = new DiscoveryService(this.endpoints, this.catalogue, config, log, link && { refresh: () => link.refresh() });
     this.reconcile(config, plans);
+    if (link) {
+      link.attach(this);
+      this.metrics.offerToHost(() => link.metrics());
+    }
   }
 
   /** Apply a configuration: endpoints kept, added (checked at once) or retired; settings updated. */
@@ -98,17 +105,22 @@ export class Backends {
           })
         : null;
     }
-    const evidence = this.evidence;
+    const { evidence, link } = this;
+    const shared = evidence || link;
     for (const ep of this.endpoints.all) {
-      ep.breaker.onProxyOpen = evidence ? (ms) => evidence.publish({ id: ep.id, kind: 'open', ms }) : null;
-      ep.onPause = evidence ? (ms) => evidence.publish({ id: ep.id, kind: 'pause', ms }) : null;
+      ep.breaker.onProxyOpen = shared ? (ms) => (evidence?.publish({ id: ep.id, kind: 'open', ms }), link?.opened(ep, ms)) : null;
+      ep.onPause = shared ? (ms) => (evidence?.publish({ id: ep.id, kind: 'pause', ms }), link?.paused(ep, ms)) : null;
+      ep.breaker.onCount = link ? (failed) => link.counted(ep, failed) : null;
     }
   }
 
   /** The first health round and discovery; then each on its schedule. */
   async start(): Promise<void> {
-    await this.health.start();
-    await this.discovery.start();
+    if (this.link) await this.link.start();
+    else {
+      await this.health.start();
+      await this.discovery.start();
+    }
     this.stats.observeGc();
   }
 

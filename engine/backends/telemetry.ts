@@ -35,6 +35,28 @@ export interface TranslatorCounters {
   fallbackCannotPassthrough: number;
 }
 
+/** One worker's counters as its host gathers them for the status routes (plain JSON: host-link.ts). */
+export interface StatsSnapshot {
+  worker: number;
+  pid: number;
+  uptimeS: number;
+  rssBytes: number;
+  heapUsedBytes: number;
+  counters: Record<(typeof SUMMED)[number], number>;
+  rateLimited: Stats['rateLimited'];
+  refused: Stats['refused'];
+  /** The recent window: latencies (ms), and of the judged requests how many and how many failed. */
+  recent: number[];
+  judged: { count: number; failures: number };
+  perEndpoint: [string, EndpointCounters][];
+  perModel: [string, ModelCounters][];
+  translators: [string, TranslatorCounters][];
+  /** Attempts in flight by endpoint name. */
+  active: [string, number][];
+}
+
+const SUMMED = ['requestsTotal', 'inFlight', 'requestsFailed', 'requestsClientErrors', 'rateLimitStoreFailures', 'totalLatencyMs', 'connectionsOpen', 'connectionsTotal', 'gcRuns', 'gcPauseMs'] as const;
+
 const WINDOW = 2048;
 const MAX_MODELS = 1000;
 
@@ -137,6 +159,27 @@ export class Stats {
     return sorted[Math.min(n - 1, Math.ceil((p / 100) * n) - 1)];
   }
 
+  /** Attempts in flight to the endpoint now (a host's view sums its workers'). */
+  activeOn(ep: Endpoint): number {
+    return ep.active;
+  }
+
+  /** These counters for the host's status routes. */
+  snapshot(worker: number, endpoints: readonly Endpoint[]): StatsSnapshot {
+    const mem = process.memoryUsage();
+    const n = Math.min(this.judgedCount, WINDOW);
+    const counters = {} as StatsSnapshot['counters'];
+    for (const k of SUMMED) counters[k] = this[k];
+    return {
+      worker, pid: process.pid, uptimeS: Math.round(process.uptime()), rssBytes: mem.rss, heapUsedBytes: mem.heapUsed,
+      counters, rateLimited: { ...this.rateLimited }, refused: { ...this.refused },
+      recent: Array.from(this.recent.subarray(0, Math.min(this.samples, WINDOW))),
+      judged: { count: n, failures: this.judgedFailures },
+      perEndpoint: [...this.perEndpoint], perModel: [...this.perModel], translators: [...this.translators],
+      active: endpoints.map((ep) => [ep.name, ep.active]),
+    };
+  }
+
   /** Count garbage collections and their pauses, for /internal/process. */
   observeGc(): void {
     if (this.gcObserver) return;
@@ -153,4 +196,54 @@ export class Stats {
     this.gcObserver?.disconnect();
     this.gcObserver = null;
   }
+}
+
+/** A host's counters: the sum of its workers' (their windows side by side for the percentiles and
+ *  the success rate). Made per status request from the snapshots the host gathered. */
+export class HostStats extends Stats {
+  private readonly window: number[] = [];
+  private judgedN = 0;
+  private judgedF = 0;
+  private readonly activeByName = new Map<string, number>();
+
+  constructor(readonly workers: readonly StatsSnapshot[]) {
+    super();
+    for (const w of workers) {
+      for (const k of SUMMED) this[k] += w.counters[k];
+      for (const k of Object.keys(w.rateLimited) as (keyof Stats['rateLimited'])[]) this.rateLimited[k] += w.rateLimited[k];
+      for (const k of Object.keys(w.refused) as (keyof Stats['refused'])[]) this.refused[k] += w.refused[k];
+      this.window.push(...w.recent);
+      this.judgedN += w.judged.count;
+      this.judgedF += w.judged.failures;
+      for (const [name, c] of w.perEndpoint) addInto(this.endpoint(name), c);
+      for (const [name, c] of w.perModel) addInto(getOr(this.perModel, name, () => ({ requests: 0, errors: 0, clientErrors: 0, totalLatencyMs: 0 })), c);
+      for (const [name, t] of w.translators) addInto(this.translator(name), t);
+      for (const [name, n] of w.active) this.activeByName.set(name, (this.activeByName.get(name) ?? 0) + n);
+    }
+  }
+
+  override activeOn(ep: Endpoint): number {
+    return this.activeByName.get(ep.name) ?? 0;
+  }
+
+  override recentSuccessRate(): number | null {
+    return this.judgedN === 0 ? null : (this.judgedN - this.judgedF) / this.judgedN;
+  }
+
+  override percentile(p: number): number {
+    const n = this.window.length;
+    if (n === 0) return 0;
+    const sorted = [...this.window].sort((a, b) => a - b);
+    return sorted[Math.min(n - 1, Math.ceil((p / 100) * n) - 1)];
+  }
+}
+
+function addInto<T extends object>(into: T, from: T): void {
+  for (const k of Object.keys(from) as (keyof T)[]) (into[k] as number) += from[k] as number;
+}
+
+function getOr<K, V>(map: Map<K, V>, key: K, make: () => V): V {
+  let v = map.get(key);
+  if (v === undefined) map.set(key, (v = make()));
+  return v;
 }

@@ -32,7 +32,7 @@ export interface ContinuationConfig { enabled: boolean; max: number; same_model_
 export interface AffinityConfig { enabled: boolean; max_load_factor: number; session_headers: string[] }
 export interface GatewayConfig {
   server: {
-    host: string; port: number; shutdown_timeout: Duration;
+    host: string; port: number; workers: number | 'auto'; shutdown_timeout: Duration;
     read_header_timeout: Duration; body_idle_timeout: Duration; read_timeout: Duration; idle_timeout: Duration;
     request_limits: { max_body_size: number; max_header_size: number };
     rate_limits: {
@@ -109,6 +109,7 @@ const durationRe = new RegExp(DURATION_PATTERN);
 const ENV_OVERRIDES: Record<string, Override> = {
   GW_SERVER_HOST: (c, v) => (v.trim() ? void (c.server.host = v.trim()) : 'must not be empty'),
   GW_SERVER_PORT: (c, v) => (/^\d+$/.test(v) && +v <= 65535 ? void (c.server.port = +v) : 'must be a port number 0-65535'),
+  GW_SERVER_WORKERS: (c, v) => (v.trim() === 'auto' ? void (c.server.workers = 'auto') : /^\d+$/.test(v.trim()) && +v >= 1 && +v <= 256 ? void (c.server.workers = +v) : 'must be a number 1-256 or auto'),
   GW_LOGGING_LEVEL: (c, v) => {
     const level = normaliseLevel(v);
     return level ? void (c.logging.level = level) : 'must be one of debug, info, warn, error';

@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import type { HTTPMethod } from 'find-my-way';
 import type { DestinationStream, Logger } from 'pino';
 import { Backends } from '../backends/state.js';
+import type { WorkerLink } from '../backends/host-link.js';
 import { compile, loadInputs, type BuildOptions, type Inputs } from './build.js';
 import type { Graph } from './compile.js';
 import { checkConfig, type GatewayConfig } from '../core/config.js';
@@ -30,6 +31,11 @@ export interface GatewayOptions extends BuildOptions {
   logDestination?: DestinationStream;
   /** The rate limits' clock (milliseconds, monotonic); tests move one by hand. */
   clock?: () => number;
+  /** A worker of gw serve --workers N: its link to the host, which keeps the host-wide state and
+   *  watches the files (it tells the worker when to reload). */
+  link?: WorkerLink;
+  /** Told after every reload attempt (the host passes it on to its workers). */
+  onReload?: (reason: string) => void;
 }
 
 /** A compiled graph and the runtime its plugins were applied with. */
@@ -53,9 +59,10 @@ export class Gateway {
 
   static async create(options: GatewayOptions): Promise<Gateway> {
     const inputs = await loadInputs(options);
-    const log = createLogger(inputs.config.logging.level, options.logDestination, inputs.config.logging.format);
+    const root = createLogger(inputs.config.logging.level, options.logDestination, inputs.config.logging.format);
+    const log = options.link ? root.child({ worker: options.link.worker }) : root;
     for (const p of inputs.warnings) log.warn({ file: 'file' in p ? p.file : inputs.source, field: p.field }, formatProblem(p));
-    const backends = new Backends(inputs.config, inputs.plans, log, options.clock);
+    const backends = new Backends(inputs.config, inputs.plans, log, options.clock, options.link ?? null);
     const status: ReloadStatus = { generation: 1, last_attempt: null, ok: true, error: null };
     const runner = createRunner(backends.stats);
     try {
@@ -137,10 +144,22 @@ export class Gateway {
       });
     });
     const addr = server.address() as AddressInfo;
-    this.log.info({ host: addr.address, port: addr.port, version: VERSION, config: source, endpoints: this.backends.endpoints.all.length }, 'gateway listening');
-    this.reloader = new Reloader((reason) => this.reload(reason), this.log);
-    await this.rewatch(config);
+    this.log.info({ host: addr.address, port: addr.port, version: VERSION, config: source, endpoints: this.backends.endpoints.all.length }, this.options.link ? 'worker listening' : 'gateway listening');
+    await this.watch();
     return addr;
+  }
+
+  /** The host of gw serve --workers N: the backends' state and the file watch, no server (its
+   *  workers serve). */
+  async host(): Promise<void> {
+    await this.backends.start();
+    await this.watch();
+  }
+
+  /** Reload on changes to the files (a worker's host watches them for it). */
+  private async watch(): Promise<void> {
+    this.reloader = new Reloader((reason) => this.reload(reason), this.log);
+    if (!this.options.link) await this.rewatch(this.runtime.config);
   }
 
   /** Reload as SIGHUP asks: one at a time, like the file watcher's. */
@@ -162,6 +181,14 @@ export class Gateway {
    * state is reconciled and the new graph swapped in. Resolves with whether it took effect.
    */
   async reload(reason: string): Promise<boolean> {
+    try {
+      return await this.rebuild(reason);
+    } finally {
+      this.options.onReload?.(reason);
+    }
+  }
+
+  private async rebuild(reason: string): Promise<boolean> {
     this.status.last_attempt = new Date().toISOString();
     let inputs: Inputs;
     let next: Current;
@@ -173,7 +200,7 @@ export class Gateway {
       // Watch what the edited config names, even though it did not load: fixing a plugin it
       // added must trigger the next reload. Reported once that watch is in place.
       const { loaded } = checkConfig(this.options.configFile, this.options.env);
-      if (loaded) await this.rewatch(loaded.config);
+      if (loaded && !this.options.link) await this.rewatch(loaded.config);
       this.failed(reason, err);
       return false;
     }
@@ -200,7 +227,7 @@ export class Gateway {
       this.failed(reason, err);
       return false;
     } finally {
-      void this.rewatch(this.runtime.config);
+      if (!this.options.link) void this.rewatch(this.runtime.config);
     }
     return true;
   }

@@ -45,6 +45,11 @@ export interface Runtime {
   version: string;
   startedAt: Date;
   reload: Readonly<ReloadStatus>;
+  /** The counters of the whole host: this process's, or with workers every worker's summed
+   *  (the status routes; requests never ask). */
+  hostStats(): Promise<Stats>;
+  /** This worker's number under gw serve --workers N; null for a gateway of one process. */
+  worker: number | null;
 }
 
 export function runtimeOf(o: { config: GatewayConfig; source: string; profiles: ProfileSet; backends: Backends; log: Logger; version: string; startedAt: Date; reload: ReloadStatus }): Runtime {
@@ -52,5 +57,7 @@ export function runtimeOf(o: { config: GatewayConfig; source: string; profiles: 
   return {
     config: o.config, source: o.source, profiles: o.profiles, log: o.log, version: o.version, startedAt: o.startedAt, reload: o.reload,
     endpoints: backends.endpoints, health: backends.health, catalogue: backends.catalogue, discovery: backends.discovery, residency: backends.residency, stats: backends.stats, metrics: backends.metrics, buckets: backends.buckets, retries: backends.retries,
+    hostStats: () => (backends.link ? backends.link.hostStats(backends.stats, backends.endpoints.all) : Promise.resolve(backends.stats)),
+    worker: backends.link?.worker ?? null,
   };
 }

@@ -38,6 +38,7 @@ async function takeTurn(rec: AttemptState, clientGone: boolean, ep: Endpoint, qu
     rec.waiting = { queue, waiter: queue.wait(resolve) };
   });
   rec.waiting = null;
+  if (turn === 'full') queue.reject();
   if (turn !== 'timeout') return turn;
   const retryAfter = queue.retryAfterSeconds();
   throw busy('QUEUE_TIMEOUT', { endpoint: ep.name, limit: queue.maxConcurrent, timeout: formatDuration(queue.timeoutMs), retryAfter }, retryAfter);

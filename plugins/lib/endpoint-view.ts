@@ -46,10 +46,10 @@ export function endpointDetail(ep: Endpoint, stats: Stats) {
     average_latency: averageLatency(c.totalLatencyMs, c.requests),
     /** Time to the backend's reply head, from the endpoint's own interceptor. */
     average_upstream_latency: averageLatency(ep.upstream.totalMs, ep.upstream.count),
-    active_requests: ep.active,
+    active_requests: stats.activeOn(ep),
     /** What balancing counts: this gateway's requests in flight plus those the engine reports
      *  serving for others (engine: its last report, null without a fresh one). */
-    load: loadView(ep, performance.now()),
+    load: loadView(ep, stats, performance.now()),
     /** Recent time to the first byte of a reply (peak EWMA, p2c) as of the last reply (it decays
      *  while the endpoint is quiet); null before the first. */
     latency_ewma: ep.latency.samples === 0 ? null : formatDuration(ep.latency.atLastSample),
@@ -79,12 +79,13 @@ export function endpointDetail(ep: Endpoint, stats: Stats) {
   };
 }
 
-function loadView(ep: Endpoint, now: number) {
+function loadView(ep: Endpoint, stats: Stats, now: number) {
   const r = ep.engineLoad;
   const fresh = r !== null && r.until >= now;
+  const inFlight = stats.activeOn(ep);
   return {
-    total: ep.load(now),
-    in_flight: ep.active,
+    total: ep.load(now) - ep.active + inFlight,
+    in_flight: inFlight,
     engine: fresh ? { running: r.running, waiting: r.waiting, others: r.others, from: r.path, read_at: r.readAt.toISOString() } : null,
   };
 }

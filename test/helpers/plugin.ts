@@ -19,11 +19,13 @@ export const profiles = loadProfiles('/nonexistent');
 export function testEnv(extra: Partial<PluginEnv> = {}): PluginEnv & { logs: Record<string, any>[] } {
   const { logs, destination } = memoryLogs();
   const log = createLogger('debug', destination);
-  return {
+  const env: PluginEnv & { logs: Record<string, any>[] } = {
+    hostStats: () => Promise.resolve(env.stats), worker: null,
     config: loadConfig(null, {}).config, source: 'test', profiles, endpoints: undefined as never, health: undefined as never, catalogue: undefined as never, discovery: undefined as never, residency: undefined as never,
     stats: new Stats(), metrics: new Metrics(), buckets: new RateBuckets(1000, () => performance.now(), log), retries: new RetryBudget({ ratio: 0.2, minPerSecond: 5, windowMs: 10_000 }), log, version: '0.0.0-test', startedAt: new Date(),
     reload: { generation: 1, last_attempt: null, ok: true, error: null }, pipeline: 'test', logs, ...extra,
   };
+  return env;
 }
 
 /** Hooks with the plugin applied, its options validated and defaulted as the compiler does. */

@@ -21,12 +21,12 @@ export function registerCollected(env: Runtime): void {
     live().flatMap((ep) => (ep.queue ? [{ labels: { family: ep.family, endpoint: ep.name }, value: value(ep.queue) }] : []));
 
   // System.
-  m.collected('gw_build_info', 'The gateway version (always 1).', 'gauge', () => one(1, { version: env.version }));
+  m.collected('gw_build_info', 'The gateway version (always 1).', 'gauge', () => one(1, { version: env.version }), 'max');
   m.collected('gw_system_status', "The system's state as /internal/status reports it: 1 for the current one.", 'gauge', () => {
     const now = SYSTEM_WORDS[verdict(stats, live())];
     return SYSTEM_WORDS.map((status) => ({ labels: { status }, value: status === now ? 1 : 0 }));
   });
-  m.collected('gw_config_reloads_total', 'Configuration graphs built since start (1 at start, +1 per successful reload).', 'counter', () => one(env.reload.generation));
+  m.collected('gw_config_reloads_total', 'Configuration graphs built since start (1 at start, +1 per successful reload).', 'counter', () => one(env.reload.generation), 'max');
   m.collected('gw_requests_in_flight', 'Requests of any route being handled now.', 'gauge', () => one(stats.inFlight));
   m.collected('gw_proxied_requests_total', 'Requests counted by /internal/status (proxy and messages-API routes).', 'counter', () => one(stats.requestsTotal));
   m.collected('gw_proxied_requests_failed_total', 'Of those, the failed ones (5xx, timeouts, connection errors, a reply that broke off).', 'counter', () => one(stats.requestsFailed));
@@ -36,19 +36,19 @@ export function registerCollected(env: Runtime): void {
 
   // Endpoints.
   m.collected('gw_endpoint_health_state', "Each endpoint's health state: 1 for the current one.", 'gauge', () =>
-    live().flatMap((ep) => HEALTH.map((state) => ({ labels: { family: ep.family, endpoint: ep.name, state }, value: ep.state === state ? 1 : 0 }))));
-  m.collected('gw_endpoint_up', '1 when the endpoint takes traffic (routable), else 0.', 'gauge', perEndpoint((ep) => (ep.routable ? 1 : 0)));
+    live().flatMap((ep) => HEALTH.map((state) => ({ labels: { family: ep.family, endpoint: ep.name, state }, value: ep.state === state ? 1 : 0 }))), 'max');
+  m.collected('gw_endpoint_up', '1 when the endpoint takes traffic (routable), else 0.', 'gauge', perEndpoint((ep) => (ep.routable ? 1 : 0)), 'max');
   m.collected('gw_endpoint_breaker_state', "Each endpoint's circuit breaker: 1 for the current state.", 'gauge', () =>
-    live().flatMap((ep) => BREAKER.map((state) => ({ labels: { family: ep.family, endpoint: ep.name, state }, value: ep.breaker.state === state ? 1 : 0 }))));
+    live().flatMap((ep) => BREAKER.map((state) => ({ labels: { family: ep.family, endpoint: ep.name, state }, value: ep.breaker.state === state ? 1 : 0 }))), 'max');
   m.collected('gw_endpoint_requests_total', 'Requests per endpoint (/internal/status).', 'counter', perEndpoint((ep) => stats.endpoint(ep).requests));
   m.collected('gw_endpoint_errors_total', 'Failed requests per endpoint (/internal/status): 5xx, timeouts, connection errors, broken replies.', 'counter', perEndpoint((ep) => stats.endpoint(ep).errors));
   m.collected('gw_endpoint_client_errors_total', 'Requests per endpoint its backend answered with a 4xx (the request\'s fault, not the endpoint\'s).', 'counter', perEndpoint((ep) => stats.endpoint(ep).clientErrors));
   m.collected('gw_endpoint_active_requests', 'Attempts in flight to the endpoint now.', 'gauge', perEndpoint((ep) => ep.active));
   m.collected('gw_active_streams', 'Replies being relayed to clients as streams now, by endpoint.', 'gauge', perEndpoint((ep) => ep.streams));
   m.collected('gw_upstream_stale_retries_total', 'Requests sent once more on a fresh connection after a pooled socket failed before any reply.', 'counter', perEndpoint((ep) => ep.staleRetries));
-  m.collected('gw_endpoint_health_checks_total', 'Health checks run per endpoint.', 'counter', perEndpoint((ep) => ep.checksTotal));
-  m.collected('gw_endpoint_health_checks_passed_total', 'Health checks passed per endpoint.', 'counter', perEndpoint((ep) => ep.checksPassed));
-  m.collected('gw_endpoint_models', 'Models the endpoint serves (its last model list).', 'gauge', perEndpoint((ep) => catalogue.listOf(ep)?.length ?? 0));
+  m.collected('gw_endpoint_health_checks_total', 'Health checks run per endpoint.', 'counter', perEndpoint((ep) => ep.checksTotal), 'max');
+  m.collected('gw_endpoint_health_checks_passed_total', 'Health checks passed per endpoint.', 'counter', perEndpoint((ep) => ep.checksPassed), 'max');
+  m.collected('gw_endpoint_models', 'Models the endpoint serves (its last model list).', 'gauge', perEndpoint((ep) => catalogue.listOf(ep)?.length ?? 0), 'max');
 
   // Queues (endpoints with a concurrency limit only).
   m.collected('gw_queue_slots_held', 'Attempts holding a concurrency slot now.', 'gauge', perQueue((q) => q.held));
@@ -85,7 +85,7 @@ export function registerCollected(env: Runtime): void {
     const counts = new Map<string, number>();
     for (const model of catalogue.all()) counts.set(model.family, (counts.get(model.family) ?? 0) + 1);
     return [...counts].map(([family, value]) => ({ labels: { family }, value }));
-  });
+  }, 'max');
 
   // Translators: the counters of /internal/stats/translators.
   const perTranslator = (rows: (t: TranslatorCounters) => [Record<string, string>, number][]) => () =>

@@ -1,0 +1,78 @@
+// What the host (node:cluster's primary, which keeps the host-wide state: health checks, discovery,
+// engine reports, rate-limit buckets, concurrency queues) and its workers (which serve) say to each
+// other over the cluster's IPC channel. Every message carries `gw`, so prom-client's own cluster
+// messages (metrics aggregation) pass by untouched.
+import type { HealthState } from './endpoints.js';
+import type { DiscoveredModel } from './model-lists.js';
+import type { SharedTake } from './redis-buckets.js';
+import type { StatsSnapshot } from './telemetry.js';
+import type { Take } from './token-bucket.js';
+
+/** One endpoint's health as the host's checks left it. `check`: this observation is a health
+ *  check's verdict ('fail' counts towards the breaker's health failures, 'pass' is a passing one). */
+export interface HealthObservation {
+  id: string;
+  state: HealthState;
+  reason: string;
+  lastCheck: number | null;
+  lastLatencyMs: number;
+  consecutiveFailures: number;
+  checksTotal: number;
+  checksPassed: number;
+  nextCheckAt: number | null;
+  check?: 'pass' | 'fail';
+}
+
+/** An engine's load report, its times relative to when it was sent (the processes' clocks differ). */
+export interface LoadObservation {
+  running: number;
+  waiting: number;
+  others: number;
+  path: string;
+  ageMs: number;
+  ttlMs: number;
+  readAt: number;
+}
+
+/** What a worker asks and waits for. */
+export type Question =
+  | { what: 'state' }
+  | { what: 'take'; takes: SharedTake[] }
+  | { what: 'acquire'; id: string }
+  | { what: 'refresh' }
+  | { what: 'stats' }
+  | { what: 'metrics' };
+
+export type TakeAnswer = { takes: Take[]; refused: number };
+
+/** Host → worker. */
+export type ToWorker =
+  | { gw: 'health'; o: HealthObservation }
+  | { gw: 'models'; id: string; list: { models: DiscoveredModel[]; at: number; stale: boolean } | null }
+  | { gw: 'resident'; id: string; entries: [string, boolean][] | null }
+  | { gw: 'load'; id: string; report: LoadObservation | null }
+  /** Evidence another worker's requests found (relayed): a breaker count, an opening, a pause. */
+  | { gw: 'count'; id: string; failed: boolean }
+  | { gw: 'open'; id: string; ms: number }
+  | { gw: 'pause'; id: string; ms: number }
+  | { gw: 'answer'; n: number; value: unknown }
+  | { gw: 'reload'; reason: string }
+  /** The host gathers every worker's counters (a status route asked). */
+  | { gw: 'snapshot'; n: number };
+
+/** Worker → host. */
+export type ToHost =
+  | { gw: 'ask'; n: number; q: Question }
+  | { gw: 'failed'; id: string; reason: string }
+  | { gw: 'answered'; id: string; status: number }
+  | { gw: 'check'; id: string }
+  | { gw: 'count'; id: string; failed: boolean }
+  | { gw: 'open'; id: string; ms: number }
+  | { gw: 'pause'; id: string; ms: number }
+  /** A slot the host granted (ask acquire) is given back after `heldMs`. */
+  | { gw: 'release'; id: string; heldMs: number }
+  /** The waiter of ask `n` (acquire) went away. */
+  | { gw: 'leave'; n: number }
+  | { gw: 'snapshot'; n: number; value: StatsSnapshot };
+
+export const isGw = (m: unknown): m is { gw: string } => typeof m === 'object' && m !== null && typeof (m as { gw?: unknown }).gw === 'string';

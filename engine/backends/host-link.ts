@@ -59,8 +59,21 @@ export class WorkerLink implements HealthHost {
     for (const n of [...this.pending.keys()]) this.settle(n, undefined);
   }
 
+  private started = false;
+
   /** The host's whole state at start, applied before the worker listens. */
   async start(): Promise<void> {
+    this.started = true;
+    await this.sync();
+  }
+
+  /** A reload added endpoints: the host's news of them may have come before they existed here
+   *  (the host reloads first), so its whole state is asked again. */
+  resync(): void {
+    if (this.started) void this.sync();
+  }
+
+  private async sync(): Promise<void> {
     const state = await this.ask<ToWorker[] | undefined>({ what: 'state' }, 0, undefined);
     for (const m of state ?? []) this.receive(m);
   }

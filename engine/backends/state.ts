@@ -81,6 +81,7 @@ export class Backends {
       this.engineLoad.forget(ep);
     }
     this.health.reconcile(r);
+    if (r.added.length) this.link?.resync();
     this.discovery.configure(config);
     this.buckets.configure(config.server.rate_limits);
     this.shareEvidence();

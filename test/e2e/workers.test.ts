@@ -127,6 +127,25 @@ describe('gw serve --workers 2', () => {
     expect(status.endpoints.first.errors).toBe(1); // only worker a's request ever tried it
   });
 
+  it('opens a breaker after proxy_failures failures of the host, wherever they happened', async () => {
+    const fake = await new FakeBackend({ family: 'pagedengine' }).start();
+    fakes.push(fake);
+    // Each request one attempt (no retry on a 500), health checks at start only and a long open
+    // period: nothing but the five failures moves the breaker.
+    const gw = await start(config({
+      proxy: { retry: { on_statuses: [] }, circuit_breaker: { proxy_failures: 5, initial_open_timeout: '60s', open_timeout: '60s' } },
+      discovery: { static: { endpoints: [endpoint('engine', 'pagedengine', fake.url, { check_interval: '1h' })] } },
+    }));
+    const [a, b] = await oneEach(gw.base);
+    fake.behaviour.status = 500;
+    // Three failures on worker a, two on worker b: five for the host, under five for either.
+    for (const c of [a, b, a, b, a]) expect((await chat(c.client)).status).toBe(500);
+    const breaker = async (c: { client: Client }) => (await getJson(c.client, '/internal/status/endpoints')).endpoints[0].circuit_breaker.state;
+    await waitFor(async () => (await breaker(a)) === 'open' || undefined, 'the breaker open in worker a');
+    await waitFor(async () => (await breaker(b)) === 'open' || undefined, 'the breaker open in worker b');
+    expect(fake.requestsTo('/v1/chat/completions')).toHaveLength(5);
+  });
+
   it('holds a per-IP rate limit across the workers', async () => {
     const fake = await new FakeBackend({ family: 'pagedengine' }).start();
     fakes.push(fake);

@@ -82,7 +82,13 @@ http {
   return { url: `http://127.0.0.1:${port}`, pid: child.pid, stop: () => child.kill('SIGQUIT') };
 }
 
-export async function workersSection(backendPort, counts) {
+/** Worker counts the machine has cores for: 1, 2, 4, 8 (`--workers 1,2` on the command line picks). */
+export function workerCounts() {
+  const arg = process.argv.indexOf('--workers');
+  return arg > 0 ? process.argv[arg + 1].split(',').map(Number) : [1, 2, 4, 8].filter((n) => n <= availableParallelism());
+}
+
+export async function workersSection(backendPort, counts = workerCounts()) {
   const haveNginx = spawnSync('nginx', ['-v']).status === 0;
   const floor = await forkReady('floor-proxy.js', [`http://127.0.0.1:${backendPort}`, '0']);
   const floorUrl = `http://127.0.0.1:${floor.port}`;
@@ -116,9 +122,9 @@ export async function workersSection(backendPort, counts) {
     const l = await measure(`http://127.0.0.1:${gw.port}`, gw.pid);
     process.kill(gw.pid, 'SIGTERM');
     const two = rows.find((r) => r.n === 2).g;
-    limits = `\nWith a per-IP and a global limit on (never reached), 2 workers take every token from the host (one IPC round trip a request): ${round(l.rps, 0)} req/s and ${round(l.cpu_us, 1)} µs CPU per request over the tree, against ${round(two.rps, 0)} req/s and ${round(two.cpu_us, 1)} µs without limits (${round((l.cpu_us / two.cpu_us - 1) * 100, 1)}% CPU). Requests without such a limit never ask the host.\n`;
+    limits = `\nWhat the host-wide state costs a request: with a per-IP and a global limit on (never reached), 2 workers take their tokens from the host's buckets — from tokens the host lent them, asking it once per lease (leased-buckets.ts): ${round(l.rps, 0)} req/s and ${round(l.cpu_us, 1)} µs CPU per request over the tree, against ${round(two.rps, 0)} req/s and ${round(two.cpu_us, 1)} µs without limits (${round((l.cpu_us / two.cpu_us - 1) * 100, 1)}% CPU). Requests without such a limit never ask the host; health, model lists and breaker counts reach the workers as messages, off the request's path.\n`;
   }
-  stopAll();
+  process.kill(floor.pid);
   const table = rows.map(({ n, g, ng, rest }) => `| ${n} | ${round(g.rps, 0)} | ${round(g.rps / one.rps, 2)} | ${round(g.cpu_us, 1)} | ${round(g.p99_ms, 1)} | ${ng ? round(ng.rps, 0) : '—'} | ${ng ? round(ng.cpu_us, 1) : '—'} | ${round(rest, 0)} |`).join('\n');
   const cores = availableParallelism();
   return `## Workers: gw serve --workers N (issue 22)
@@ -139,11 +145,9 @@ ${limits}`;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const arg = process.argv.indexOf('--workers');
-  const counts = arg > 0 ? process.argv[arg + 1].split(',').map(Number) : [1, 2, 4, 8].filter((n) => n <= availableParallelism());
   try {
     const { port } = await forkReady('backend.js', ['0']);
-    console.log(await workersSection(port, counts));
+    console.log(await workersSection(port));
   } finally {
     stopAll();
   }

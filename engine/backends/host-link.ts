@@ -14,13 +14,9 @@ import type { Endpoint } from './endpoints.js';
 import { EndpointQueue, type QueueSettings, type Turn, type Waiter } from './queue.js';
 import type { HealthHost } from './health.js';
 import type { HealthObservation, Question, TakeAnswer, ToHost, ToWorker } from './host-protocol.js';
-import type { SharedTake } from './redis-buckets.js';
-import { reportOf, UNIT } from './token-bucket.js';
+import { LeasedBuckets } from './leased-buckets.js';
 import { HostStats, type Stats } from './telemetry.js';
 
-/** A rate-limit take the host has not answered in this long lets the request through (as a
- *  Redis store that cannot answer does): a host that stalls must not stall every request. */
-const TAKE_TIMEOUT_MS = 1_000;
 const GATHER_TIMEOUT_MS = 5_000;
 
 export class WorkerLink implements HealthHost {
@@ -136,17 +132,15 @@ export class WorkerLink implements HealthHost {
     this.send({ gw: 'pause', id: ep.id, ms });
   }
 
-  /** Rate-limit takes from the host's buckets, all or none (the Redis store's contract); a host
-   *  that does not answer in time lets the request through, counted as a store failure. */
-  readonly buckets = {
-    take: async (takes: readonly SharedTake[]): Promise<TakeAnswer> => {
-      const answer = await this.ask<TakeAnswer | undefined>({ what: 'take', takes: [...takes] }, TAKE_TIMEOUT_MS, undefined);
-      if (answer) return answer;
+  /** Rate-limit takes from the host's buckets, all or none (the Redis store's contract), mostly
+   *  from tokens the host lent this worker (leased-buckets.ts). */
+  readonly buckets = new LeasedBuckets({
+    take: (takes, timeoutMs) => this.ask<TakeAnswer | undefined>({ what: 'take', takes }, timeoutMs, undefined),
+    giveBack: (tokens) => this.send({ gw: 'giveBack', tokens }),
+    failed: () => {
       if (this.backends) this.backends.stats.rateLimitStoreFailures++;
-      const full = (t: SharedTake) => Math.max(1, t.rate.burst) * UNIT;
-      return { takes: takes.map((t) => reportOf(full(t), full(t), t.rate.perMinute, true)), refused: -1 };
     },
-  };
+  });
 
   /** A concurrency queue whose slots are the host's. */
   queue(ep: Endpoint, settings: QueueSettings): EndpointQueue {

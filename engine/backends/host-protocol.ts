@@ -43,7 +43,8 @@ export type Question =
   | { what: 'stats' }
   | { what: 'metrics' };
 
-export type TakeAnswer = { takes: Take[]; refused: number };
+/** `leased`: tokens of each bucket lent to the asking worker besides the one taken (leased-buckets.ts). */
+export type TakeAnswer = { takes: Take[]; refused: number; leased?: number[] };
 
 /** Host → worker. */
 export type ToWorker =
@@ -73,6 +74,8 @@ export type ToHost =
   | { gw: 'release'; id: string; heldMs: number }
   /** The waiter of ask `n` (acquire) went away. */
   | { gw: 'leave'; n: number }
+  /** Leased rate-limit tokens not used, given back to their buckets. */
+  | { gw: 'giveBack'; tokens: [scope: string, key: string, count: number][] }
   | { gw: 'snapshot'; n: number; value: StatsSnapshot };
 
 export const isGw = (m: unknown): m is { gw: string } => typeof m === 'object' && m !== null && typeof (m as { gw?: unknown }).gw === 'string';

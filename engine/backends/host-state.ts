@@ -68,6 +68,10 @@ export class HostState {
       if (entry) entry.queue.leave(entry.waiter);
       return;
     }
+    if (m.gw === 'giveBack') {
+      for (const [scope, key, count] of m.tokens) this.backends.buckets.giveBack(scope, key, count);
+      return;
+    }
     if (m.gw === 'snapshot') {
       const g = this.gathering.get(m.n);
       if (g) g.got.push(m.value), g.got.length >= g.want && g.done();
@@ -102,7 +106,8 @@ export class HostState {
     let value: unknown;
     switch (q.what) {
       case 'state': value = this.state(); break;
-      case 'take': value = this.backends.buckets.takeAll(q.takes); break;
+      // Tokens lent besides: a share of what is left, split among twice the workers (leased-buckets.ts).
+      case 'take': value = this.backends.buckets.takeAll(q.takes, 2 * this.workers.size); break;
       case 'acquire': return this.acquire(w, n, q.id);
       case 'refresh': value = await this.backends.discovery.refresh(); break;
       case 'stats': value = await this.gather(); break;

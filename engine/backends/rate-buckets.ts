@@ -11,6 +11,7 @@ import { resolve } from 'node:path';
 import { parseDuration } from '../core/duration.js';
 import { RedisBucketStore, type RedisSettings, type SharedTake } from './redis-buckets.js';
 import { reportOf, UNIT, type Rate, type Take } from './token-bucket.js';
+import { LEASE_MAX } from './leased-buckets.js';
 
 export type { Rate, Take } from './token-bucket.js';
 
@@ -59,9 +60,19 @@ export class MemoryBucketStore implements BucketStore {
     return report(b, allowed);
   }
 
-  refund(key: string): void {
+  refund(key: string, tokens = 1): void {
     const b = this.buckets.get(key);
-    if (b) b.units = Math.min(b.capacity, b.units + UNIT);
+    if (b) b.units = Math.min(b.capacity, b.units + tokens * UNIT);
+  }
+
+  /** Take up to `share` of the whole tokens the key's bucket holds now (at most `max`), after a
+   *  take: lent to a worker (leased-buckets.ts). Returns how many were taken. */
+  lend(key: string, share: number, max: number): number {
+    const b = this.buckets.get(key);
+    if (!b) return 0;
+    const n = Math.min(max, Math.floor(Math.floor(b.units / UNIT) / share));
+    b.units -= n * UNIT;
+    return n;
   }
 
   peek(key: string, rate: Rate): Take {
@@ -158,8 +169,9 @@ export class RateBuckets {
   }
 
   /** A token from each bucket, all or none (a host answering its workers: host-state.ts): the
-   *  buckets as the takes left them, and the first that refused (-1: none). */
-  takeAll(takes: readonly SharedTake[]): { takes: Take[]; refused: number } {
+   *  buckets as the takes left them, the first that refused (-1: none), and with `share` the
+   *  tokens of each lent besides (1/share of what is left, at most LEASE_MAX). */
+  takeAll(takes: readonly SharedTake[], share = 0): { takes: Take[]; refused: number; leased?: number[] } {
     const out: Take[] = [];
     for (let i = 0; i < takes.length; i++) {
       const t = takes[i];
@@ -170,7 +182,13 @@ export class RateBuckets {
         return { takes: out, refused: i };
       }
     }
-    return { takes: out, refused: -1 };
+    if (share <= 0) return { takes: out, refused: -1 };
+    return { takes: out, refused: -1, leased: takes.map((t) => this.stores[t.scope as LimitScope].lend(t.key, share, LEASE_MAX)) };
+  }
+
+  /** Tokens a worker was lent and did not use. */
+  giveBack(scope: string, key: string, tokens: number): void {
+    this.stores[scope as LimitScope]?.refund(key, tokens);
   }
 }
 

@@ -30,15 +30,20 @@ async function host(n: number, extra: Record<string, unknown> = {}, ep: Record<s
   const hostBackends = new Backends(config, plans, log);
   const state = new HostState(hostBackends, log, async () => '');
   const workers = [];
+  const asked: Record<number, number> = {};
   for (let id = 1; id <= n; id++) {
-    const link = new WorkerLink((m) => setImmediate(() => state.receive(id, wire(m))), id);
+    asked[id] = 0;
+    const link = new WorkerLink((m) => {
+      if (m.gw === 'ask') asked[id]++;
+      setImmediate(() => state.receive(id, wire(m)));
+    }, id);
     const backends = new Backends(config, plans, log, undefined, link);
     state.join({ id, send: (m) => setImmediate(() => link.receive(wire(m))) });
     await backends.start();
     workers.push({ id, link, backends, ep: backends.endpoints.all[0] });
   }
   all.push(hostBackends, ...workers.map((w) => w.backends));
-  return { hostBackends, state, workers, hostEp: hostBackends.endpoints.all[0] };
+  return { hostBackends, state, workers, asked, hostEp: hostBackends.endpoints.all[0] };
 }
 
 describe('host state', () => {
@@ -83,12 +88,37 @@ describe('host state', () => {
     const { workers, hostBackends } = await host(2);
     const rate = { perMinute: 1, burst: 2 };
     const takes = [{ scope: 'ip', key: '10.0.0.1', rate }, { scope: 'global', key: '', rate: { perMinute: 1, burst: 10 } }];
+    const global = () => hostBackends.buckets.stores.global.peek('', { perMinute: 1, burst: 10 }).remaining;
     const r1 = await workers[0].link.buckets.take(takes);
     const r2 = await workers[1].link.buckets.take(takes);
+    const before = global();
     const r3 = await workers[0].link.buckets.take(takes);
     expect([r1.refused, r2.refused, r3.refused]).toEqual([-1, -1, 0]);
     // The refused request took nothing from the global bucket.
-    expect(hostBackends.buckets.stores.global.peek('', { perMinute: 1, burst: 10 }).remaining).toBe(8);
+    expect(global()).toBe(before);
+  });
+
+  it('lends a worker tokens while the bucket is far from empty, none near the limit, and takes back what it did not use', async () => {
+    const { workers, hostBackends, asked } = await host(2);
+    const [w1] = workers;
+    const rate = { perMinute: 1, burst: 100 };
+    const ip = () => hostBackends.buckets.stores.ip.peek('10.0.0.2', rate).remaining;
+    const take = () => w1.link.buckets.take([{ scope: 'ip', key: '10.0.0.2', rate }]);
+    const before = asked[w1.id];
+    expect((await take()).refused).toBe(-1);
+    // One token taken, a quarter of the 99 left lent (two workers, shared by twice as many).
+    expect(ip()).toBe(100 - 1 - 24);
+    for (let i = 0; i < 24; i++) expect((await take()).refused).toBe(-1);
+    expect(asked[w1.id] - before).toBe(1);
+    // Taken down to the last tokens, every take asks the host: it never lets more through than the bucket.
+    let passed = 25;
+    for (let i = 0; i < 100; i++) if ((await take()).refused === -1) passed++;
+    expect(passed).toBe(100);
+    // A lease left unused goes back to the host's bucket.
+    const other = { perMinute: 1, burst: 100 };
+    await w1.link.buckets.take([{ scope: 'ip', key: '10.0.0.3', rate: other }]);
+    expect(hostBackends.buckets.stores.ip.peek('10.0.0.3', other).remaining).toBe(75);
+    await waitFor(() => hostBackends.buckets.stores.ip.peek('10.0.0.3', other).remaining === 99 || undefined, 'the unused lease given back');
   });
 
   it('counts breaker failures across workers: three on one and two on the other open it in both', async () => {

@@ -5,7 +5,7 @@ import { resolve } from 'node:path';
 import { parseCidr } from './cidr.js';
 import { DURATION_PATTERN, parseDuration } from './duration.js';
 import { ConfigError } from './errors.js';
-import { createAjv, explain, loadSchema, type Problem } from './schema.js';
+import { explain, loadSchema, validatorOf, type Problem } from './schema.js';
 import type { SharedStepDef } from './pipelines.js';
 import { readYaml } from './yaml-file.js';
 
@@ -95,8 +95,8 @@ export function resolveConfigPath(cliPath: string | undefined, env: NodeJS.Proce
 }
 
 const schema = loadSchema('config');
-const checkStrict = createAjv().compile(schema);
-const fillDefaults = createAjv({ useDefaults: true, removeAdditional: true }).compile(schema);
+const checkStrict = validatorOf('config');
+const fillDefaults = validatorOf('config', { useDefaults: true, removeAdditional: true });
 
 const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 function normaliseLevel(value: unknown): GatewayConfig['logging']['level'] | undefined {

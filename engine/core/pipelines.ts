@@ -5,7 +5,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ConfigError, type ErrorFormat } from './errors.js';
 import { BUILTIN_PIPELINES_DIR } from './paths.js';
-import { createAjv, explain, loadSchema, type Problem } from './schema.js';
+import { explain, validatorOf, type Problem } from './schema.js';
 import { readYaml } from './yaml-file.js';
 
 export interface StepDef {
@@ -31,9 +31,8 @@ export interface PipelineDef {
   file: string;
 }
 
-const ajv = createAjv({ useDefaults: true });
-const validatePipeline = ajv.compile(loadSchema('pipeline'));
-const validateShared = ajv.getSchema('gw/shared-steps')!;
+const validatePipeline = validatorOf('pipeline', { useDefaults: true });
+const validateShared = validatorOf('shared-steps', { useDefaults: true });
 
 export interface PipelineLoad {
   pipelines: PipelineDef[];

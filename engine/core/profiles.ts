@@ -5,7 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { deepFreeze, type ContinuationConfig } from './config.js';
 import { ConfigError, type ErrorFormat } from './errors.js';
 import { BUILTIN_PROFILES_DIR } from './paths.js';
-import { createAjv, editDistance, explain, loadSchema, type Problem } from './schema.js';
+import { editDistance, explain, validatorOf, type Problem } from './schema.js';
 import { readYaml } from './yaml-file.js';
 
 /** How an engine continues an answer on one route: the API the route speaks (plugins/lib/continuation/). */
@@ -127,7 +127,7 @@ export interface ProfileLoad {
   files: { file: string; name?: string; problems: Problem[]; replaces?: string; notes?: string[] }[];
 }
 
-const validate = createAjv({ useDefaults: true }).compile(loadSchema('profile'));
+const validate = validatorOf('profile', { useDefaults: true });
 
 function yamlFiles(dir: string): string[] {
   return readdirSync(dir).filter((f) => /\.ya?ml$/.test(f)).sort().map((f) => join(dir, f));

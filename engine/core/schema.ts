@@ -1,10 +1,12 @@
 // ajv set-up and the translation of its errors into problems a person can act on:
 // which field, what is wrong, what to write instead.
 import AjvImport, { type ErrorObject, type ValidateFunction } from 'ajv';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { fnv1a36 } from './hash.js';
 import { DURATION, durationHint, isDurationPattern } from './duration.js';
-import { SCHEMAS_DIR } from './paths.js';
+import { PACKAGE_ROOT, SCHEMAS_DIR } from './paths.js';
 
 const Ajv = AjvImport as unknown as typeof AjvImport.default;
 
@@ -18,11 +20,52 @@ export interface Problem {
   consequence?: boolean;
 }
 
-export function createAjv(opts: { useDefaults?: boolean; removeAdditional?: boolean } = {}) {
-  const ajv = new Ajv({ allErrors: true, verbose: true, strict: false, useDefaults: opts.useDefaults ?? false, removeAdditional: opts.removeAdditional ?? false });
+/** `code`: ajv's code options (the build's standalone validators: schemas/precompile.js). */
+export function createAjv(opts: AjvOptions & { code?: { source: boolean } } = {}) {
+  const ajv = new Ajv({ allErrors: true, verbose: true, strict: false, useDefaults: opts.useDefaults ?? false, removeAdditional: opts.removeAdditional ?? false, ...(opts.code ? { code: opts.code } : {}) });
   // The config refers to the shared-step form (pipelines.before/after).
   ajv.addSchema(loadSchema('shared-steps'));
   return ajv;
+}
+
+export interface AjvOptions {
+  useDefaults?: boolean;
+  removeAdditional?: boolean;
+}
+
+/** The schemas the gateway validates its own files with, and how: compiled at build time
+ *  (schemas/precompile.js), since compiling them at start cost each process about a quarter of a
+ *  second and some 15 MB it kept. */
+export const PRECOMPILED: readonly [name: string, opts: AjvOptions][] = [
+  ['config', {}],
+  ['config', { useDefaults: true, removeAdditional: true }],
+  ['profile', { useDefaults: true }],
+  ['pipeline', { useDefaults: true }],
+  ['shared-steps', { useDefaults: true }],
+];
+
+export const precompiledFile = (name: string, opts: AjvOptions) => join(PACKAGE_ROOT, 'dist', 'schemas', `${name}${opts.useDefaults ? '.defaults' : ''}${opts.removeAdditional ? '.strip' : ''}.cjs`);
+
+/** What a precompiled validator was made from: the schema files and ajv's version. */
+export function schemaDigest(name: string): string {
+  const ajvVersion = JSON.parse(readFileSync(createRequire(import.meta.url).resolve('ajv/package.json'), 'utf8')).version;
+  return fnv1a36([name, 'shared-steps'].map((n) => readFileSync(join(SCHEMAS_DIR, `${n}.schema.json`), 'utf8')).join('\n') + ajvVersion);
+}
+
+/** The validator of one of the gateway's schemas: the build's, when it was made from the schema
+ *  files as they are now; else compiled here (a checkout not rebuilt since a schema changed). */
+export function validatorOf(name: string, opts: AjvOptions = {}): ValidateFunction {
+  const file = precompiledFile(name, opts);
+  if (existsSync(file)) {
+    const built = createRequire(import.meta.url)(file) as ValidateFunction & { digest?: string };
+    if (built.digest === schemaDigest(name)) {
+      // What an ajv-compiled validator carries and explain() reads (where a misplaced key belongs).
+      (built as { schema: unknown }).schema ??= loadSchema(name);
+      return built;
+    }
+  }
+  const ajv = createAjv(opts);
+  return name === 'shared-steps' ? ajv.getSchema('gw/shared-steps')! : ajv.compile(loadSchema(name));
 }
 
 export function loadSchema(name: string): Record<string, unknown> {

@@ -22,13 +22,16 @@ const server = createServer((req, res) => {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(reply) });
       return res.end(reply);
     }
+    // Slow streams for the memory and tail benchmarks (bench/streams.js): "bench_gap_ms" in the
+    // body (every proxy passes the body on; the bare one drops headers) sets the gap between events.
+    const gap = Number(/"bench_gap_ms":(\d+)/.exec(Buffer.concat(chunks).toString())?.[1]) || 2;
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     res.flushHeaders();
     let i = 0;
     const tick = () => {
       if (i < 10) {
         res.write(event(i++));
-        setTimeout(tick, 2);
+        setTimeout(tick, gap);
       } else res.end('data: [DONE]\n\n');
     };
     tick();

@@ -27,6 +27,7 @@ import { affinitySection } from './affinity.js';
 import { translationInstructions } from './translation.js';
 import { sharedLimitsSection } from './shared-limits.js';
 import { workersSection } from './workers.js';
+import { streamsSection } from './streams.js';
 import { cpuAdded, timeAdded, forkReady, here, load, loadAlternating, pairedAdded, round, sequential, startGateway, stopAll, streaming, quick, ROUNDS, ROUND_S, pct, chatBody, streamBody, endpointLines } from './lib.js';
 
 const DURATION = quick ? 3 : 10;
@@ -281,7 +282,7 @@ fails the run on any non-2xx reply or error.
  *  RESULTS.md, saying so (the other sections keep the run they came from). */
 async function only(name) {
   const { port: backendPort } = await forkReady('backend.js', ['0']);
-  const sections = { translation: [translationSection, '## 3.'], 'shared-limits': [sharedLimitsSection, '## Rate limits shared through Redis'], workers: [workersSection, '## Workers'] };
+  const sections = { translation: [translationSection, '## 3.'], 'shared-limits': [sharedLimitsSection, '## Rate limits shared through Redis'], workers: [workersSection, '## Workers'], streams: [streamsSection, '## Streams'] };
   if (!sections[name]) throw new Error(`--only takes one of: ${Object.keys(sections).join(', ')}`);
   const [run, heading] = sections[name];
   const text = `${await run(backendPort)}
@@ -300,7 +301,7 @@ async function main() {
   const o = process.argv.indexOf('--only');
   if (o > 0) return only(process.argv[o + 1]);
   const { port: backendPort } = await forkReady('backend.js', ['0']);
-  const sections = [await proxySection(backendPort), await routingSection(backendPort), await translationSection(backendPort), await reloadSection(backendPort), await queueSection(backendPort), await metricsSection(backendPort), await limitsSection(backendPort), await sharedLimitsSection(backendPort), await workersSection(backendPort), await failoverSection(backendPort), await affinitySection()];
+  const sections = [await proxySection(backendPort), await routingSection(backendPort), await translationSection(backendPort), await reloadSection(backendPort), await queueSection(backendPort), await metricsSection(backendPort), await limitsSection(backendPort), await sharedLimitsSection(backendPort), await workersSection(backendPort), await streamsSection(backendPort), await failoverSection(backendPort), await affinitySection()];
   const md = `# Benchmark results
 
 Machine: ${cpus().length} × ${cpus()[0].model}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}.

@@ -13,7 +13,7 @@ import type { Backends } from './state.js';
 import type { Endpoint } from './endpoints.js';
 import { EndpointQueue, type QueueSettings, type Turn, type Waiter } from './queue.js';
 import type { HealthHost } from './health.js';
-import type { HealthObservation, Question, TakeAnswer, ToHost, ToWorker } from './host-protocol.js';
+import type { HealthObservation, HostCounters, Question, TakeAnswer, ToHost, ToWorker } from './host-protocol.js';
 import { LeasedBuckets } from './leased-buckets.js';
 import { HostStats, type Stats } from './telemetry.js';
 
@@ -98,7 +98,8 @@ export class WorkerLink implements HealthHost {
       case 'load': {
         const r = m.report;
         const now = performance.now();
-        ep.engineLoad = r && { running: r.running, waiting: r.waiting, others: r.others, path: r.path, at: now - r.ageMs, until: now - r.ageMs + r.ttlMs, readAt: new Date(r.readAt) };
+        const others = r ? Math.max(0, r.running + r.waiting - ep.active * r.workers) : 0;
+        ep.engineLoad = r && { running: r.running, waiting: r.waiting, others, path: r.path, at: now - r.ageMs, until: now - r.ageMs + r.ttlMs, readAt: new Date(r.readAt) };
         return;
       }
       case 'count': return ep.breaker.countElsewhere(m.failed);
@@ -167,8 +168,8 @@ export class WorkerLink implements HealthHost {
 
   /** The host's counters: every worker's, summed (this one's alone if the host does not answer). */
   async hostStats(local: Stats, endpoints: readonly Endpoint[]): Promise<Stats> {
-    const all = await this.ask<ReturnType<Stats['snapshot']>[] | undefined>({ what: 'stats' }, GATHER_TIMEOUT_MS, undefined);
-    return new HostStats(all ?? [local.snapshot(this.worker, endpoints)]);
+    const all = await this.ask<HostCounters | undefined>({ what: 'stats' }, GATHER_TIMEOUT_MS, undefined);
+    return all ? new HostStats(all.workers, new Map(all.queues)) : new HostStats([local.snapshot(this.worker, endpoints)]);
   }
 
   /** The host's Prometheus exposition (prom-client's cluster aggregation); null if it did not answer. */

@@ -6,6 +6,7 @@ import type { HealthState } from './endpoints.js';
 import type { DiscoveredModel } from './model-lists.js';
 import type { SharedTake } from './redis-buckets.js';
 import type { StatsSnapshot } from './telemetry.js';
+import type { QueueCounts } from './queue.js';
 import type { Take } from './token-bucket.js';
 
 /** One endpoint's health as the host's checks left it. `check`: this observation is a health
@@ -23,11 +24,14 @@ export interface HealthObservation {
   check?: 'pass' | 'fail';
 }
 
-/** An engine's load report, its times relative to when it was sent (the processes' clocks differ). */
+/** An engine's load report, its times relative to when it was sent (the processes' clocks differ).
+ *  The host serves no requests: each worker counts as others what the engine runs beyond the
+ *  host's requests in flight, taken as its own times the `workers` (new connections go to the
+ *  workers in turn). */
 export interface LoadObservation {
   running: number;
   waiting: number;
-  others: number;
+  workers: number;
   path: string;
   ageMs: number;
   ttlMs: number;
@@ -42,6 +46,9 @@ export type Question =
   | { what: 'refresh' }
   | { what: 'stats' }
   | { what: 'metrics' };
+
+/** What a status route asks of the host: every worker's counters, and the host's queues'. */
+export type HostCounters = { workers: StatsSnapshot[]; queues: [id: string, counts: QueueCounts][] };
 
 /** `leased`: tokens of each bucket lent to the asking worker besides the one taken (leased-buckets.ts). */
 export type TakeAnswer = { takes: Take[]; refused: number; leased?: number[] };

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import type { Backends } from './state.js';
 import type { Endpoint } from './endpoints.js';
-import type { EndpointQueue, Waiter } from './queue.js';
+import type { EndpointQueue, QueueCounts, Waiter } from './queue.js';
 import type { HealthObservation, Question, ToHost, ToWorker } from './host-protocol.js';
 import type { StatsSnapshot } from './telemetry.js';
 
@@ -39,7 +39,7 @@ export class HostState {
     b.endpoints.on('checked', (ep: Endpoint, failed: boolean) => this.broadcast({ gw: 'health', o: healthOf(ep, failed ? 'fail' : 'pass') }));
     b.catalogue.onList = (ep) => this.broadcast(this.modelsOf(ep));
     b.residency.onReport = (ep) => this.broadcast({ gw: 'resident', id: ep.id, entries: b.residency.entriesOf(ep) });
-    b.engineLoad.onReport = (ep) => this.broadcast(loadOf(ep));
+    b.engineLoad.onReport = (ep) => this.broadcast(loadOf(ep, this.workers.size));
   }
 
   join(channel: WorkerChannel): void {
@@ -96,7 +96,7 @@ export class HostState {
   private state(): ToWorker[] {
     const out: ToWorker[] = [];
     for (const ep of this.backends.endpoints.all) {
-      out.push({ gw: 'health', o: healthOf(ep) }, this.modelsOf(ep), loadOf(ep));
+      out.push({ gw: 'health', o: healthOf(ep) }, this.modelsOf(ep), loadOf(ep, this.workers.size));
       out.push({ gw: 'resident', id: ep.id, entries: this.backends.residency.entriesOf(ep) });
     }
     return out;
@@ -110,7 +110,7 @@ export class HostState {
       case 'take': value = this.backends.buckets.takeAll(q.takes, 2 * this.workers.size); break;
       case 'acquire': return this.acquire(w, n, q.id);
       case 'refresh': value = await this.backends.discovery.refresh(); break;
-      case 'stats': value = await this.gather(); break;
+      case 'stats': value = { workers: await this.gather(), queues: this.queues() }; break;
       case 'metrics': value = await this.metrics().catch((err: Error) => {
         this.log.warn({ err: err.message }, 'metrics: the workers\' series could not be gathered');
         return null;
@@ -162,6 +162,11 @@ export class HostState {
     });
   }
 
+  /** The host's queues' counters by endpoint id (the only queues: the workers ask them for slots). */
+  private queues(): [string, QueueCounts][] {
+    return this.backends.endpoints.all.filter((ep) => ep.queue).map((ep) => [ep.id, ep.queue!.counts()]);
+  }
+
   private broadcast(m: ToWorker, except?: number): void {
     for (const w of this.workers.values()) if (w.channel.id !== except) send(w.channel, m);
   }
@@ -193,8 +198,8 @@ function healthOf(ep: Endpoint, check?: 'pass' | 'fail'): HealthObservation {
   };
 }
 
-function loadOf(ep: Endpoint): ToWorker {
+function loadOf(ep: Endpoint, workers: number): ToWorker {
   const r = ep.engineLoad;
   const now = performance.now();
-  return { gw: 'load', id: ep.id, report: r && { running: r.running, waiting: r.waiting, others: r.others, path: r.path, ageMs: now - r.at, ttlMs: r.until - r.at, readAt: r.readAt.getTime() } };
+  return { gw: 'load', id: ep.id, report: r && { running: r.running, waiting: r.waiting, workers, path: r.path, ageMs: now - r.at, ttlMs: r.until - r.at, readAt: r.readAt.getTime() } };
 }

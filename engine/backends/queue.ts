@@ -48,6 +48,20 @@ class WaitWindow {
   }
 }
 
+/** A queue's counters as the status routes show them (a host sends its queues' to its workers). */
+export interface QueueCounts {
+  held: number;
+  queued: number;
+  admitted: number;
+  rejectedFull: number;
+  timedOut: number;
+  abandoned: number;
+  waited: number;
+  waitedMs: number;
+  waitP50: number;
+  waitP95: number;
+}
+
 export class EndpointQueue {
   /** Slots held now (attempts in flight through this queue). */
   held = 0;
@@ -84,6 +98,14 @@ export class EndpointQueue {
 
   get queued(): number {
     return this.waiting.size;
+  }
+
+  counts(): QueueCounts {
+    const w = this.waits;
+    return {
+      held: this.held, queued: this.queued, admitted: this.admitted, rejectedFull: this.rejectedFull, timedOut: this.timedOut,
+      abandoned: this.abandoned, waited: w.total, waitedMs: w.totalMs, waitP50: w.percentile(50), waitP95: w.percentile(95),
+    };
   }
 
   /** A slot is free now (candidate ordering prefers such endpoints). */

@@ -2,6 +2,7 @@
 // recent samples for p95/p99), per-endpoint counts, connections and garbage collection.
 import { PerformanceObserver } from 'node:perf_hooks';
 import type { Endpoint } from './endpoints.js';
+import type { QueueCounts } from './queue.js';
 import { clip, ECHO_MAX } from '../core/head.js';
 
 export interface EndpointCounters {
@@ -164,6 +165,12 @@ export class Stats {
     return ep.active;
   }
 
+  /** The endpoint's queue counters, when a host keeps them (its queues are the only ones); null:
+   *  the endpoint's own queue. */
+  queueOn(_ep: Endpoint): QueueCounts | null {
+    return null;
+  }
+
   /** These counters for the host's status routes. */
   snapshot(worker: number, endpoints: readonly Endpoint[]): StatsSnapshot {
     const mem = process.memoryUsage();
@@ -206,7 +213,7 @@ export class HostStats extends Stats {
   private judgedF = 0;
   private readonly activeByName = new Map<string, number>();
 
-  constructor(readonly workers: readonly StatsSnapshot[]) {
+  constructor(readonly workers: readonly StatsSnapshot[], private readonly queues: ReadonlyMap<string, QueueCounts> = new Map()) {
     super();
     for (const w of workers) {
       for (const k of SUMMED) this[k] += w.counters[k];
@@ -224,6 +231,10 @@ export class HostStats extends Stats {
 
   override activeOn(ep: Endpoint): number {
     return this.activeByName.get(ep.name) ?? 0;
+  }
+
+  override queueOn(ep: Endpoint): QueueCounts | null {
+    return this.queues.get(ep.id) ?? null;
   }
 
   override recentSuccessRate(): number | null {

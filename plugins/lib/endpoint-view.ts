@@ -1,7 +1,7 @@
 // How endpoints appear on the status routes: sanitised URL and id, never credentials.
 import { formatDuration } from '../../engine/core/duration.js';
 import type { Endpoint } from '../../engine/backends/endpoints.js';
-import type { EndpointQueue } from '../../engine/backends/queue.js';
+import type { EndpointQueue, QueueCounts } from '../../engine/backends/queue.js';
 import type { Stats } from '../../engine/backends/telemetry.js';
 
 export const percent = (part: number, whole: number) => `${((part / whole) * 100).toFixed(2)}%`;
@@ -53,7 +53,7 @@ export function endpointDetail(ep: Endpoint, stats: Stats) {
     /** Recent time to the first byte of a reply (peak EWMA, p2c) as of the last reply (it decays
      *  while the endpoint is quiet); null before the first. */
     latency_ewma: ep.latency.samples === 0 ? null : formatDuration(ep.latency.atLastSample),
-    queue: ep.queue ? queueView(ep.queue) : null,
+    queue: ep.queue ? queueView(ep.queue, stats.queueOn(ep) ?? ep.queue.counts()) : null,
     consecutive_failures: ep.consecutiveFailures,
     /** The timeouts and failover settings in force: each value as written, and where it came from
      *  (endpoint, custom profile NAME, proxy.KEY, built-in profile NAME, default). */
@@ -92,21 +92,21 @@ function loadView(ep: Endpoint, stats: Stats, now: number) {
 
 /** The endpoint's concurrency limit and queue (null on the record when it has no limit). Waits
  *  are those of the requests that had to queue, over the last 1024 of them. */
-function queueView(q: EndpointQueue) {
+function queueView(q: EndpointQueue, c: QueueCounts) {
   return {
     max_concurrent_requests: q.maxConcurrent,
-    in_flight: q.held,
-    queued: q.queued,
+    in_flight: c.held,
+    queued: c.queued,
     max_queued_requests: q.maxQueued,
     queue_timeout: formatDuration(q.timeoutMs),
-    admitted: q.admitted,
-    waited: q.waits.total,
-    rejected_full: q.rejectedFull,
-    timed_out: q.timedOut,
-    abandoned: q.abandoned,
-    wait_average: averageLatency(q.waits.totalMs, q.waits.total),
-    wait_p50: formatDuration(q.waits.percentile(50)),
-    wait_p95: formatDuration(q.waits.percentile(95)),
+    admitted: c.admitted,
+    waited: c.waited,
+    rejected_full: c.rejectedFull,
+    timed_out: c.timedOut,
+    abandoned: c.abandoned,
+    wait_average: averageLatency(c.waitedMs, c.waited),
+    wait_p50: formatDuration(c.waitP50),
+    wait_p95: formatDuration(c.waitP95),
   };
 }
 

@@ -175,6 +175,9 @@ describe('gw serve --workers 2', () => {
     expect(refused.status).toBe(429);
     expect(JSON.parse(refused.text).error.code).toBe('QUEUE_FULL');
     expect(fake.requestsTo('/v1/chat/completions')).toHaveLength(1);
+    // Worker b's status shows the host's queue: the slot worker a's request holds.
+    const queue = (await getJson(b.client, '/internal/status/endpoints')).endpoints[0].queue;
+    expect(queue).toMatchObject({ in_flight: 1, max_concurrent_requests: 1, rejected_full: 1 });
     open();
     expect((await held).status).toBe(200);
     // The slot is given back to the host: worker b's next request takes it.

@@ -58,13 +58,25 @@ async function serveWorker(opts) {
   const { isGw } = await import(new URL('../backends/host-protocol.js', dist).href);
   const link = new WorkerLink((m) => process.connected && process.send(m), Number(process.env.GW_WORKER));
   let gateway = null;
+  let stop = null;
+  // A reload the host asked for while this worker was still starting runs once it has started.
+  let reloadWhenStarted = null;
   process.on('message', (m) => {
     if (!isGw(m)) return;
-    if (m.gw === 'reload') void gateway?.requestReload(m.reason);
-    else link.receive(m);
+    if (m.gw !== 'reload') link.receive(m);
+    else if (gateway) void gateway.requestReload(m.reason);
+    else reloadWhenStarted = m.reason;
   });
   // The host reloads every worker (a SIGHUP sent to the whole process group is the host's to act on).
   process.on('SIGHUP', () => undefined);
+  // The host is gone: nothing keeps this worker's state, so it drains and stops too. (Node's
+  // cluster code would exit at once on the disconnect; told the worker expects it, it lets us drain.)
+  cluster.worker.exitedAfterDisconnect = true;
+  process.on('disconnect', () => {
+    link.hostGone();
+    if (stop) stop('host gone');
+    else process.exit(0);
+  });
   try {
     gateway = await Gateway.create({ configFile: resolveConfigPath(opts.config), env: process.env, plugins: BUILTIN_PLUGINS, link });
     await gateway.listen();
@@ -72,12 +84,8 @@ async function serveWorker(opts) {
     failedToStart(err, await import(new URL('../core/errors.js', dist).href));
   }
   keepServing(gateway.runtime.log);
-  const stop = onStop(gateway.runtime.log, () => gateway.close());
-  // The host is gone: nothing keeps this worker's state, so it drains and stops too.
-  process.on('disconnect', () => {
-    link.hostGone();
-    stop('host gone');
-  });
+  stop = onStop(gateway.runtime.log, () => gateway.close());
+  if (reloadWhenStarted) void gateway.requestReload(reloadWhenStarted);
 }
 
 function failedToStart(err, { ConfigError }) {

@@ -19,6 +19,7 @@ export default definePlugin<Record<string, never>>({
     hooks.dispatch.tapPromise('metrics-report', async (ctx) => {
       if (!enabled) throw gwError('METRICS_DISABLED');
       const text = await metrics.text();
+      if (text === null) throw gwError('METRICS_INCOMPLETE');
       return ctx.reply(200, text, ['content-type', metrics.contentType, 'cache-control', 'no-cache']);
     });
   },

@@ -24,7 +24,16 @@ export class WorkerLink implements HealthHost {
   private readonly pending = new Map<number, (value: unknown) => void>();
   private backends: Backends | null = null;
 
-  constructor(private readonly send: (m: ToHost) => void, readonly worker: number) {}
+  /** `leaseMs`: how long leased rate-limit tokens are kept unused (leased-buckets.ts). */
+  constructor(private readonly send: (m: ToHost) => void, readonly worker: number, leaseMs?: number) {
+    this.buckets = new LeasedBuckets({
+      take: (takes, timeoutMs) => this.ask<TakeAnswer | undefined>({ what: 'take', takes }, timeoutMs, undefined),
+      giveBack: (tokens) => this.send({ gw: 'giveBack', tokens }),
+      failed: () => {
+        if (this.backends) this.backends.stats.rateLimitStoreFailures++;
+      },
+    }, leaseMs);
+  }
 
   /** The worker's state, which the host's messages update from now on. */
   attach(backends: Backends): void {
@@ -78,8 +87,10 @@ export class WorkerLink implements HealthHost {
     if (m.gw === 'answer') return this.settle(m.n, m.value);
     const b = this.backends;
     if (!b) return;
-    if (m.gw === 'snapshot') {
-      this.send({ gw: 'snapshot', n: m.n, value: b.stats.snapshot(this.worker, b.endpoints.all) });
+    if (m.gw === 'gather') {
+      const { n } = m;
+      if (m.what === 'snapshot') this.send({ gw: 'gathered', n, value: b.stats.snapshot(this.worker, b.endpoints.all) });
+      else void b.metrics.registry.getMetricsAsJSON().then((value) => this.send({ gw: 'gathered', n, value }), () => this.send({ gw: 'gathered', n, value: null }));
       return;
     }
     if (m.gw === 'reload') return; // the gateway listens for it (kernel/worker.ts)
@@ -135,13 +146,7 @@ export class WorkerLink implements HealthHost {
 
   /** Rate-limit takes from the host's buckets, all or none (the Redis store's contract), mostly
    *  from tokens the host lent this worker (leased-buckets.ts). */
-  readonly buckets = new LeasedBuckets({
-    take: (takes, timeoutMs) => this.ask<TakeAnswer | undefined>({ what: 'take', takes }, timeoutMs, undefined),
-    giveBack: (tokens) => this.send({ gw: 'giveBack', tokens }),
-    failed: () => {
-      if (this.backends) this.backends.stats.rateLimitStoreFailures++;
-    },
-  });
+  readonly buckets: LeasedBuckets;
 
   /** A concurrency queue whose slots are the host's. */
   queue(ep: Endpoint, settings: QueueSettings): EndpointQueue {

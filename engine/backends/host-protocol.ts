@@ -65,8 +65,8 @@ export type ToWorker =
   | { gw: 'pause'; id: string; ms: number }
   | { gw: 'answer'; n: number; value: unknown }
   | { gw: 'reload'; reason: string }
-  /** The host gathers every worker's counters (a status route asked). */
-  | { gw: 'snapshot'; n: number };
+  /** The host gathers every worker's counters (a status route asked) or series (/internal/metrics). */
+  | { gw: 'gather'; n: number; what: 'snapshot' | 'series' };
 
 /** Worker → host. */
 export type ToHost =
@@ -83,6 +83,6 @@ export type ToHost =
   | { gw: 'leave'; n: number }
   /** Leased rate-limit tokens not used, given back to their buckets. */
   | { gw: 'giveBack'; tokens: [scope: string, key: string, count: number][] }
-  | { gw: 'snapshot'; n: number; value: StatsSnapshot };
+  | { gw: 'gathered'; n: number; value: unknown };
 
 export const isGw = (m: unknown): m is { gw: string } => typeof m === 'object' && m !== null && typeof (m as { gw?: unknown }).gw === 'string';

@@ -8,7 +8,7 @@ import type { Backends } from './state.js';
 import type { Endpoint } from './endpoints.js';
 import type { EndpointQueue, QueueCounts, Waiter } from './queue.js';
 import type { HealthObservation, Question, ToHost, ToWorker } from './host-protocol.js';
-import type { StatsSnapshot } from './telemetry.js';
+import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 
 /** How the host reaches one worker. */
 export interface WorkerChannel {
@@ -18,22 +18,27 @@ export interface WorkerChannel {
 
 interface Joined {
   channel: WorkerChannel;
+  /** It has its state and serves (it asked for the host's state): it answers gatherings. */
+  attached: boolean;
   /** Its requests waiting in a host queue, by question number. */
   waiting: Map<number, { queue: EndpointQueue; waiter: Waiter }>;
-  /** Slots its requests hold, by endpoint id. */
-  held: Map<string, number>;
+  /** Slots its requests hold, by endpoint id: the queue each was taken from, oldest first (a
+   *  reload may have replaced the endpoint's queue since: a slot goes back where it came from). */
+  held: Map<string, EndpointQueue[]>;
 }
 
-/** How long the host waits for every worker's counters before answering with those it has. */
+/** How long the host waits for every worker's counters or series before answering with those it has. */
 const GATHER_MS = 2_000;
+
+/** A gathering under way: what came, and the workers yet to answer. */
+type Gathering = { got: unknown[]; pending: Set<number>; done: () => void };
 
 export class HostState {
   private readonly workers = new Map<number, Joined>();
   private gathers = 0;
-  private readonly gathering = new Map<number, { got: StatsSnapshot[]; want: number; done: () => void }>();
+  private readonly gathering = new Map<number, Gathering>();
 
-  /** `metrics`: the host's aggregated exposition (prom-client's AggregatorRegistry). */
-  constructor(private readonly backends: Backends, private readonly log: Logger, private readonly metrics: () => Promise<string>) {
+  constructor(private readonly backends: Backends, private readonly log: Logger) {
     const b = backends;
     b.endpoints.on('state', (ep: Endpoint) => this.broadcast({ gw: 'health', o: healthOf(ep) }));
     b.endpoints.on('checked', (ep: Endpoint, failed: boolean) => this.broadcast({ gw: 'health', o: healthOf(ep, failed ? 'fail' : 'pass') }));
@@ -43,7 +48,7 @@ export class HostState {
   }
 
   join(channel: WorkerChannel): void {
-    this.workers.set(channel.id, { channel, waiting: new Map(), held: new Map() });
+    this.workers.set(channel.id, { channel, attached: false, waiting: new Map(), held: new Map() });
   }
 
   /** The worker is gone: its waiters leave their queues and its slots are given back. */
@@ -52,11 +57,8 @@ export class HostState {
     if (!w) return;
     this.workers.delete(id);
     for (const { queue, waiter } of w.waiting.values()) queue.leave(waiter);
-    for (const [epId, count] of w.held) {
-      const queue = this.backends.endpoints.get(epId)?.queue;
-      for (let i = 0; i < count; i++) queue?.release(performance.now());
-    }
-    for (const g of this.gathering.values()) g.want--, g.got.length >= g.want && g.done();
+    for (const queues of w.held.values()) for (const queue of queues) queue.release(performance.now());
+    for (const g of this.gathering.values()) this.gathered(g, id, null);
   }
 
   receive(from: number, m: ToHost): void {
@@ -72,11 +74,13 @@ export class HostState {
       for (const [scope, key, count] of m.tokens) this.backends.buckets.giveBack(scope, key, count);
       return;
     }
-    if (m.gw === 'snapshot') {
+    if (m.gw === 'gathered') {
       const g = this.gathering.get(m.n);
-      if (g) g.got.push(m.value), g.got.length >= g.want && g.done();
+      if (g) this.gathered(g, from, m.value);
       return;
     }
+    // A slot goes back to the queue it came from, whether or not its endpoint is still configured.
+    if (m.gw === 'release') return this.release(w, m.id, m.heldMs);
     const ep = this.backends.endpoints.get(m.id);
     if (!ep || ep.retired) return;
     const health = this.backends.health;
@@ -84,7 +88,6 @@ export class HostState {
       case 'failed': return health.markFailed(ep, m.reason);
       case 'answered': return health.markAnswered(ep, m.status);
       case 'check': return void health.check(ep);
-      case 'release': return this.release(w, ep, m.heldMs);
       case 'count':
       case 'open':
       case 'pause':
@@ -102,21 +105,37 @@ export class HostState {
     return out;
   }
 
+  /** Every question is answered, an error included (undefined: the worker's fallback), so that
+   *  no worker waits for ever. */
   private async answer(w: Joined, n: number, q: Question): Promise<void> {
     let value: unknown;
-    switch (q.what) {
-      case 'state': value = this.state(); break;
-      // Tokens lent besides: a share of what is left, split among twice the workers (leased-buckets.ts).
-      case 'take': value = this.backends.buckets.takeAll(q.takes, 2 * this.workers.size); break;
-      case 'acquire': return this.acquire(w, n, q.id);
-      case 'refresh': value = await this.backends.discovery.refresh(); break;
-      case 'stats': value = { workers: await this.gather(), queues: this.queues() }; break;
-      case 'metrics': value = await this.metrics().catch((err: Error) => {
-        this.log.warn({ err: err.message }, 'metrics: the workers\' series could not be gathered');
-        return null;
-      }); break;
+    try {
+      switch (q.what) {
+        case 'state':
+          w.attached = true;
+          value = this.state();
+          break;
+        // Tokens lent besides: a share of what is left, split among twice the workers (leased-buckets.ts).
+        case 'take': value = this.backends.buckets.takeAll(q.takes, 2 * this.workers.size); break;
+        case 'acquire': return this.acquire(w, n, q.id);
+        case 'refresh': value = await this.backends.discovery.refresh(); break;
+        case 'stats': value = { workers: await this.gather('snapshot'), queues: this.queues() }; break;
+        case 'metrics': value = await this.metrics(); break;
+      }
+    } catch (err) {
+      this.log.error({ err, question: q.what }, 'the host could not answer a worker');
+      value = undefined;
     }
     send(w.channel, { gw: 'answer', n, value });
+  }
+
+  /** Every worker's series, added up by prom-client's cluster aggregation; null unless every
+   *  serving worker answered (a scrape with a worker missing would read as a counter reset). */
+  private async metrics(): Promise<string | null> {
+    const want = [...this.workers.values()].filter((w) => w.attached).length;
+    const series = (await this.gather('series')) as MetricObjectWithValues<MetricValue<string>>[][];
+    if (series.length < want) return null;
+    return AggregatorRegistry.aggregate(series).metrics();
   }
 
   private acquire(w: Joined, n: number, id: string): void {
@@ -125,7 +144,7 @@ export class HostState {
     // No limit here (a reload removed it): nothing to hold.
     if (!queue) return reply('admitted');
     if (queue.tryEnter()) {
-      hold(w, id, 1);
+      hold(w, id, queue);
       return reply('admitted');
     }
     if (queue.full) {
@@ -134,32 +153,42 @@ export class HostState {
     }
     const waiter = queue.wait((turn) => {
       w.waiting.delete(n);
-      if (turn === 'admitted') hold(w, id, 1);
+      if (turn === 'admitted') hold(w, id, queue);
       reply(turn);
     });
     w.waiting.set(n, { queue, waiter });
   }
 
-  private release(w: Joined, ep: Endpoint, heldMs: number): void {
-    if ((w.held.get(ep.id) ?? 0) === 0) return;
-    hold(w, ep.id, -1);
-    ep.queue?.release(performance.now() - heldMs);
+  private release(w: Joined, id: string, heldMs: number): void {
+    const queue = w.held.get(id)?.shift();
+    if (!queue) return;
+    if (w.held.get(id)!.length === 0) w.held.delete(id);
+    queue.release(performance.now() - heldMs);
   }
 
-  /** Every worker's counters (those that answer within GATHER_MS). */
-  private gather(): Promise<StatsSnapshot[]> {
+  /** What every serving worker says (those that answer within GATHER_MS): its counters or its series. */
+  private gather(what: 'snapshot' | 'series'): Promise<unknown[]> {
     const n = ++this.gathers;
-    const got: StatsSnapshot[] = [];
+    const got: unknown[] = [];
+    const serving = [...this.workers.values()].filter((w) => w.attached);
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
         this.gathering.delete(n);
-        resolve(got.sort((a, b) => a.worker - b.worker));
+        resolve(got.filter((v) => v !== null));
       };
       const timer = setTimeout(done, GATHER_MS);
-      this.gathering.set(n, { got, want: this.workers.size, done });
-      for (const w of this.workers.values()) send(w.channel, { gw: 'snapshot', n });
+      this.gathering.set(n, { got, pending: new Set(serving.map((w) => w.channel.id)), done });
+      if (serving.length === 0) return done();
+      for (const w of serving) send(w.channel, { gw: 'gather', n, what });
     });
+  }
+
+  /** One worker's answer to a gathering, or null for one that left before it answered. */
+  private gathered(g: Gathering, from: number, value: unknown): void {
+    if (!g.pending.delete(from)) return;
+    g.got.push(value);
+    if (g.pending.size === 0) g.done();
   }
 
   /** The host's queues' counters by endpoint id (the only queues: the workers ask them for slots). */
@@ -177,8 +206,10 @@ export class HostState {
   }
 }
 
-function hold(w: Joined, id: string, by: number): void {
-  w.held.set(id, (w.held.get(id) ?? 0) + by);
+function hold(w: Joined, id: string, queue: EndpointQueue): void {
+  const queues = w.held.get(id);
+  if (queues) queues.push(queue);
+  else w.held.set(id, [queue]);
 }
 
 /** A worker that exits mid-send is no error here: its exit is handled on its own. */

@@ -15,7 +15,7 @@ import type { TakeAnswer } from './host-protocol.js';
 
 export const LEASE_MAX = 64;
 export const LEASE_MS = 1_000;
-const TAKE_TIMEOUT_MS = 1_000;
+const TAKE_TIMEOUT_MS = 2_000;
 
 interface Lease {
   tokens: number;
@@ -34,8 +34,9 @@ export class LeasedBuckets implements SharedBuckets {
   private readonly leases = new Map<string, Lease>();
   private readonly sweeper: NodeJS.Timeout;
 
-  constructor(private readonly host: LeaseHost) {
-    this.sweeper = setInterval(() => this.sweep(performance.now()), LEASE_MS);
+  /** `leaseMs`: how long a lease is kept unused (tests shorten or lengthen it). */
+  constructor(private readonly host: LeaseHost, private readonly leaseMs = LEASE_MS) {
+    this.sweeper = setInterval(() => this.sweep(performance.now()), leaseMs);
     this.sweeper.unref();
   }
 
@@ -69,7 +70,7 @@ export class LeasedBuckets implements SharedBuckets {
       // Tokens still held (a take that asked because another bucket ran out) stay held.
       const kept = lease && lease.until >= now ? lease.tokens : 0;
       if (lease && !kept && lease.tokens > 0) this.host.giveBack([[t.scope, t.key, lease.tokens]]);
-      this.leases.set(key, { tokens: kept + lent, until: now + LEASE_MS, report: answer.takes[i] });
+      this.leases.set(key, { tokens: kept + lent, until: now + this.leaseMs, report: answer.takes[i] });
     });
     return answer;
   }
@@ -88,8 +89,10 @@ export class LeasedBuckets implements SharedBuckets {
     if (back.length) this.host.giveBack(back);
   }
 
+  /** The worker stops: every lease goes back. */
   close(): void {
     clearInterval(this.sweeper);
+    this.sweep(Infinity);
   }
 }
 

@@ -8,7 +8,7 @@
 //     which a per-request path should not pay.
 // Node's process metrics (prom-client's collectDefaultMetrics) join the registry on the first
 // scrape, so gateways that are never scraped (tests, embedded use) start no observers for them.
-import { AggregatorRegistry, collectDefaultMetrics, Registry } from 'prom-client';
+import { collectDefaultMetrics, Registry } from 'prom-client';
 
 /** Gauges prom-client names `…_total`, which Prometheus keeps for counters (promtool refuses
  *  them); the same counts by type stay (nodejs_active_handles, …_requests, …_resources). */
@@ -31,7 +31,7 @@ interface Exported {
 /** How a host adds up its workers' series (prom-client's cluster aggregation): counts and gauges
  *  of what each worker does are summed; what every worker reads from the host's state (health,
  *  the catalogue) is the same in each, so one worker's value is the host's. */
-export type Aggregator = 'sum' | 'max';
+export type Aggregator = 'sum' | 'max' | 'first';
 
 abstract class Metric {
   aggregator: Aggregator = 'sum';
@@ -149,11 +149,9 @@ export class Metrics {
   }
 
   /** A worker's series are scraped through its host, which adds up every worker's (prom-client's
-   *  cluster aggregation): they are offered to it, Node's process metrics included from now. */
+   *  cluster aggregation): Node's process metrics are among them from now. */
   offerToHost(scrape: () => Promise<string | null>): void {
     this.addProcessMetrics();
-    new AggregatorRegistry(); // its first construction starts answering the host's requests
-    AggregatorRegistry.setRegistries([this.registry]);
     this.scrape = scrape;
   }
 
@@ -171,11 +169,9 @@ export class Metrics {
   }
 
   /** The exposition text; Node's process metrics are added on the first call. */
-  async text(): Promise<string> {
-    if (this.scrape) {
-      const host = await this.scrape();
-      if (host !== null) return host;
-    }
+  /** The exposition; null when a worker's host could not gather every worker's series. */
+  async text(): Promise<string | null> {
+    if (this.scrape) return this.scrape();
     this.addProcessMetrics();
     return this.registry.metrics();
   }

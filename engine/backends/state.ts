@@ -131,6 +131,7 @@ export class Backends {
     await this.discovery.stop();
     this.stats.stopObserving();
     this.buckets.close();
+    this.link?.buckets.close();
     this.evidence?.close();
     this.evidence = null;
     await this.endpoints.close();

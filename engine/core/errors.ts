@@ -18,6 +18,10 @@ export const ERROR_CODES = {
     status: 503, type: 'service_unavailable',
     message: () => 'metrics are turned off in this gateway\'s configuration; set metrics.enabled: true to serve /internal/metrics',
   },
+  METRICS_INCOMPLETE: {
+    status: 503, type: 'service_unavailable',
+    message: () => 'not every worker answered for its series in time (one starting, stopping or stalled); scrape again: a partial answer would read as counters going back',
+  },
   ROUTE_NOT_FOUND: { status: 404, type: 'not_found', message: (d) => `no route for ${clip(d.method)} ${clip(d.path)}` },
   UNSAFE_PATH: {
     status: 400, type: 'bad_request',

@@ -34,7 +34,8 @@ export interface GatewayOptions extends BuildOptions {
   /** A worker of gw serve --workers N: its link to the host, which keeps the host-wide state and
    *  watches the files (it tells the worker when to reload). */
   link?: WorkerLink;
-  /** Told after every reload attempt (the host passes it on to its workers). */
+  /** Told after each reload that took effect (the host passes it on to its workers: one that
+   *  failed leaves them on the configuration the host keeps too). */
   onReload?: (reason: string) => void;
 }
 
@@ -181,11 +182,9 @@ export class Gateway {
    * state is reconciled and the new graph swapped in. Resolves with whether it took effect.
    */
   async reload(reason: string): Promise<boolean> {
-    try {
-      return await this.rebuild(reason);
-    } finally {
-      this.options.onReload?.(reason);
-    }
+    const ok = await this.rebuild(reason);
+    if (ok) this.options.onReload?.(reason);
+    return ok;
   }
 
   private async rebuild(reason: string): Promise<boolean> {

@@ -5,7 +5,6 @@
 // SIGHUP and file changes reload the host, which tells every worker to reload.
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
-import { AggregatorRegistry } from 'prom-client';
 import { HostState } from '../backends/host-state.js';
 import { isGw, type ToHost } from '../backends/host-protocol.js';
 import { parseDuration } from '../core/duration.js';
@@ -20,11 +19,13 @@ export class Supervisor {
   private readonly slots = new Map<number, Worker>();
   private readonly host: HostState;
   private stopping = false;
+  /** Every first worker listened: a worker that dies from now on is replaced (before, the start fails). */
+  private started = false;
   private deaths: number[] = [];
+  private readonly respawns = new Set<NodeJS.Timeout>();
 
   constructor(private readonly gateway: Gateway, readonly count: number, private readonly log: Logger) {
-    const aggregator = new AggregatorRegistry();
-    this.host = new HostState(gateway.backends, log, () => aggregator.clusterMetrics());
+    this.host = new HostState(gateway.backends, log);
   }
 
   /** Fork every worker; resolves once all listen (with the address), rejects if one exits first. */
@@ -32,6 +33,7 @@ export class Supervisor {
     const listening = [];
     for (let slot = 1; slot <= this.count; slot++) listening.push(this.fork(slot));
     const addresses = await Promise.all(listening);
+    this.started = true;
     return addresses[0];
   }
 
@@ -53,7 +55,9 @@ export class Supervisor {
         this.host.leave(worker.id);
         if (this.slots.get(slot) === worker) this.slots.delete(slot);
         if (!listened) reject(new Error(`worker ${slot} exited (${signal ?? `code ${code}`}) before it listened`));
-        if (this.stopping || !listened) return;
+        // A replacement that fails to start is replaced too, more slowly each time (a config the
+        // host took and a new worker cannot read, say), until it starts or the host stops.
+        if (this.stopping || !this.started) return;
         this.replace(slot, worker, code, signal);
       });
     });
@@ -64,13 +68,16 @@ export class Supervisor {
     this.deaths = [...this.deaths.filter((t) => now - t < LOOP_WINDOW_MS), now];
     const delay = this.deaths.length <= 1 ? 0 : Math.min(MAX_RESPAWN_DELAY_MS, 100 * 2 ** (this.deaths.length - 2));
     this.log.error({ worker: slot, pid: dead.process.pid, code, signal, restart_in_ms: delay }, 'worker exited; starting another');
-    setTimeout(() => {
+    // Not unref'd: a host whose workers all died stays up to start new ones.
+    const timer = setTimeout(() => {
+      this.respawns.delete(timer);
       if (this.stopping) return;
       this.fork(slot).then(
         () => this.log.info({ worker: slot }, 'worker replaced'),
-        (err: Error) => this.log.error({ worker: slot, err: err.message }, 'replacement worker failed to start'),
+        (err: Error) => this.stopping || this.log.error({ worker: slot, err: err.message }, 'replacement worker failed to start'),
       );
-    }, delay).unref();
+    }, delay);
+    this.respawns.add(timer);
   }
 
   /** The host reloaded (a file change, SIGHUP): every worker reloads from the same files. */
@@ -81,6 +88,7 @@ export class Supervisor {
   /** Drain every worker (each waits for its requests up to shutdown_timeout), then stop the host. */
   async stop(): Promise<void> {
     this.stopping = true;
+    for (const t of this.respawns) clearTimeout(t);
     const waitMs = parseDuration(this.gateway.runtime.config.server.shutdown_timeout) + 5_000;
     const exits = [...this.slots.values()].map((w) => new Promise<void>((done) => {
       if (w.isDead()) return done();

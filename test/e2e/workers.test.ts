@@ -4,8 +4,8 @@
 // worker's share). A killed worker is replaced and costs only the request it held; SIGHUP
 // reloads every worker; SIGTERM drains them. Each worker is told apart by the pid its
 // connection's /internal/process reports.
-import type { ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Client, request } from 'undici';
 import { stringify } from 'yaml';
@@ -14,12 +14,13 @@ import { cleanEnv, configFile, serve } from '../helpers/cli.js';
 import { endpoint, NO_RATE_LIMITS } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 
+const PROMTOOL = '/usr/bin/promtool';
 let child: ChildProcess | null = null;
 let fakes: FakeBackend[] = [];
 let clients: Client[] = [];
 afterEach(async () => {
   for (const c of clients) await c.destroy();
-  if (child && child.exitCode === null) {
+  if (child && child.exitCode === null && child.signalCode === null) {
     const exited = new Promise((r) => child!.once('exit', r));
     child.kill('SIGKILL');
     await exited;
@@ -101,6 +102,13 @@ describe('gw serve --workers 2', () => {
     // What every worker reads from the host's state is the host's value, not summed per worker.
     expect(metrics).toMatch(/^gw_endpoint_up\{[^}]*endpoint="engine"[^}]*\} 1$/m);
     expect(metrics).toMatch(/^gw_endpoint_requests_total\{[^}]*endpoint="engine"[^}]*\} 5$/m);
+    // One verdict, not one per worker: exactly one state reads 1.
+    expect(metrics.match(/^gw_system_status\{[^}]*\} 1$/gm)).toHaveLength(1);
+    // prom-client's cluster aggregation still makes text Prometheus takes (where promtool is installed).
+    if (existsSync(PROMTOOL)) {
+      const check = spawnSync(PROMTOOL, ['check', 'metrics'], { input: metrics, encoding: 'utf8' });
+      expect(check.stdout + check.stderr).toBe('');
+    }
     // One host checks the backend's health, not one per worker.
     expect(fake.requestsTo('/health')).toHaveLength(1);
   });
@@ -182,6 +190,26 @@ describe('gw serve --workers 2', () => {
     expect((await held).status).toBe(200);
     // The slot is given back to the host: worker b's next request takes it.
     expect((await chat(b.client)).status).toBe(200);
+  });
+
+  it('when the host dies, its workers finish the streams they hold and exit', async () => {
+    const fake = await new FakeBackend({ family: 'pagedengine' }).start();
+    fakes.push(fake);
+    fake.behaviour.chunkDelayMs = 50;
+    const gw = await start(config({ discovery: { static: { endpoints: [endpoint('engine', 'pagedengine', fake.url)] } } }));
+    const [a, b] = await oneEach(gw.base);
+    const stream = await a.client.request({ path: '/gw/pagedengine/v1/chat/completions', method: 'POST', body: JSON.stringify({ model: 'test-model', stream: true, messages: [{ role: 'user', content: 'hi' }] }), headers: { 'content-type': 'application/json' } });
+    child!.kill('SIGKILL');
+    expect(await stream.body.text()).toContain('[DONE]');
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    await waitFor(() => (!alive(a.pid) && !alive(b.pid)) || undefined, 'both workers exited');
   });
 
   it('replaces a killed worker; only the request it held fails; SIGHUP reloads every worker; SIGTERM drains', async () => {

@@ -24,11 +24,11 @@ afterEach(async () => {
 });
 
 /** A host and `n` workers on one configuration (an endpoint on a port nobody listens on). */
-async function host(n: number, extra: Record<string, unknown> = {}, ep: Record<string, unknown> = {}) {
+async function host(n: number, extra: Record<string, unknown> = {}, ep: Record<string, unknown> = {}, leaseMs?: number) {
   const { config, source } = loadConfig(writeConfig({ ...extra, discovery: { static: { endpoints: [endpoint('engine', 'pagedengine', 'http://127.0.0.1:9', { check_interval: '1h', ...ep })] } } }), {});
   const plans = planEndpoints(config, profiles, source).plans;
   const hostBackends = new Backends(config, plans, log);
-  const state = new HostState(hostBackends, log, async () => '');
+  const state = new HostState(hostBackends, log);
   const workers = [];
   const asked: Record<number, number> = {};
   for (let id = 1; id <= n; id++) {
@@ -36,7 +36,7 @@ async function host(n: number, extra: Record<string, unknown> = {}, ep: Record<s
     const link = new WorkerLink((m) => {
       if (m.gw === 'ask') asked[id]++;
       setImmediate(() => state.receive(id, wire(m)));
-    }, id);
+    }, id, leaseMs);
     const backends = new Backends(config, plans, log, undefined, link);
     state.join({ id, send: (m) => setImmediate(() => link.receive(wire(m))) });
     await backends.start();
@@ -99,7 +99,8 @@ describe('host state', () => {
   });
 
   it('lends a worker tokens while the bucket is far from empty, none near the limit, and takes back what it did not use', async () => {
-    const { workers, hostBackends, asked } = await host(2);
+    // Leases kept for a minute: nothing goes back while the takes run, however slow the machine.
+    const { workers, hostBackends, asked } = await host(2, {}, {}, 60_000);
     const [w1] = workers;
     const rate = { perMinute: 1, burst: 100 };
     const ip = () => hostBackends.buckets.stores.ip.peek('10.0.0.2', rate).remaining;
@@ -114,11 +115,33 @@ describe('host state', () => {
     let passed = 25;
     for (let i = 0; i < 100; i++) if ((await take()).refused === -1) passed++;
     expect(passed).toBe(100);
-    // A lease left unused goes back to the host's bucket.
-    const other = { perMinute: 1, burst: 100 };
-    await w1.link.buckets.take([{ scope: 'ip', key: '10.0.0.3', rate: other }]);
-    expect(hostBackends.buckets.stores.ip.peek('10.0.0.3', other).remaining).toBe(75);
-    await waitFor(() => hostBackends.buckets.stores.ip.peek('10.0.0.3', other).remaining === 99 || undefined, 'the unused lease given back');
+  });
+
+  it('takes back a lease left unused, and every lease when the worker stops', async () => {
+    const { workers, hostBackends } = await host(2, {}, {}, 50);
+    const [w1, w2] = workers;
+    const rate = { perMinute: 1, burst: 100 };
+    const left = (key: string) => hostBackends.buckets.stores.ip.peek(key, rate).remaining;
+    await w1.link.buckets.take([{ scope: 'ip', key: '10.0.0.3', rate }]);
+    await waitFor(() => left('10.0.0.3') === 99 || undefined, 'the unused lease given back');
+    await w2.link.buckets.take([{ scope: 'ip', key: '10.0.0.4', rate }]);
+    w2.link.buckets.close();
+    await waitFor(() => left('10.0.0.4') === 99 || undefined, 'the stopping worker\'s lease given back');
+  });
+
+  it('a slot taken before a reload replaced the endpoint\'s queue goes back to that queue, not the new one', async () => {
+    const { workers, hostEp, hostBackends } = await host(1, {}, { max_concurrent_requests: 1, max_queued_requests: 0 });
+    const [w1] = workers;
+    const old = hostEp.queue!;
+    expect(await new Promise<Turn>((r) => w1.ep.queue!.wait(r))).toBe('admitted');
+    // The limit is lifted, then set again: a new queue object on the host.
+    hostEp.queue = null;
+    const { EndpointQueue } = await import('../../engine/backends/queue.js');
+    hostEp.queue = new EndpointQueue({ maxConcurrent: 1, maxQueued: 0, timeoutMs: 60_000 });
+    w1.ep.queue!.release(performance.now());
+    await waitFor(() => old.held === 0 || undefined, 'the slot given back to the queue it came from');
+    expect(hostEp.queue.held).toBe(0);
+    expect(hostBackends.endpoints.all[0].queue!.tryEnter()).toBe(true);
   });
 
   it('counts breaker failures across workers: three on one and two on the other open it in both', async () => {

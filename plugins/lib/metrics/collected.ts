@@ -22,10 +22,11 @@ export function registerCollected(env: Runtime): void {
 
   // System.
   m.collected('gw_build_info', 'The gateway version (always 1).', 'gauge', () => one(1, { version: env.version }), 'max');
+  // One worker's verdict, not a sum: exactly one state reads 1.
   m.collected('gw_system_status', "The system's state as /internal/status reports it: 1 for the current one.", 'gauge', () => {
     const now = SYSTEM_WORDS[verdict(stats, live())];
     return SYSTEM_WORDS.map((status) => ({ labels: { status }, value: status === now ? 1 : 0 }));
-  });
+  }, 'first');
   m.collected('gw_config_reloads_total', 'Configuration graphs built since start (1 at start, +1 per successful reload).', 'counter', () => one(env.reload.generation), 'max');
   m.collected('gw_requests_in_flight', 'Requests of any route being handled now.', 'gauge', () => one(stats.inFlight));
   m.collected('gw_proxied_requests_total', 'Requests counted by /internal/status (proxy and messages-API routes).', 'counter', () => one(stats.requestsTotal));

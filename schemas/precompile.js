@@ -15,5 +15,5 @@ for (const [name, opts] of PRECOMPILED) {
   const validate = name === 'shared-steps' ? ajv.getSchema('gw/shared-steps') : ajv.compile(loadSchema(name));
   const file = precompiledFile(name, opts);
   mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(file, `${standalone(ajv, validate)}\nmodule.exports.digest = ${JSON.stringify(schemaDigest(name))};\n`);
+  writeFileSync(file, `${standalone(ajv, validate)}\nmodule.exports.digest = ${JSON.stringify(schemaDigest(name, opts))};\n`);
 }

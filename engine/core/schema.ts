@@ -20,9 +20,12 @@ export interface Problem {
   consequence?: boolean;
 }
 
+/** How every validator is compiled (a change here makes the build's validators stale: schemaDigest). */
+const AJV_OPTIONS = { allErrors: true, verbose: true, strict: false } as const;
+
 /** `code`: ajv's code options (the build's standalone validators: schemas/precompile.js). */
 export function createAjv(opts: AjvOptions & { code?: { source: boolean } } = {}) {
-  const ajv = new Ajv({ allErrors: true, verbose: true, strict: false, useDefaults: opts.useDefaults ?? false, removeAdditional: opts.removeAdditional ?? false, ...(opts.code ? { code: opts.code } : {}) });
+  const ajv = new Ajv({ ...AJV_OPTIONS, useDefaults: opts.useDefaults ?? false, removeAdditional: opts.removeAdditional ?? false, ...(opts.code ? { code: opts.code } : {}) });
   // The config refers to the shared-step form (pipelines.before/after).
   ajv.addSchema(loadSchema('shared-steps'));
   return ajv;
@@ -46,10 +49,11 @@ export const PRECOMPILED: readonly [name: string, opts: AjvOptions][] = [
 
 export const precompiledFile = (name: string, opts: AjvOptions) => join(PACKAGE_ROOT, 'dist', 'schemas', `${name}${opts.useDefaults ? '.defaults' : ''}${opts.removeAdditional ? '.strip' : ''}.cjs`);
 
-/** What a precompiled validator was made from: the schema files and ajv's version. */
-export function schemaDigest(name: string): string {
+/** What a precompiled validator was made from: the schema files, ajv's version and options. */
+export function schemaDigest(name: string, opts: AjvOptions = {}): string {
   const ajvVersion = JSON.parse(readFileSync(createRequire(import.meta.url).resolve('ajv/package.json'), 'utf8')).version;
-  return fnv1a36([name, 'shared-steps'].map((n) => readFileSync(join(SCHEMAS_DIR, `${n}.schema.json`), 'utf8')).join('\n') + ajvVersion);
+  const files = [name, 'shared-steps'].map((n) => readFileSync(join(SCHEMAS_DIR, `${n}.schema.json`), 'utf8'));
+  return fnv1a36([...files, ajvVersion, JSON.stringify({ ...AJV_OPTIONS, ...opts })].join('\n'));
 }
 
 /** The validator of one of the gateway's schemas: the build's, when it was made from the schema
@@ -58,7 +62,7 @@ export function validatorOf(name: string, opts: AjvOptions = {}): ValidateFuncti
   const file = precompiledFile(name, opts);
   if (existsSync(file)) {
     const built = createRequire(import.meta.url)(file) as ValidateFunction & { digest?: string };
-    if (built.digest === schemaDigest(name)) {
+    if (built.digest === schemaDigest(name, opts)) {
       // What an ajv-compiled validator carries and explain() reads (where a misplaced key belongs).
       (built as { schema: unknown }).schema ??= loadSchema(name);
       return built;

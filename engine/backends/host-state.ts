@@ -37,6 +37,8 @@ export class HostState {
   private readonly workers = new Map<number, Joined>();
   private gathers = 0;
   private readonly gathering = new Map<number, Gathering>();
+  /** Breaker openings relayed, by endpoint id: until when (epoch ms), for workers that start later. */
+  private readonly opened = new Map<string, number>();
 
   constructor(private readonly backends: Backends, private readonly log: Logger) {
     const b = backends;
@@ -88,8 +90,10 @@ export class HostState {
       case 'failed': return health.markFailed(ep, m.reason);
       case 'answered': return health.markAnswered(ep, m.status);
       case 'check': return void health.check(ep);
-      case 'count':
       case 'open':
+        this.opened.set(m.id, Date.now() + m.ms);
+        return this.broadcast(m, from);
+      case 'count':
       case 'pause':
         return this.broadcast(m, from);
     }
@@ -98,9 +102,14 @@ export class HostState {
   /** Everything a worker starting now must know, as the messages that would have told it. */
   private state(): ToWorker[] {
     const out: ToWorker[] = [];
+    const now = Date.now();
     for (const ep of this.backends.endpoints.all) {
       out.push({ gw: 'health', o: healthOf(ep) }, this.modelsOf(ep), loadOf(ep, this.workers.size));
       out.push({ gw: 'resident', id: ep.id, entries: this.backends.residency.entriesOf(ep) });
+      // A breaker the other workers' requests opened is open here too, for what is left of it.
+      const until = this.opened.get(ep.id) ?? 0;
+      if (until > now) out.push({ gw: 'open', id: ep.id, ms: until - now });
+      else this.opened.delete(ep.id);
     }
     return out;
   }

@@ -29,21 +29,23 @@ async function host(n: number, extra: Record<string, unknown> = {}, ep: Record<s
   const plans = planEndpoints(config, profiles, source).plans;
   const hostBackends = new Backends(config, plans, log);
   const state = new HostState(hostBackends, log);
-  const workers = [];
   const asked: Record<number, number> = {};
-  for (let id = 1; id <= n; id++) {
+  all.push(hostBackends);
+  const addWorker = async (id: number) => {
     asked[id] = 0;
     const link = new WorkerLink((m) => {
       if (m.gw === 'ask') asked[id]++;
       setImmediate(() => state.receive(id, wire(m)));
     }, id, leaseMs);
     const backends = new Backends(config, plans, log, undefined, link);
+    all.push(backends);
     state.join({ id, send: (m) => setImmediate(() => link.receive(wire(m))) });
     await backends.start();
-    workers.push({ id, link, backends, ep: backends.endpoints.all[0] });
-  }
-  all.push(hostBackends, ...workers.map((w) => w.backends));
-  return { hostBackends, state, workers, asked, hostEp: hostBackends.endpoints.all[0] };
+    return { id, link, backends, ep: backends.endpoints.all[0] };
+  };
+  const workers = [];
+  for (let id = 1; id <= n; id++) workers.push(await addWorker(id));
+  return { hostBackends, state, workers, asked, addWorker, hostEp: hostBackends.endpoints.all[0] };
 }
 
 describe('host state', () => {
@@ -149,6 +151,15 @@ describe('host state', () => {
     const [w1, w2] = workers;
     for (const w of [w1, w2, w1, w2, w1]) w.ep.breaker.failure({ probe: false });
     await waitFor(() => (w1.ep.breaker.state === 'open' && w2.ep.breaker.state === 'open') || undefined, 'open in both workers');
+  });
+
+  it('a worker that starts later finds the breaker the others opened open', async () => {
+    const { workers, addWorker } = await host(1, { proxy: { circuit_breaker: { proxy_failures: 1, initial_open_timeout: '60s', open_timeout: '60s' } } });
+    workers[0].ep.breaker.failure({ probe: false });
+    expect(workers[0].ep.breaker.state).toBe('open');
+    // A replacement joins: the host's state carries the opening, for what is left of it.
+    const late = await addWorker(2);
+    expect(late.ep.breaker.state).toBe('open');
   });
 
   it('a success anywhere resets the host\'s count', async () => {

@@ -2,13 +2,13 @@
 // at 256 at once, through the gateway (one process) and the bare undici proxy, in one run. Memory:
 // RSS at rest, and the peak (VmHWM) while STREAMS streams of 10 events 500 ms apart are open (each
 // on its own connection). Tail: 256 streams of 10 events 20 ms apart, twice over; each stream's
-// total time, p50 and p99. Standalone: `node bench/streams.js [--streams 2000]`.
+// total time, p50 and p99. Standalone: `node bench/streams.js [--streams 5000]`.
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'undici';
 import { forkReady, endpointLines, round, startGateway, streamBody, stopAll } from './lib.js';
 
 const arg = process.argv.indexOf('--streams');
-const STREAMS = arg > 0 ? Number(process.argv[arg + 1]) : 2000;
+const STREAMS = arg > 0 ? Number(process.argv[arg + 1]) : 5000;
 const PATH = '/gw/pagedengine/v1/chat/completions';
 const status = (pid, field) => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
 

@@ -188,7 +188,9 @@ describe('gw serve --workers 2', () => {
     expect(queue).toMatchObject({ in_flight: 1, max_concurrent_requests: 1, rejected_full: 1 });
     open();
     expect((await held).status).toBe(200);
-    // The slot is given back to the host: worker b's next request takes it.
+    // The slot goes back to the host (worker a tells it once the reply is over; that message and
+    // worker b's next request race, so the test waits for the host to have it); then b takes it.
+    await waitFor(async () => (await getJson(b.client, '/internal/status/endpoints')).endpoints[0].queue.in_flight === 0 || undefined, 'the slot back with the host');
     expect((await chat(b.client)).status).toBe(200);
   });
 

@@ -6,9 +6,9 @@
 //    answer (the host re-checks and tells everyone), each breaker count, opening and Retry-After
 //    pause (relayed to the other workers, so the host's breaker opens after proxy_failures
 //    failures wherever they happened);
-//  - rate-limit takes and concurrency slots are the host's: one round trip per request that has
-//    such a limit (requests without one never ask);
-//  - the status routes ask the host for every worker's counters.
+//  - concurrency slots are the host's: one round trip per request to an endpoint with a limit;
+//    rate-limit tokens too, lent a few at a time (leased-buckets.ts), so most takes stay here;
+//  - the status routes and /internal/metrics ask the host to gather every worker's counters or series.
 import type { Backends } from './state.js';
 import type { Endpoint } from './endpoints.js';
 import { EndpointQueue, type QueueSettings, type Turn, type Waiter } from './queue.js';
@@ -93,7 +93,7 @@ export class WorkerLink implements HealthHost {
       else void b.metrics.registry.getMetricsAsJSON().then((value) => this.send({ gw: 'gathered', n, value }), () => this.send({ gw: 'gathered', n, value: null }));
       return;
     }
-    if (m.gw === 'reload') return; // the gateway listens for it (kernel/worker.ts)
+    if (m.gw === 'reload') return; // the worker's gateway takes it (bin/gw.js)
     const ep = b.endpoints.get(m.gw === 'health' ? m.o.id : m.id);
     if (!ep || ep.retired) return;
     switch (m.gw) {
@@ -101,7 +101,7 @@ export class WorkerLink implements HealthHost {
       case 'models':
         if (!m.list) b.catalogue.clear(ep);
         else {
-          if (b.catalogue.entryOf(ep)?.models !== m.list.models) b.catalogue.set(ep, m.list.models, m.list.at);
+          b.catalogue.set(ep, m.list.models, m.list.at);
           if (m.list.stale) b.catalogue.invalidate(ep);
         }
         return;

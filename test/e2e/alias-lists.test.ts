@@ -94,7 +94,7 @@ describe('family routes', () => {
   it('a listed alias can be used: chat through it', async () => {
     const res = await openai('pagedengine').chat.completions.create({ model: 'coder', messages: [{ role: 'user', content: 'hello' }] });
     expect(res.choices[0].message.content).toBe('Hi from the engine');
-    expect(paged.received.at(-1)!.json.model).toBe('Qwen/Qwen2.5-Coder-7B');
+    expect(paged.traffic.at(-1)!.json.model).toBe('Qwen/Qwen2.5-Coder-7B');
   });
 
   it('ollama list() sees the aliases; show() finds one', async () => {
@@ -104,7 +104,7 @@ describe('family routes', () => {
     expect(models[2]).toMatchObject({ model: 'my-llama', digest: 'aa', alias_of: ['llama3.1:8b'] });
     const shown = await ollama.show({ model: 'my-llama' });
     expect(shown.model_info).toBeDefined();
-    expect(local.received.at(-1)!).toMatchObject({ url: '/api/show', json: { model: 'llama3.1:8b' } });
+    expect(local.traffic.at(-1)!).toMatchObject({ url: '/api/show', json: { model: 'llama3.1:8b' } });
   });
 });
 

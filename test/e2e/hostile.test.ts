@@ -149,7 +149,8 @@ describe('paths that climb out', () => {
     expect(envelope(dotted.body).message).toContain('org/llama-3.1-8b');
     const forwarded = await rawRequest(`${gw.url}/gw/npuengine/api/v1/files/a..b.txt`);
     expect(forwarded.status).toBe(200);
-    expect(npu.received.at(-1)!.url).toBe('/api/v1/files/a..b.txt');
+    // The proxied requests only: a health check may land after it on a busy machine.
+    expect(npu.traffic.at(-1)!.url).toBe('/api/v1/files/a..b.txt');
   });
 });
 

@@ -13,14 +13,20 @@ export const cleanEnv = () => {
   return env;
 };
 
+/** Run the CLI to its end. One that does not end within the test's budget (a command that was
+ *  meant to refuse and serves instead) is killed, so that no test leaves a gateway behind. */
 export function run(args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((done) => {
     const child = spawn(process.execPath, [GW, ...args], { cwd: opts.cwd ?? emptyDir(), env: opts.env ?? cleanEnv() });
+    const stray = setTimeout(() => child.kill('SIGKILL'), 45_000);
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (err += d));
-    child.on('close', (code) => done({ code, out, err }));
+    child.on('close', (code) => {
+      clearTimeout(stray);
+      done({ code, out, err });
+    });
   });
 }
 

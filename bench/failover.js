@@ -11,7 +11,7 @@ import { existsSync, mkdtempSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hasCallgrind, instructionsPerRequest } from './instructions.js';
-import { cpuAdded, forkReady, here, loadAlternating, round, startGateway, stopAll, quick, ROUNDS, ROUND_S, pct, chatBody, streamBody, endpointLines } from './lib.js';
+import { cpuAdded, here, loadAlternating, round, startGateway, quick, ROUNDS, ROUND_S, pct, chatBody, streamBody, endpointLines, runAlone } from './lib.js';
 
 const BASELINES = [
   { rev: 'bbecc2d', issue: 12, title: 'Failover policy (issue 12)', now: 'status retries armed, the fleet retry budget counted per request, each stream watched event by event and held until its first content, its terminator checked at the end' },
@@ -117,11 +117,4 @@ ${counted?.text ?? ''}
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  try {
-    const { port } = await forkReady('backend.js', ['0']);
-    console.log(await failoverSection(port));
-  } finally {
-    stopAll();
-  }
-}
+await runAlone(import.meta.url, failoverSection);

@@ -173,6 +173,18 @@ export async function streaming(url, path, body, count) {
   return { ttfb_p50_ms: percentile(first, 50), ttfb_p99_ms: percentile(first, 99), total_p50_ms: percentile(total, 50) };
 }
 
+/** A section run on its own (`node bench/<file>.js`): the lean backend started, the section
+ *  printed, every process stopped. Does nothing when the file was imported (bench/run.js). */
+export async function runAlone(moduleUrl, section) {
+  if (moduleUrl !== `file://${process.argv[1]}`) return;
+  try {
+    const { port } = await forkReady('backend.js', ['0']);
+    console.log(await section(port));
+  } finally {
+    stopAll();
+  }
+}
+
 export const round = (x, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
 
 // Shared by every section: the run's length, the chat request, and a one-endpoint config.

@@ -2,7 +2,7 @@
 // reached — the global bucket, the client's per-IP bucket and the endpoint's per-endpoint bucket,
 // each taken once per request, plus the X-RateLimit-* headers on every reply — against the same
 // gateway with the limits off. Standalone: `node bench/limits.js [--quick]` (starts its own backend).
-import { cpuAdded, forkReady, loadAlternating, round, startGateway, stopAll, quick, ROUNDS, ROUND_S, pct, chatBody, endpointLines } from './lib.js';
+import { cpuAdded, loadAlternating, round, startGateway, quick, ROUNDS, ROUND_S, pct, chatBody, endpointLines, runAlone } from './lib.js';
 
 const HIGH = 1_000_000_000;
 const LIMITS_ON = `rate_limits: { global_requests_per_minute: ${HIGH}, per_ip_requests_per_minute: ${HIGH}, health_requests_per_minute: ${HIGH}, internal_requests_per_minute: ${HIGH}, burst_size: ${HIGH} }`;
@@ -29,11 +29,4 @@ ${row('limits on (never reached)', b, added)}
 `;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  try {
-    const { port } = await forkReady('backend.js', ['0']);
-    console.log(await limitsSection(port));
-  } finally {
-    stopAll();
-  }
-}
+await runAlone(import.meta.url, limitsSection);

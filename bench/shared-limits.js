@@ -4,7 +4,7 @@
 // the wall time a request waits for it. Needs redis-server (Debian's package): the section says so
 // and stops where there is none. Standalone: `node bench/shared-limits.js [--quick]`.
 import { spawn, spawnSync } from 'node:child_process';
-import { cpuAdded, forkReady, freePort, loadAlternating, pct, round, startGateway, stopAll, timeAdded, ROUNDS, ROUND_S, chatBody, endpointLines } from './lib.js';
+import { cpuAdded, freePort, loadAlternating, pct, round, startGateway, timeAdded, ROUNDS, ROUND_S, chatBody, endpointLines, runAlone } from './lib.js';
 
 const HIGH = 1_000_000_000;
 const LIMITS = `global_requests_per_minute: ${HIGH}, per_ip_requests_per_minute: ${HIGH}, health_requests_per_minute: ${HIGH}, internal_requests_per_minute: ${HIGH}, burst_size: ${HIGH}`;
@@ -38,11 +38,4 @@ ${row('redis', b, cpuAdded(a, b), timeAdded(a, b))}
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  try {
-    const { port } = await forkReady('backend.js', ['0']);
-    console.log(await sharedLimitsSection(port));
-  } finally {
-    stopAll();
-  }
-}
+await runAlone(import.meta.url, sharedLimitsSection);

@@ -5,7 +5,7 @@
 // total time, p50 and p99. Standalone: `node bench/streams.js [--streams 5000]`.
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'undici';
-import { forkReady, endpointLines, round, startGateway, streamBody, stopAll } from './lib.js';
+import { forkReady, endpointLines, round, startGateway, streamBody, runAlone } from './lib.js';
 
 const arg = process.argv.indexOf('--streams');
 const STREAMS = arg > 0 ? Number(process.argv[arg + 1]) : 5000;
@@ -62,11 +62,4 @@ Peak RSS: ${round(g.peak / f.peak, 2)} × the bare proxy's (target ≤ 1.1); p99
 `;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  try {
-    const { port } = await forkReady('backend.js', ['0']);
-    console.log(await streamsSection(port));
-  } finally {
-    stopAll();
-  }
-}
+await runAlone(import.meta.url, streamsSection);

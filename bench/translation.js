@@ -8,7 +8,7 @@
 // Standalone: `npm run build && node bench/translation.js [--quick]` (starts its own backend).
 import { hasCallgrind, instructionsPerRequest } from './instructions.js';
 import { buildBaseline, removeBaseline } from './failover.js';
-import { forkReady, here, pct, quick, stopAll } from './lib.js';
+import { here, pct, quick, runAlone } from './lib.js';
 import { join } from 'node:path';
 
 const BASELINE = '12f7756';
@@ -63,11 +63,4 @@ ${verdicts.join('\n')}
 `;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  try {
-    const { port } = await forkReady('backend.js', ['0']);
-    console.log(await translationInstructions(port));
-  } finally {
-    stopAll();
-  }
-}
+await runAlone(import.meta.url, translationInstructions);

@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { chatBody, cpuMs, endpointLines, forkReady, freePort, quick, RATE_LIMITS_OFF, round, startGateway, stopAll } from './lib.js';
+import { chatBody, cpuMs, endpointLines, forkReady, freePort, quick, RATE_LIMITS_OFF, round, startGateway, runAlone } from './lib.js';
 
 const SECONDS = quick ? 3 : 8;
 const CONNECTIONS = 64;
@@ -144,11 +144,4 @@ request is ${round(one.cpu_us / floorRun.cpu_us, 2)} × the bare proxy's (target
 ${limits}`;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  try {
-    const { port } = await forkReady('backend.js', ['0']);
-    console.log(await workersSection(port));
-  } finally {
-    stopAll();
-  }
-}
+await runAlone(import.meta.url, workersSection);

@@ -154,10 +154,7 @@ export class Stats {
 
   /** Latency percentile over the recent window, in milliseconds (0 before any traffic). */
   percentile(p: number): number {
-    const n = Math.min(this.samples, WINDOW);
-    if (n === 0) return 0;
-    const sorted = Array.from(this.recent.subarray(0, n)).sort((a, b) => a - b);
-    return sorted[Math.min(n - 1, Math.ceil((p / 100) * n) - 1)];
+    return percentileOf(Array.from(this.recent.subarray(0, Math.min(this.samples, WINDOW))), p);
   }
 
   /** Attempts in flight to the endpoint now (a host's view sums its workers'). */
@@ -242,11 +239,16 @@ export class HostStats extends Stats {
   }
 
   override percentile(p: number): number {
-    const n = this.window.length;
-    if (n === 0) return 0;
-    const sorted = [...this.window].sort((a, b) => a - b);
-    return sorted[Math.min(n - 1, Math.ceil((p / 100) * n) - 1)];
+    return percentileOf([...this.window], p);
   }
+}
+
+/** The p-th percentile of `values` (sorted here, in place), 0 for none. */
+function percentileOf(values: number[], p: number): number {
+  const n = values.length;
+  if (n === 0) return 0;
+  values.sort((a, b) => a - b);
+  return values[Math.min(n - 1, Math.ceil((p / 100) * n) - 1)];
 }
 
 function addInto<T extends object>(into: T, from: T): void {

@@ -5,7 +5,7 @@ import { resolve } from 'node:path';
 import { parseCidr } from './cidr.js';
 import { DURATION_PATTERN, parseDuration } from './duration.js';
 import { ConfigError } from './errors.js';
-import { explain, loadSchema, validatorOf, type Problem } from './schema.js';
+import { explain, validatorOf, type Problem } from './schema.js';
 import type { SharedStepDef } from './pipelines.js';
 import { readYaml } from './yaml-file.js';
 
@@ -94,7 +94,6 @@ export function resolveConfigPath(cliPath: string | undefined, env: NodeJS.Proce
   return existsSync(local) ? local : null;
 }
 
-const schema = loadSchema('config');
 const checkStrict = validatorOf('config');
 const fillDefaults = validatorOf('config', { useDefaults: true, removeAdditional: true });
 

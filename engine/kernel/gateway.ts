@@ -160,7 +160,7 @@ export class Gateway {
   /** Reload on changes to the files (a worker's host watches them for it). */
   private async watch(): Promise<void> {
     this.reloader = new Reloader((reason) => this.reload(reason), this.log);
-    if (!this.options.link) await this.rewatch(this.runtime.config);
+    await this.rewatch(this.runtime.config);
   }
 
   /** Reload as SIGHUP asks: one at a time, like the file watcher's. */
@@ -199,7 +199,7 @@ export class Gateway {
       // Watch what the edited config names, even though it did not load: fixing a plugin it
       // added must trigger the next reload. Reported once that watch is in place.
       const { loaded } = checkConfig(this.options.configFile, this.options.env);
-      if (loaded && !this.options.link) await this.rewatch(loaded.config);
+      if (loaded) await this.rewatch(loaded.config);
       this.failed(reason, err);
       return false;
     }
@@ -226,7 +226,7 @@ export class Gateway {
       this.failed(reason, err);
       return false;
     } finally {
-      if (!this.options.link) void this.rewatch(this.runtime.config);
+      void this.rewatch(this.runtime.config);
     }
     return true;
   }
@@ -238,8 +238,9 @@ export class Gateway {
     this.log.error({ reason, file: e.file, field: e.field || undefined, fix: e.fix || undefined, problem: e.problem }, 'reload failed; the configuration loaded before keeps serving');
   }
 
+  /** Watch what `config` names. A worker watches nothing: its host watches and tells it. */
   private rewatch(config: GatewayConfig): Promise<void> {
-    if (!this.reloader) return Promise.resolve();
+    if (!this.reloader || this.options.link) return Promise.resolve();
     if (config.pipelines.watch) return this.reloader.watch(watchTargets(this.options.configFile, config));
     this.reloader.unwatch();
     return Promise.resolve();

@@ -33,7 +33,7 @@ import type { Exchange, SendPolicy } from './exchange.js';
 import type { Candidate, RoutePlan } from './plan.js';
 import { Relay } from './relay.js';
 import { writeWhole } from './reply.js';
-import type { StreamFormat, StreamShape } from './stream-watch.js';
+import type { StreamShape } from './stream-watch.js';
 
 const NO_PLAN: RoutePlan = { candidates: [], fallbackFrom: 0, routing: null, requested: undefined };
 

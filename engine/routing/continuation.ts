@@ -9,7 +9,6 @@
 // terminal step hands in a ContinuationApi (plugins/lib/continuation/). When nothing can
 // continue it, the stream ends with the honest in-stream error, as any broken stream does.
 import type { Logger } from 'pino';
-import type { ContinuationSettings } from '../backends/endpoint-plans.js';
 import type { Endpoint } from '../backends/endpoints.js';
 import type { ReplyHeaders } from '../core/json.js';
 import type { AnswerKeeper, Broken } from './attempt.js';

@@ -7,7 +7,7 @@ import type { Catalogue } from '../../engine/backends/catalogue.js';
 import type { Context } from '../../engine/kernel/context.js';
 import type { ReplyPlan } from '../../engine/kernel/upstream.js';
 import { rewritePlan, uncompressed } from './rewrite-body.js';
-import { isObject, type JsonObject, type ReplyHeaders } from '../../engine/core/json.js';
+import { isObject, type ReplyHeaders } from '../../engine/core/json.js';
 
 
 

@@ -123,6 +123,16 @@ describe('gw demo', () => {
   });
 });
 
+describe('gw serve --workers', () => {
+  it('refuses a count it cannot use, naming the option', async () => {
+    for (const bad of ['0', '257', 'many']) {
+      const r = await run(['serve', '--workers', bad]);
+      expect(r.code).toBe(1);
+      expect(r.err).toContain(`option '-w, --workers <n>' argument '${bad}' is invalid. must be a number 1-256 or auto`);
+    }
+  });
+});
+
 describe('gw serve', () => {
   it('refuses to start on a URL with credentials, without echoing them', async () => {
     const file = configFile('discovery:\n  static:\n    endpoints:\n      - { name: gpu, type: pagedengine, url: "http://admin:hunter2@127.0.0.1:1" }\n');

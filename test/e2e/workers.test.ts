@@ -40,9 +40,9 @@ function config(extra: Record<string, any> = {}) {
   };
 }
 
-async function start(cfg: Record<string, any>) {
+async function start(cfg: Record<string, any>, args: string[] = []) {
   const file = configFile(stringify(cfg));
-  const started = await serve(['-c', file], cleanEnv());
+  const started = await serve(['-c', file, ...args], cleanEnv());
   child = started.child;
   return { ...started, file, base: `http://127.0.0.1:${started.port}` };
 }
@@ -82,8 +82,9 @@ describe('gw serve --workers 2', () => {
   it('serves from two processes; status and metrics report the host, with each worker\'s share', async () => {
     const fake = await new FakeBackend({ family: 'pagedengine' }).start();
     fakes.push(fake);
-    // Health checked at start only: the host's one first round is all the backend sees.
-    const gw = await start(config({ discovery: { static: { endpoints: [endpoint('engine', 'pagedengine', fake.url, { check_interval: '1h' })] } } }));
+    // Health checked at start only: the host's one first round is all the backend sees. The
+    // command line's --workers beats the file's server.workers.
+    const gw = await start(config({ server: { workers: 1 }, discovery: { static: { endpoints: [endpoint('engine', 'pagedengine', fake.url, { check_interval: '1h' })] } } }), ['--workers', '2']);
     const [a, b] = await oneEach(gw.base);
     expect(a.pid).not.toBe(b.pid);
     for (const c of [a, a, a, b, b]) expect((await chat(c.client)).status).toBe(200);
@@ -241,6 +242,12 @@ describe('gw serve --workers 2', () => {
     for (let i = 0; i < 6; i++) {
       const c = await connection(gw.base);
       await waitFor(async () => (await getJson(c.client, '/internal/status')).reload.generation >= 2 || undefined, `worker ${c.pid} reloaded`);
+    }
+    // A file change: the host sees it and reloads, then every worker.
+    writeFileSync(gw.file, stringify({ ...cfg, model_aliases: { fast: ['test-model'], quick: ['test-model'] } }));
+    for (let i = 0; i < 6; i++) {
+      const c = await connection(gw.base);
+      await waitFor(async () => (await getJson(c.client, '/internal/status')).reload.generation >= 3 || undefined, `worker ${c.pid} reloaded on the file change`);
     }
 
     // SIGTERM: a stream under way finishes, then the host and its workers exit 0.

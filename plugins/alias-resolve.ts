@@ -1,4 +1,4 @@
-// What the body's model stands for, by the config's virtual names (lib/model-chains.ts, compiled
+// What the body's model stands for, by the config's virtual names (routing/model-chains.ts, compiled
 // once): an alias (model_aliases) is its real names, any endpoint serving one takes the request;
 // a model with fallbacks (model_fallbacks, an ordered alias) is the names tried in turn. The
 // result (ctx.requested) is read by select-endpoint, which maps the names onto endpoints in the
@@ -7,8 +7,8 @@
 // profile's request.management_paths) are left alone: what they name is a model to pull, create
 // or delete, not one to route to.
 import { definePlugin } from '../engine/kernel/plugin.js';
-import { modelNames } from './lib/model-chains.js';
-import { UNAVAILABLE_OPTION } from './lib/model-routing.js';
+import { modelNames } from './routing/model-chains.js';
+import { UNAVAILABLE_OPTION } from './routing/model-routing.js';
 
 export default definePlugin<{ unavailable?: string }>({
   name: 'alias-resolve',

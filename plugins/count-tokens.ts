@@ -11,12 +11,12 @@ import type { Candidate, Context } from '../engine/kernel/context.js';
 import { gwError } from '../engine/core/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { retrySettings, sendUpstream, type ReplyPlan, type SendPolicy } from '../engine/kernel/upstream.js';
-import { INFERENCE_API } from './lib/inference-api.js';
-import { rewritePlan, type Rewritten } from './lib/rewrite-body.js';
-import { translationProblem } from './lib/msgapi/check.js';
-import { estimateInputTokens } from './lib/msgapi/estimate.js';
-import { countsTokens } from './lib/msgapi/mode.js';
-import { passthroughBody, passthroughReply } from './lib/msgapi/passthrough.js';
+import { INFERENCE_API } from './apis/inference-api.js';
+import { rewritePlan, type Rewritten } from './replies/rewrite-body.js';
+import { translationProblem } from './apis/msgapi/check.js';
+import { estimateInputTokens } from './apis/msgapi/estimate.js';
+import { countsTokens } from './apis/msgapi/mode.js';
+import { passthroughBody, passthroughReply } from './apis/msgapi/passthrough.js';
 
 interface Options { passthrough?: boolean }
 type Source = 'backend' | 'estimate';

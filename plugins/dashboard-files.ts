@@ -8,7 +8,7 @@ import { gwError } from '../engine/core/errors.js';
 import { fnv1a36 } from '../engine/core/hash.js';
 import { PACKAGE_ROOT } from '../engine/core/paths.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
-import { etagMatches } from './lib/status-json.js';
+import { etagMatches } from './reports/status-json.js';
 
 const BASE = '/internal/ui/';
 const TYPES: Record<string, string> = {

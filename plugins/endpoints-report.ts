@@ -1,7 +1,7 @@
 // GET /internal/status/endpoints: health, traffic and circuit breaker of every endpoint.
 import { definePlugin } from '../engine/kernel/plugin.js';
-import { endpointDetail } from './lib/endpoint-view.js';
-import { replyStatus } from './lib/status-json.js';
+import { endpointDetail } from './reports/endpoint-view.js';
+import { replyStatus } from './reports/status-json.js';
 
 export default definePlugin<Record<string, never>>({
   name: 'endpoints-report',

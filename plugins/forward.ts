@@ -1,19 +1,19 @@
 // The terminal step of the proxy routes, as a policy for the attempt loop: the request goes as it
 // came (prefix stripped), the reply comes back as the backend sent it. Failover and what may be
 // sent twice (the profile's api.replay_safe_paths) are the routing layer's: engine/routing/.
-// Inference streams are watched by what lib/inference-api.ts says of them.
+// Inference streams are watched by what apis/inference-api.ts says of them.
 // Two profile-declared touches to the reply, both off unless the endpoint's profile asks:
-// api.error_context annotates JSON error bodies (lib/error-context.ts); api.radix_headers adds
-// the X-Radix-* headers (lib/radix-headers.ts). Success bodies are never changed.
+// api.error_context annotates JSON error bodies (replies/error-context.ts); api.radix_headers adds
+// the X-Radix-* headers (replies/radix-headers.ts). Success bodies are never changed.
 import type { Endpoint } from '../engine/backends/endpoints.js';
 import type { Context } from '../engine/kernel/context.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { retrySettings, sendUpstream, type SendPolicy } from '../engine/kernel/upstream.js';
-import { continuationApi, continuationKind, continued, type AnswerText } from './lib/continuation/index.js';
-import { errorContextPlan } from './lib/error-context.js';
+import { continuationApi, continuationKind, continued, type AnswerText } from './apis/continuation/index.js';
+import { errorContextPlan } from './replies/error-context.js';
 import { familyPath } from '../engine/core/family-paths.js';
-import { INFERENCE_API } from './lib/inference-api.js';
-import { RadixHeaders } from './lib/radix-headers.js';
+import { INFERENCE_API } from './apis/inference-api.js';
+import { RadixHeaders } from './replies/radix-headers.js';
 
 interface Options { max_retries?: number; family_paths: boolean }
 

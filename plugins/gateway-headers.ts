@@ -3,7 +3,7 @@
 import { formatDuration } from '../engine/core/duration.js';
 import { echo } from '../engine/core/head.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
-import { affinityOutcome } from './lib/affinity.js';
+import { affinityOutcome } from './routing/affinity.js';
 
 interface Options { model_header: boolean }
 

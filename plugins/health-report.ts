@@ -3,8 +3,8 @@
 // verdict is /internal/status's, in the spec's words for this route (critical reads unhealthy).
 import { formatDuration } from '../engine/core/duration.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
-import { HEALTH_WORDS, healthRecord, verdict } from './lib/endpoint-view.js';
-import { replyStatus } from './lib/status-json.js';
+import { HEALTH_WORDS, healthRecord, verdict } from './reports/endpoint-view.js';
+import { replyStatus } from './reports/status-json.js';
 
 export default definePlugin<Record<string, never>>({
   name: 'health-report',

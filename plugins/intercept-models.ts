@@ -1,10 +1,10 @@
 // The model-listing routes a profile declares (api.intercepts) are answered by the gateway, so a
 // family with several endpoints gives one stable answer instead of one endpoint's list per
 // request. A list comes from the catalogue: the models of the family's routable endpoints,
-// deduplicated, and the aliases they serve (lib/alias-entries.ts), in the family's own format
-// (lib/model-formats.ts) plus the per-model fields the intercept names; a path with a {model...}
+// deduplicated, and the aliases they serve (catalogue/alias-entries.ts), in the family's own format
+// (catalogue/model-formats.ts) plus the per-model fields the intercept names; a path with a {model...}
 // segment answers one model or alias of it by the catalogue's lookup rule, 404 when there is
-// none. A `merge` intercept (api/ps) asks every routable endpoint (lib/merged-list.ts).
+// none. A `merge` intercept (api/ps) asks every routable endpoint (catalogue/merged-list.ts).
 // An intercepted path belongs to the gateway for every method: GET and HEAD are answered, any
 // other method gets 405 and never reaches a backend (the allowlist lists `/v1/models/{model...}`
 // for these answers; on a hosted service a DELETE there would delete a fine-tuned model). A path
@@ -14,12 +14,12 @@ import type { Context } from '../engine/kernel/context.js';
 import { gwError } from '../engine/core/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import type { Intercept } from '../engine/core/profiles.js';
-import { withAliases } from './lib/alias-entries.js';
-import { LiveCache, liveModels } from './lib/live-models.js';
-import { answerMerged } from './lib/merged-list.js';
-import { modelNames } from './lib/model-chains.js';
-import { decodeModelId } from './lib/model-id.js';
-import { renderItem, renderList, type ItemExtras } from './lib/model-formats.js';
+import { withAliases } from './catalogue/alias-entries.js';
+import { LiveCache, liveModels } from './catalogue/live-models.js';
+import { answerMerged } from './catalogue/merged-list.js';
+import { modelNames } from './routing/model-chains.js';
+import { decodeModelId } from './catalogue/model-id.js';
+import { renderItem, renderList, type ItemExtras } from './catalogue/model-formats.js';
 import { compilePattern, isPattern, matchPattern, type PathPattern } from '../engine/core/path-patterns.js';
 
 type Answer = (ctx: Context, params?: Record<string, string>) => true | Promise<true>;

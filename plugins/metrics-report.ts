@@ -1,8 +1,8 @@
 // GET /internal/metrics: the gateway's Prometheus registry in the text format (version 0.0.4).
 import { gwError } from '../engine/core/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
-import { registerCollected } from './lib/metrics/collected.js';
-import { instruments } from './lib/metrics/instruments.js';
+import { registerCollected } from './reports/metrics-collected.js';
+import { instruments } from './reports/metrics-instruments.js';
 
 export default definePlugin<Record<string, never>>({
   name: 'metrics-report',

@@ -8,8 +8,8 @@ import type { CounterCell, HistogramSeries } from '../engine/backends/metrics.js
 import type { RoutingInfo } from '../engine/kernel/context.js';
 import { ERROR_CODES, GatewayError } from '../engine/core/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
-import { affinityOutcome } from './lib/affinity.js';
-import { instruments, modelLabel } from './lib/metrics/instruments.js';
+import { affinityOutcome } from './routing/affinity.js';
+import { instruments, modelLabel } from './reports/metrics-instruments.js';
 
 const CLASSES = ['none', '1xx', '2xx', '3xx', '4xx', '5xx'] as const;
 const classIndex = (status: number) => (status >= 100 && status < 600 ? Math.floor(status / 100) : 0);

@@ -2,7 +2,7 @@
 // its endpoints (how many serve it, by status, with their last check latency).
 import { formatDuration } from '../engine/core/duration.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
-import { averageLatency, percent } from './lib/endpoint-view.js';
+import { averageLatency, percent } from './reports/endpoint-view.js';
 
 export default definePlugin<Record<string, never>>({
   name: 'model-stats-report',

@@ -1,14 +1,14 @@
-// GET /gw/models: the unified catalogue and the aliases it can serve (lib/alias-entries.ts),
+// GET /gw/models: the unified catalogue and the aliases it can serve (catalogue/alias-entries.ts),
 // filtered by provider and capability, in one of the list formats (unified, common, localrunner,
 // deskrunner, pagedengine).
 import { gwError } from '../engine/core/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
-import { withAliases } from './lib/alias-entries.js';
-import { LiveCache } from './lib/live-models.js';
-import { modelNames } from './lib/model-chains.js';
-import { LIST_FORMATS, capabilities, renderList, type ListFormat } from './lib/model-formats.js';
+import { withAliases } from './catalogue/alias-entries.js';
+import { LiveCache } from './catalogue/live-models.js';
+import { modelNames } from './routing/model-chains.js';
+import { LIST_FORMATS, capabilities, renderList, type ListFormat } from './catalogue/model-formats.js';
 import { queryOf } from './lib/query.js';
-import { nothingRoutable } from './lib/unavailable-hint.js';
+import { nothingRoutable } from './routing/unavailable-hint.js';
 
 const CAPABILITIES = new Set(['chat', 'completion', 'embedding', 'vision']);
 

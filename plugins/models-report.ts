@@ -1,9 +1,9 @@
 // GET /internal/status/models: the model registry — each model with the ids of the endpoints
 // serving it; ?detailed=true adds per-endpoint detail. Never URLs.
 import { definePlugin } from '../engine/kernel/plugin.js';
-import { capabilities } from './lib/model-formats.js';
+import { capabilities } from './catalogue/model-formats.js';
 import { queryOf } from './lib/query.js';
-import { replyStatus } from './lib/status-json.js';
+import { replyStatus } from './reports/status-json.js';
 
 export default definePlugin<Record<string, never>>({
   name: 'models-report',

@@ -3,8 +3,8 @@
 // messages API's error shape when no routable endpoint serves it.
 import { gwError } from '../engine/core/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
-import { decodeModelId } from './lib/model-id.js';
-import { msgapiModels } from './lib/msgapi-model.js';
+import { decodeModelId } from './catalogue/model-id.js';
+import { msgapiModels } from './catalogue/msgapi-model.js';
 
 const PREFIX = '/gw/msgapi/v1/models/';
 

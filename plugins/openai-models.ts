@@ -1,11 +1,11 @@
 // GET /gw/openai/v1/models and /gw/openai/v1/models/{id}: every model some routable endpoint
-// serves now, across every family, in the OpenAI list form (lib/openai-model.ts) — what a client
+// serves now, across every family, in the OpenAI list form (catalogue/openai-model.ts) — what a client
 // pointed at the one base URL /gw/openai/v1 sees. One model by any name it is listed under (a
 // slash in the id written plainly or encoded); 404 MODEL_NOT_FOUND when none serves it.
 import { gwError } from '../engine/core/errors.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
-import { decodeModelId } from './lib/model-id.js';
-import { openaiModels } from './lib/openai-model.js';
+import { decodeModelId } from './catalogue/model-id.js';
+import { openaiModels } from './catalogue/openai-model.js';
 
 const LIST = '/gw/openai/v1/models';
 

@@ -4,15 +4,15 @@
 // objects only with a full garbage collection that stops the process (about 1 s per 100 MB of
 // heap), far too dear for a route dashboards poll; so it is counted only when asked
 // (`?heap_objects=count`: v8.queryObjects, the objects whose prototype chain includes
-// Object.prototype), at most once a minute (lib/heap-count.ts), and every reply carries the last
+// Object.prototype), at most once a minute (reports/heap-count.ts), and every reply carries the last
 // count with `heap_objects_age_seconds` (null, and the count 0, until one was taken).
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import v8 from 'node:v8';
 import { HostStats } from '../engine/backends/telemetry.js';
-import { workersView } from './lib/workers-view.js';
+import { workersView } from './reports/workers-view.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
-import { HeapObjectCount } from './lib/heap-count.js';
+import { HeapObjectCount } from './reports/heap-count.js';
 import { queryOf } from './lib/query.js';
 
 const MB = 1024 * 1024;

@@ -6,12 +6,12 @@
 // - when the body names a model, the routable endpoints serving it — of the route's family, or of
 //   every family on routes that have none (msgapi) — and model_registry.routing_strategy decides
 //   what happens when none does. When alias-resolve says the model is an alias, the endpoints
-//   serving its real names; when it has fallbacks, theirs after its own (lib/fallback-chain.ts);
+//   serving its real names; when it has fallbacks, theirs after its own (routing/fallback-chain.ts);
 // - when it names none, on a generation or embedding route, the endpoints that list a model of
-//   that kind (lib/route-kinds.ts); on any other route, every routable endpoint.
-// Then the order (lib/balancing.ts): the balancing strategy, conversation affinity (a request
-// naming a model goes to its conversation's endpoint among the equally preferred: lib/affinity.ts,
-// lib/affinity-key.ts; what it did is noted on the plan), the Busy/Warming weights, capacity.
+//   that kind (routing/route-kinds.ts); on any other route, every routable endpoint.
+// Then the order (routing/balancing.ts): the balancing strategy, conversation affinity (a request
+// naming a model goes to its conversation's endpoint among the equally preferred: routing/affinity.ts,
+// routing/affinity-key.ts; what it did is noted on the plan), the Busy/Warming weights, capacity.
 // When no routable endpoint serves the request — none of the family is routable, or the model's
 // (or alias's) own endpoints are all out — one that failed (Unhealthy, Offline) and serves it gets
 // the request as a last resort, rather than the client a 503 until its next health check, however
@@ -26,17 +26,17 @@ import { GatewayError, gwError } from '../engine/core/errors.js';
 import type { Context, RoutingInfo } from '../engine/kernel/context.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
 import { PlanBuilder, planOf, rejectedPlan, type AffinityNote } from '../engine/routing/plan.js';
-import type { AffinityKey } from './lib/affinity.js';
-import { affinityKeys } from './lib/affinity-key.js';
-import { balancer, noteOf, STRATEGIES } from './lib/balancing.js';
-import { chainPlan, type ChainRouting } from './lib/fallback-chain.js';
-import { aliasChoice, continuable, familiesOf, modelChoice, routableIn, UNAVAILABLE_OPTION, type AliasCache, type Choice, type Unavailable } from './lib/model-routing.js';
+import type { AffinityKey } from './routing/affinity.js';
+import { affinityKeys } from './routing/affinity-key.js';
+import { balancer, noteOf, STRATEGIES } from './routing/balancing.js';
+import { chainPlan, type ChainRouting } from './routing/fallback-chain.js';
+import { aliasChoice, continuable, familiesOf, modelChoice, routableIn, UNAVAILABLE_OPTION, type AliasCache, type Choice, type Unavailable } from './routing/model-routing.js';
 import { familyPath } from '../engine/core/family-paths.js';
 import type { Profile } from '../engine/core/profiles.js';
-import { CapabilityRouter, routeKindsOf } from './lib/route-kinds.js';
-import { nothingRoutable, outOfRotation } from './lib/unavailable-hint.js';
+import { CapabilityRouter, routeKindsOf } from './routing/route-kinds.js';
+import { nothingRoutable, outOfRotation } from './routing/unavailable-hint.js';
 
-export { STRATEGIES } from './lib/balancing.js';
+export { STRATEGIES } from './routing/balancing.js';
 
 interface Options { strategy?: string; affinity?: boolean; model_routing: boolean; unavailable: Unavailable; by_route: boolean; also_via: string[] }
 

@@ -4,19 +4,19 @@
 // way(): the original bytes, nearly, to the engine's path, X-Gw-Mode: passthrough), else
 // translated to chat-completions at its chat path, without the API's own headers, and the reply
 // translated back. Routing, aliases, balancing, failover and gateway headers are those of the
-// proxy routes. What each API needs is its translator's (lib/api-translator.ts).
+// proxy routes. What each API needs is its translator's (apis/api-translator.ts).
 import type { Endpoint } from '../engine/backends/endpoints.js';
 import type { Context, UpstreamRequest } from '../engine/kernel/context.js';
 import { GatewayError } from '../engine/core/errors.js';
 import { definePlugin, type PluginEnv } from '../engine/kernel/plugin.js';
 import { retrySettings, sendUpstream, type SendPolicy } from '../engine/kernel/upstream.js';
 import { ClientGone } from '../engine/backends/failures.js';
-import type { ApiTranslator, Fallback, Mode } from './lib/api-translator.js';
-import type { ReplyOptions } from './lib/chat-reply-plan.js';
-import { msgapiTranslator } from './lib/msgapi/translator.js';
-import { responsesTranslator } from './lib/responses/translator.js';
-import { INFERENCE_API } from './lib/inference-api.js';
-import { continuationApi, continuationKind, continued, type AnswerText } from './lib/continuation/index.js';
+import type { ApiTranslator, Fallback, Mode } from './apis/api-translator.js';
+import type { ReplyOptions } from './apis/chat-reply-plan.js';
+import { msgapiTranslator } from './apis/msgapi/translator.js';
+import { responsesTranslator } from './apis/responses/translator.js';
+import { INFERENCE_API } from './apis/inference-api.js';
+import { continuationApi, continuationKind, continued, type AnswerText } from './apis/continuation/index.js';
 
 type Api = 'msgapi' | 'responses';
 interface Options { api: Api; passthrough?: boolean; max_retries?: number; name?: string }

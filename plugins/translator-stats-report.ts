@@ -2,8 +2,8 @@
 // a weak ETag (304 to a poll when nothing moved).
 import { formatDuration } from '../engine/core/duration.js';
 import { definePlugin } from '../engine/kernel/plugin.js';
-import { percent } from './lib/endpoint-view.js';
-import { replyStatus } from './lib/status-json.js';
+import { percent } from './reports/endpoint-view.js';
+import { replyStatus } from './reports/status-json.js';
 
 const rate = (part: number, whole: number) => (whole ? percent(part, whole) : '0.00%');
 

@@ -61,7 +61,7 @@ export interface GatewayConfig {
       options: { fallback_behavior: 'compatible_only' | 'all' | 'none'; discovery_refresh_on_miss: boolean; discovery_timeout: Duration };
     };
   };
-  /** A list: equivalent names; { models, ordered: true }: a fallback chain (plugins/lib/model-chains.ts). */
+  /** A list: equivalent names; { models, ordered: true }: a fallback chain (plugins/routing/model-chains.ts). */
   model_aliases: Record<string, string[] | { models: string[]; ordered: boolean }>;
   model_fallbacks: Record<string, string[]>;
   translators: {

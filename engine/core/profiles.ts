@@ -8,7 +8,7 @@ import { BUILTIN_PROFILES_DIR } from './paths.js';
 import { editDistance, explain, validatorOf, type Problem } from './schema.js';
 import { readYaml } from './yaml-file.js';
 
-/** How an engine continues an answer on one route: the API the route speaks (plugins/lib/continuation/). */
+/** How an engine continues an answer on one route: the API the route speaks (plugins/apis/continuation/). */
 export type ContinuationKind = 'chat' | 'completions' | 'messages' | 'ollama_chat' | 'ollama_generate' | 'llama_completion';
 
 /** One route where an engine reports its load, and how to read it. */
@@ -49,18 +49,18 @@ export interface Profile {
     metrics_path?: string;
     /** The paths whose gateway-made errors take another shape than the route's (core/error-formats.ts). */
     error_formats: Partial<Record<ErrorFormat, string[]>>;
-    /** What backend error replies gain (engine-agnostic; plugins/lib/error-context.ts). */
+    /** What backend error replies gain (engine-agnostic; plugins/replies/error-context.ts). */
     error_context: { gw_context: boolean; integer_code: boolean; provider: boolean };
-    /** X-Radix-Cache-Hit / X-Radix-Spec-Decode on replies (plugins/lib/radix-headers.ts). */
+    /** X-Radix-Cache-Hit / X-Radix-Spec-Decode on replies (plugins/replies/radix-headers.ts). */
     radix_headers: boolean;
-    /** How the engine continues a partly streamed answer, per route (plugins/lib/continuation/);
+    /** How the engine continues a partly streamed answer, per route (plugins/apis/continuation/);
      *  a route not named cannot be continued. */
     continuation: { routes: Record<string, ContinuationKind>; chat_fields?: Record<string, unknown>; note?: string };
   };
   characteristics: {
     timeout?: string; max_concurrent_requests?: number; max_queued_requests: number; queue_timeout: string;
     default_priority: number; streaming_support: boolean;
-    /** A hosted API service rather than an engine you run (lib/msgapi/billing.ts). */
+    /** A hosted API service rather than an engine you run (plugins/apis/msgapi/billing.ts). */
     hosted_service: boolean;
     /** Its endpoints take server.rate_limits.per_endpoint.default_requests_per_minute (hosted quotas). */
     endpoint_rate_limit: boolean;

@@ -6,7 +6,7 @@
 // chain) to continue that exact answer, and the continuation's events join the client's stream
 // as if nothing had happened (its opening events dropped, ids and indexes as the client saw
 // them). What an answer holds and how a continuation is asked for and spliced is the API's: the
-// terminal step hands in a ContinuationApi (plugins/lib/continuation/). When nothing can
+// terminal step hands in a ContinuationApi (plugins/apis/continuation/). When nothing can
 // continue it, the stream ends with the honest in-stream error, as any broken stream does.
 import type { Logger } from 'pino';
 import type { Endpoint } from '../backends/endpoints.js';

@@ -54,7 +54,7 @@ export interface Exchange {
   prepare(up: UpstreamRequest): void;
 }
 
-/** What the loop knows of the API a terminal step speaks (plugins/lib/inference-api.ts). */
+/** What the loop knows of the API a terminal step speaks (plugins/apis/inference-api.ts). */
 export interface ApiShape {
   /** How its streams' events read: first content, terminator, error. */
   readonly streams: StreamShape;

@@ -38,7 +38,7 @@ export interface RoutingInfo {
   readonly reason: string;
 }
 
-/** What conversation affinity made of the request (plugins/lib/affinity.ts): the X-Gw-Affinity
+/** What conversation affinity made of the request (plugins/routing/affinity.ts): the X-Gw-Affinity
  *  header, metrics and the access log read it with the endpoint that answered. */
 export interface AffinityNote {
   /** Where the key came from (a header name, "conversation"); null: the request had none. */

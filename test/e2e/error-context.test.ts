@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { FakeBackend } from '../../engine/demo/index.js';
-import { REWRITE_LIMIT } from '../../plugins/lib/rewrite-body.js';
+import { REWRITE_LIMIT } from '../../plugins/replies/rewrite-body.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 
 let hosted: FakeBackend, multi: FakeBackend, paged: FakeBackend, gw: Started;

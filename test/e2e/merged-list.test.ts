@@ -6,7 +6,7 @@ import { request as httpRequest } from 'node:http';
 import { request } from 'undici';
 import { FakeBackend } from '../../engine/demo/index.js';
 import type { Endpoint } from '../../engine/backends/endpoints.js';
-import { MERGE_REPLY_LIMIT } from '../../plugins/lib/merged-list.js';
+import { MERGE_REPLY_LIMIT } from '../../plugins/catalogue/merged-list.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { FakeBackend } from '../../engine/demo/index.js';
-import { cacheHitIn, TAIL_BYTES } from '../../plugins/lib/radix-headers.js';
+import { cacheHitIn, TAIL_BYTES } from '../../plugins/replies/radix-headers.js';
 import { closeAll, endpoint, startGateway, type Started } from '../helpers/gateway.js';
 import { lockstep } from '../helpers/http.js';
 

@@ -5,7 +5,7 @@ import { Catalogue } from '../../engine/backends/catalogue.js';
 import { parseModelList } from '../../engine/backends/model-lists.js';
 import { contextFromShow } from '../../engine/backends/model-info.js';
 import { DEFAULT_CONTEXT, compileTraits, globToRegExp } from '../../engine/backends/model-traits.js';
-import { renderList } from '../../plugins/lib/model-formats.js';
+import { renderList } from '../../plugins/catalogue/model-formats.js';
 import type { Endpoint } from '../../engine/backends/endpoints.js';
 import { FakeBackend } from '../../engine/demo/index.js';
 import { modelList } from '../../engine/demo/openai.js';

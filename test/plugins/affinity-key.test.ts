@@ -2,7 +2,7 @@
 // every API's shape; only text counts, so what moves between turns (cache_control, later turns,
 // sampling fields) leaves the key as it was.
 import { describe, expect, it } from 'vitest';
-import { affinityKeys, openingOf } from '../../plugins/lib/affinity-key.js';
+import { affinityKeys, openingOf } from '../../plugins/routing/affinity-key.js';
 import type { Context } from '../../engine/kernel/context.js';
 
 const ctxOf = (body: unknown, headers: Record<string, string> = {}) => ({ req: { rawHeaders: Object.entries(headers).flat() }, bodyJson: () => body }) as unknown as Context;

@@ -5,8 +5,8 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { Endpoint } from '../../engine/backends/endpoints.js';
 import { fnv1a32 } from '../../engine/core/hash.js';
-import { affinityOutcome, rankKey, type AffinityKey } from '../../plugins/lib/affinity.js';
-import { balancer, noteOf, STRATEGIES } from '../../plugins/lib/balancing.js';
+import { affinityOutcome, rankKey, type AffinityKey } from '../../plugins/routing/affinity.js';
+import { balancer, noteOf, STRATEGIES } from '../../plugins/routing/balancing.js';
 
 const node = (name: string, weight = 1, state = 'healthy', priority = 1) =>
   ({ name, id: name, idHash: fnv1a32(name), weight, state, priority, active: 0, queue: null, coolingUntil: 0, load(this: { active: number }) { return this.active; }, cooling: () => false }) as unknown as Endpoint;

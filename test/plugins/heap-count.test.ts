@@ -1,7 +1,7 @@
 // The heap-object count behind /internal/process: taken only when asked, at most once per
 // HEAP_COUNT_MAX_AGE_MS, reported with its age.
 import { describe, expect, it } from 'vitest';
-import { HEAP_COUNT_MAX_AGE_MS, HeapObjectCount } from '../../plugins/lib/heap-count.js';
+import { HEAP_COUNT_MAX_AGE_MS, HeapObjectCount } from '../../plugins/reports/heap-count.js';
 
 function counter() {
   let now = 1_000_000;

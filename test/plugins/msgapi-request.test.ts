@@ -1,10 +1,10 @@
 // Messages request → chat-completions request: each mapping of the spec.
 import { describe, expect, it } from 'vitest';
-import { withoutBillingHeader } from '../../plugins/lib/msgapi/billing.js';
-import { translationProblem } from '../../plugins/lib/msgapi/check.js';
-import { estimateInputTokens } from '../../plugins/lib/msgapi/estimate.js';
-import { toChatRequest } from '../../plugins/lib/msgapi/request.js';
-import type { MessagesRequest } from '../../plugins/lib/msgapi/types.js';
+import { withoutBillingHeader } from '../../plugins/apis/msgapi/billing.js';
+import { translationProblem } from '../../plugins/apis/msgapi/check.js';
+import { estimateInputTokens } from '../../plugins/apis/msgapi/estimate.js';
+import { toChatRequest } from '../../plugins/apis/msgapi/request.js';
+import type { MessagesRequest } from '../../plugins/apis/msgapi/types.js';
 
 const base: MessagesRequest = { model: 'm', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] };
 const chat = (req: Partial<MessagesRequest>, o: Partial<Parameters<typeof toChatRequest>[1]> = {}) =>

@@ -1,6 +1,6 @@
 // Chat-completions reply → messages reply: each mapping of the spec.
 import { describe, expect, it } from 'vitest';
-import { errorReply, isMessagesError, stopReason, toMessage } from '../../plugins/lib/msgapi/response.js';
+import { errorReply, isMessagesError, stopReason, toMessage } from '../../plugins/apis/msgapi/response.js';
 
 const reply = (message: object, finish = 'stop', extra: object = {}) => ({ model: 'backend-model', choices: [{ index: 0, message, finish_reason: finish, ...extra }], usage: { prompt_tokens: 11, completion_tokens: 6 } });
 

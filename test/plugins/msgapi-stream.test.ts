@@ -1,7 +1,7 @@
 // The stream translator against the recorded fixtures: event names, order, index numbering.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { StreamTranslator } from '../../plugins/lib/msgapi/stream.js';
+import { StreamTranslator } from '../../plugins/apis/msgapi/stream.js';
 
 type Event = { event: string; data: any };
 

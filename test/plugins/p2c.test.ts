@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Endpoint } from '../../engine/backends/endpoints.js';
 import { DECAY_MS, PeakEwma } from '../../engine/backends/peak-ewma.js';
-import { p2cCost, STRATEGIES } from '../../plugins/lib/balancing.js';
+import { p2cCost, STRATEGIES } from '../../plugins/routing/balancing.js';
 
 describe('peak EWMA', () => {
   it('takes a slower sample at once, a faster one gradually, and decays while quiet', () => {

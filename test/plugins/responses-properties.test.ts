@@ -5,10 +5,10 @@
 // FC_SEED and FC_RUNS replay or widen a run.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { estimateInputTokens, inputItems, requestProblem, toChatRequest } from '../../plugins/lib/responses/request.js';
-import { shellOf } from '../../plugins/lib/responses/response.js';
-import { ResponsesStreamTranslator } from '../../plugins/lib/responses/stream.js';
-import type { ResponsesRequest } from '../../plugins/lib/responses/types.js';
+import { estimateInputTokens, inputItems, requestProblem, toChatRequest } from '../../plugins/apis/responses/request.js';
+import { shellOf } from '../../plugins/apis/responses/response.js';
+import { ResponsesStreamTranslator } from '../../plugins/apis/responses/stream.js';
+import type { ResponsesRequest } from '../../plugins/apis/responses/types.js';
 
 const RUNS = Number(process.env.FC_RUNS ?? 500);
 const SEED = process.env.FC_SEED === undefined ? undefined : Number(process.env.FC_SEED);

@@ -1,9 +1,9 @@
 // Responses requests → chat-completions requests: what each field becomes, what strict chat
 // templates need of the messages, what is dropped and what is refused; and the bounded store.
 import { describe, expect, it } from 'vitest';
-import { estimateInputTokens, inputItems, requestProblem, toChatRequest } from '../../plugins/lib/responses/request.js';
-import { ResponseStore } from '../../plugins/lib/responses/store.js';
-import type { InputItem, OutputItem, ResponsesRequest } from '../../plugins/lib/responses/types.js';
+import { estimateInputTokens, inputItems, requestProblem, toChatRequest } from '../../plugins/apis/responses/request.js';
+import { ResponseStore } from '../../plugins/apis/responses/store.js';
+import type { InputItem, OutputItem, ResponsesRequest } from '../../plugins/apis/responses/types.js';
 
 const chat = (req: ResponsesRequest, o: { effortLevels?: string[]; streamUsage?: boolean; reasoningHistory?: boolean } = {}) => {
   const dropped: string[] = [];

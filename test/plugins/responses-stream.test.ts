@@ -3,10 +3,10 @@
 // stream and reconstructed reasoning-then-answer and reasoning-then-tool-call streams.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ResponsesStreamTranslator, eventsForResponse } from '../../plugins/lib/responses/stream.js';
-import { shellOf, toResponse } from '../../plugins/lib/responses/response.js';
-import type { OutputItem, ResponsesRequest } from '../../plugins/lib/responses/types.js';
-import { inputItems, toChatRequest } from '../../plugins/lib/responses/request.js';
+import { ResponsesStreamTranslator, eventsForResponse } from '../../plugins/apis/responses/stream.js';
+import { shellOf, toResponse } from '../../plugins/apis/responses/response.js';
+import type { OutputItem, ResponsesRequest } from '../../plugins/apis/responses/types.js';
+import { inputItems, toChatRequest } from '../../plugins/apis/responses/request.js';
 
 type Event = { event: string; data: any };
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import selectEndpoint, { STRATEGIES } from '../../plugins/select-endpoint.js';
-import { balancer } from '../../plugins/lib/balancing.js';
+import { balancer } from '../../plugins/routing/balancing.js';
 import { EndpointQueue } from '../../engine/backends/queue.js';
 import type { Endpoint } from '../../engine/backends/endpoints.js';
 import { applyPlugin, profiles, stubContext, testEnv } from '../helpers/plugin.js';

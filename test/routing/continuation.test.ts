@@ -9,10 +9,10 @@ import type { Candidate } from '../../engine/routing/plan.js';
 import { EventSplitter, frame } from '../../engine/routing/stream-events.js';
 import { StreamOut } from '../../engine/routing/stream-out.js';
 import { StreamWatch } from '../../engine/routing/stream-watch.js';
-import { INFERENCE_STREAMS } from '../../plugins/lib/inference-api.js';
-import { CHAT } from '../../plugins/lib/continuation/openai.js';
-import { MESSAGES } from '../../plugins/lib/continuation/messages.js';
-import type { AnswerText } from '../../plugins/lib/continuation/answer.js';
+import { INFERENCE_STREAMS } from '../../plugins/apis/inference-api.js';
+import { CHAT } from '../../plugins/apis/continuation/openai.js';
+import { MESSAGES } from '../../plugins/apis/continuation/messages.js';
+import type { AnswerText } from '../../plugins/apis/continuation/answer.js';
 
 const ep = (name: string) => ({ name }) as unknown as Endpoint;
 const [A, B, C, F] = ['a', 'b', 'c', 'f'].map(ep);

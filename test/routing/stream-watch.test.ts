@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { FakeBackend, type Behaviour } from '../../engine/demo/index.js';
 import { routesFor } from '../../engine/demo/families.js';
 import { MAX_EVENT_BYTES, StreamWatch, streamFormatOf, type Seen, type StreamFormat } from '../../engine/routing/stream-watch.js';
-import { INFERENCE_STREAMS } from '../../plugins/lib/inference-api.js';
+import { INFERENCE_STREAMS } from '../../plugins/apis/inference-api.js';
 
 const RUNS = Number(process.env.FC_RUNS ?? 200);
 

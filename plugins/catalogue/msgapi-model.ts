@@ -1,13 +1,13 @@
 // A model as the messages API's model routes show it: the spec's record (id, name, created,
 // description, type "chat") with the fields the official SDK reads (display_name, created_at),
 // for the chat models that some routable endpoint serves now (every family, one entry per id),
-// and the aliases of them (lib/alias-entries.ts), with `alias_of`.
+// and the aliases of them (catalogue/alias-entries.ts), with `alias_of`.
 import { NameIndex } from '../../engine/backends/model-names.js';
 import type { PluginEnv } from '../../engine/kernel/plugin.js';
 import { withAliases } from './alias-entries.js';
 import { createdOf, type ListedModel } from './model-formats.js';
 import { LiveCache, liveModels } from './live-models.js';
-import { modelNames } from './model-chains.js';
+import { modelNames } from '../routing/model-chains.js';
 
 export interface MsgapiModel {
   id: string;

@@ -5,7 +5,7 @@
 import type { Endpoint } from '../../../engine/backends/endpoints.js';
 import type { Context } from '../../../engine/kernel/context.js';
 import type { ReplyPlan } from '../../../engine/kernel/upstream.js';
-import { rewritePlan, type Rewritten } from '../rewrite-body.js';
+import { rewritePlan, type Rewritten } from '../../replies/rewrite-body.js';
 import { isLocalFamily, withoutBillingHeader } from './billing.js';
 import { errorReply, isMessagesError } from './response.js';
 import type { ReplyHeaders } from '../../../engine/core/json.js';

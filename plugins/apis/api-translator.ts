@@ -2,7 +2,7 @@
 // engines: per endpoint, whether the engine speaks the API itself (then the request goes to it
 // natively, nearly as it came) or is translated to; once per request, the checks and settings a
 // translation needs; per attempt, the chat-completions body; per reply, the plan that turns the
-// chat reply into the API's. lib/msgapi/translator.ts and lib/responses/translator.ts are the two.
+// chat reply into the API's. apis/msgapi/translator.ts and apis/responses/translator.ts are the two.
 import type { Endpoint } from '../../engine/backends/endpoints.js';
 import type { Context } from '../../engine/kernel/context.js';
 import type { ReplyPlan } from '../../engine/kernel/upstream.js';

@@ -1,4 +1,4 @@
-// The Responses API over chat-completions engines (lib/api-translator.ts): natively to an
+// The Responses API over chat-completions engines (apis/api-translator.ts): natively to an
 // endpoint whose engine serves /v1/responses (where engine/core/family-paths.ts finds it), else
 // translated to chat-completions and back. `previous_response_id` is the bounded store's
 // (store.ts, translators.responses.store): with it off, a translated request that names one is

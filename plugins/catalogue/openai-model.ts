@@ -1,14 +1,14 @@
 // A model as the OpenAI-compatible front (/gw/openai/v1) lists it: the chat-completions list form
 // (id, object, created, owned_by) for every model some routable endpoint serves now, across every
 // family, one entry per id — a model served by several families once, `families` naming them —
-// sorted by id so the list reads the same on every call. Aliases (lib/alias-entries.ts) are
+// sorted by id so the list reads the same on every call. Aliases (catalogue/alias-entries.ts) are
 // entries of their own with `alias_of`; the context window (the first family's) is `context_length`.
 import { NameIndex } from '../../engine/backends/model-names.js';
 import type { PluginEnv } from '../../engine/kernel/plugin.js';
 import { withAliases } from './alias-entries.js';
 import { createdOf, ownedBy, type ListedModel } from './model-formats.js';
 import { LiveCache, liveModels } from './live-models.js';
-import { modelNames } from './model-chains.js';
+import { modelNames } from '../routing/model-chains.js';
 
 export interface OpenAiModel {
   id: string;

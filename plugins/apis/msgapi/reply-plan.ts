@@ -1,4 +1,4 @@
-// A chat-completions reply as a messages-API reply (lib/chat-reply-plan.ts does the relaying).
+// A chat-completions reply as a messages-API reply (apis/chat-reply-plan.ts does the relaying).
 import type { ReplyPlan } from '../../../engine/kernel/upstream.js';
 import type { ReplyHeaders } from '../../../engine/core/json.js';
 import { chatReplyPlan, type ReplyOptions } from '../chat-reply-plan.js';

@@ -1,7 +1,7 @@
 // Backend error replies annotated as the endpoint's profile declares (api.error_context): the
 // hosted families add `gw_context` {endpoint, request_id, timestamp}; the multi-provider gateway
 // gets an integer `code` and the `provider`. Only a JSON object body of a reply with status 400 or
-// more is touched, read whole up to the rewrite limit (lib/rewrite-body.ts: a larger one is
+// more is touched, read whole up to the rewrite limit (replies/rewrite-body.ts: a larger one is
 // relayed as it came); anything else, and every success reply, is relayed untouched and unbuffered.
 import type { Catalogue } from '../../engine/backends/catalogue.js';
 import type { Context } from '../../engine/kernel/context.js';

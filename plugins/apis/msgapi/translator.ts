@@ -1,4 +1,4 @@
-// The messages API over chat-completions engines (lib/api-translator.ts): passthrough to an
+// The messages API over chat-completions engines (apis/api-translator.ts): passthrough to an
 // endpoint whose profile declares native support (api.msgapi_support, min_version respected) —
 // the original bytes to its messages_path, less Claude Code's billing block toward local
 // backends, errors put in the messages API's shape — else translation to chat-completions.

@@ -5,8 +5,8 @@
 //
 // X-Gw-Routing-Reason vocabulary: model_found, alias, discovered, catalogue_empty,
 // fallback_compatible, fallback_all, model_not_found, model_unavailable, alias_not_found,
-// alias_unavailable, no_compatible_endpoint; capability_* (lib/route-kinds.ts); model_management,
-// last_resort (select-endpoint); model_fallback (lib/fallback-chain.ts and the attempt loop).
+// alias_unavailable, no_compatible_endpoint; capability_* (routing/route-kinds.ts); model_management,
+// last_resort (select-endpoint); model_fallback (routing/fallback-chain.ts and the attempt loop).
 import type { Endpoint } from '../../engine/backends/endpoints.js';
 import { gwError, type GatewayError } from '../../engine/core/errors.js';
 import type { RoutingInfo } from '../../engine/kernel/context.js';

@@ -1,6 +1,6 @@
 // Catalogue models in the formats clients expect: the unified record, the catalogue record (the
 // spec's other form of it), the chat-completions list ("common"), and the native list shapes of
-// the runner, desktop and paged families. An alias entry (lib/alias-entries.ts) carries
+// the runner, desktop and paged families. An alias entry (catalogue/alias-entries.ts) carries
 // `alias_of` (its targets): in `metadata` of the unified forms (their keys are the spec's), as a
 // field of the item in the others.
 import type { CatalogueModel } from '../../engine/backends/catalogue.js';

@@ -2,9 +2,8 @@
 // status, endpoint, model, time. Status routes follow the polling rule (the spec's): successful
 // GET/HEAD polls (2xx, 304) log at debug, everything else at info — under /internal/ by default
 // (`polling: auto`), or wherever `polling: true` says.
-import { clip } from '../engine/core/head.js';
+import { clip, definePlugin } from '../engine/api.js';
 import { affinityOutcome } from './routing/affinity.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
 
 interface Options { level: 'debug' | 'info'; polling: boolean | 'auto' }
 

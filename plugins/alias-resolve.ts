@@ -6,7 +6,7 @@
 // fallbacks. An alias wins over a real model of the same name. Model-management routes (the
 // profile's request.management_paths) are left alone: what they name is a model to pull, create
 // or delete, not one to route to.
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin } from '../engine/api.js';
 import { modelNames } from './routing/model-chains.js';
 import { UNAVAILABLE_OPTION } from './routing/model-routing.js';
 

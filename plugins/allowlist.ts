@@ -1,9 +1,7 @@
 // The family's path allowlist (profile api.paths): exact paths, and named segments such as
 // /v1/models/{model...} (engine/core/path-patterns.ts), compiled at load. A refused path never reaches a
 // backend: 404 when the path is not listed, 501 for paths the profile marks unsupported.
-import { gwError } from '../engine/core/errors.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
-import { PathSet } from '../engine/core/path-patterns.js';
+import { definePlugin, gwError, PathSet } from '../engine/api.js';
 
 interface Options { status: 404 | 501 }
 

@@ -3,7 +3,7 @@
 // the headers and method it asks for, because browser clients send their own (the openai and
 // anthropic packages add x-stainless-*, anthropic-version, x-api-key…) and the gateway performs
 // no authentication of its own (the spec's Authentication item 1) that CORS would protect.
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin } from '../engine/api.js';
 
 interface Options { allow_origin: string; allow_methods: string; allow_headers: string; expose_headers: string; allow_requested: boolean }
 

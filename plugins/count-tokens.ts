@@ -7,10 +7,7 @@
 // (characters / 4), which needs no backend: no candidate counts, none can take the request now
 // (unroutable, breaker open, all failed), or the backend answers 404 or 501 for that path (a
 // build without it). X-Gw-Token-Count says which: `backend` or `estimate`.
-import type { Candidate, Context } from '../engine/kernel/context.js';
-import { gwError } from '../engine/core/errors.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
-import { retrySettings, sendUpstream, type ReplyPlan, type SendPolicy } from '../engine/kernel/upstream.js';
+import { definePlugin, gwError, retrySettings, sendUpstream, type Candidate, type Context, type ReplyPlan, type SendPolicy } from '../engine/api.js';
 import { INFERENCE_API } from './apis/inference-api.js';
 import { rewritePlan, type Rewritten } from './replies/rewrite-body.js';
 import { translationProblem } from './apis/msgapi/check.js';

@@ -4,8 +4,7 @@
 // the status, health and metrics routes stay open to monitoring. The client address is the one
 // the rate limits use: behind a trusted proxy (server.rate_limits.trust_proxy_headers) the
 // proxy's own loopback address must not open the page to everyone it forwards.
-import { gwError } from '../engine/core/errors.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin, gwError } from '../engine/api.js';
 import { compileAccessPolicy } from './lib/access-policy.js';
 import { clientAddressOf } from './lib/client-address.js';
 

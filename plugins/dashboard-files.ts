@@ -4,10 +4,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { extname, join } from 'node:path';
-import { gwError } from '../engine/core/errors.js';
-import { fnv1a36 } from '../engine/core/hash.js';
-import { PACKAGE_ROOT } from '../engine/core/paths.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin, fnv1a36, gwError, PACKAGE_ROOT } from '../engine/api.js';
 import { etagMatches } from './reports/status-json.js';
 
 const BASE = '/internal/ui/';

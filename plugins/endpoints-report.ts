@@ -1,5 +1,5 @@
 // GET /internal/status/endpoints: health, traffic and circuit breaker of every endpoint.
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin } from '../engine/api.js';
 import { endpointDetail } from './reports/endpoint-view.js';
 import { replyStatus } from './reports/status-json.js';
 

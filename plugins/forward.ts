@@ -5,13 +5,9 @@
 // Two profile-declared touches to the reply, both off unless the endpoint's profile asks:
 // api.error_context annotates JSON error bodies (replies/error-context.ts); api.radix_headers adds
 // the X-Radix-* headers (replies/radix-headers.ts). Success bodies are never changed.
-import type { Endpoint } from '../engine/backends/endpoints.js';
-import type { Context } from '../engine/kernel/context.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
-import { retrySettings, sendUpstream, type SendPolicy } from '../engine/kernel/upstream.js';
+import { definePlugin, familyPath, retrySettings, sendUpstream, type Context, type Endpoint, type SendPolicy } from '../engine/api.js';
 import { continuationApi, continuationKind, continued, type AnswerText } from './apis/continuation/index.js';
 import { errorContextPlan } from './replies/error-context.js';
-import { familyPath } from '../engine/core/family-paths.js';
 import { INFERENCE_API } from './apis/inference-api.js';
 import { RadixHeaders } from './replies/radix-headers.js';
 

@@ -1,8 +1,6 @@
 // X-Gw-* headers on every response of the route: request id, endpoint, model, family, timing,
 // the routing decision when model routing ran, and what conversation affinity did.
-import { formatDuration } from '../engine/core/duration.js';
-import { echo } from '../engine/core/head.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin, echo, formatDuration } from '../engine/api.js';
 import { affinityOutcome } from './routing/affinity.js';
 
 interface Options { model_header: boolean }

@@ -1,8 +1,7 @@
 // GET /internal/health: overall status and one record per endpoint (the liveness probe; the
 // readiness one is /internal/ready). The
 // verdict is /internal/status's, in the spec's words for this route (critical reads unhealthy).
-import { formatDuration } from '../engine/core/duration.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin, formatDuration } from '../engine/api.js';
 import { HEALTH_WORDS, healthRecord, verdict } from './reports/endpoint-view.js';
 import { replyStatus } from './reports/status-json.js';
 

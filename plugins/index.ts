@@ -1,5 +1,5 @@
 // The built-in plugins, by name. The registry is a map: a pipeline's `use:` looks up here.
-import type { Plugin } from '../engine/kernel/plugin.js';
+import type { Plugin } from '../engine/api.js';
 import accessLog from './access-log.js';
 import aliasResolve from './alias-resolve.js';
 import allowlist from './allowlist.js';

@@ -9,18 +9,13 @@
 // other method gets 405 and never reaches a backend (the allowlist lists `/v1/models/{model...}`
 // for these answers; on a hosted service a DELETE there would delete a fine-tuned model). A path
 // the profile lists exactly (mlxmulti's /v1/models/status) wins over an intercept pattern.
-import { indexModels, type CatalogueModel } from '../engine/backends/catalogue.js';
-import type { Context } from '../engine/kernel/context.js';
-import { gwError } from '../engine/core/errors.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
-import type { Intercept } from '../engine/core/profiles.js';
+import { compilePattern, definePlugin, gwError, indexModels, isPattern, matchPattern, type CatalogueModel, type Context, type Intercept, type PathPattern } from '../engine/api.js';
 import { withAliases } from './catalogue/alias-entries.js';
 import { LiveCache, liveModels } from './catalogue/live-models.js';
 import { answerMerged } from './catalogue/merged-list.js';
 import { modelNames } from './routing/model-chains.js';
 import { decodeModelId } from './catalogue/model-id.js';
 import { renderItem, renderList, type ItemExtras } from './catalogue/model-formats.js';
-import { compilePattern, isPattern, matchPattern, type PathPattern } from '../engine/core/path-patterns.js';
 
 type Answer = (ctx: Context, params?: Record<string, string>) => true | Promise<true>;
 

@@ -1,6 +1,6 @@
 // Strip the mount prefix: /gw/<prefix>/<rest>?q → /<rest>?q (the query is kept; the endpoint's
 // base path is added when the request is sent).
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin } from '../engine/api.js';
 
 interface Options { prefix?: string }
 

@@ -1,6 +1,5 @@
 // GET /internal/metrics: the gateway's Prometheus registry in the text format (version 0.0.4).
-import { gwError } from '../engine/core/errors.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin, gwError } from '../engine/api.js';
 import { registerCollected } from './reports/metrics-collected.js';
 import { instruments } from './reports/metrics-instruments.js';
 

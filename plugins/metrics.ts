@@ -3,11 +3,7 @@
 // the kernel's (ctx.totalMs from the done hook's interceptor) and the attempt loop's (ctx.attempt:
 // the upstream and queue spans, the first chunk); this step only files them. Series are looked up
 // once per endpoint and status class, then observed by index.
-import type { Endpoint } from '../engine/backends/endpoints.js';
-import type { CounterCell, HistogramSeries } from '../engine/backends/metrics.js';
-import type { RoutingInfo } from '../engine/kernel/context.js';
-import { ERROR_CODES, GatewayError } from '../engine/core/errors.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin, ERROR_CODES, GatewayError, type CounterCell, type Endpoint, type HistogramSeries, type RoutingInfo } from '../engine/api.js';
 import { affinityOutcome } from './routing/affinity.js';
 import { instruments, modelLabel } from './reports/metrics-instruments.js';
 

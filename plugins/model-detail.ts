@@ -1,9 +1,7 @@
 // GET /gw/models/{id}: one unified record, as GET /gw/models lists it, by any name a model is
 // listed under (the catalogue's lookup rule: engine/backends/model-names.ts) or by alias (its
 // entry of the first family serving one of its targets, catalogue/alias-entries.ts).
-import { indexModels } from '../engine/backends/catalogue.js';
-import { gwError } from '../engine/core/errors.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin, gwError, indexModels } from '../engine/api.js';
 import { withAliases } from './catalogue/alias-entries.js';
 import { LiveCache } from './catalogue/live-models.js';
 import { decodeModelId } from './catalogue/model-id.js';

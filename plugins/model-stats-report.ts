@@ -1,7 +1,6 @@
 // GET /internal/stats/models: requests per model, and each catalogue model's availability across
 // its endpoints (how many serve it, by status, with their last check latency).
-import { formatDuration } from '../engine/core/duration.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin, formatDuration } from '../engine/api.js';
 import { averageLatency, percent } from './reports/endpoint-view.js';
 
 export default definePlugin<Record<string, never>>({

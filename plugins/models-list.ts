@@ -1,8 +1,7 @@
 // GET /gw/models: the unified catalogue and the aliases it can serve (catalogue/alias-entries.ts),
 // filtered by provider and capability, in one of the list formats (unified, common, localrunner,
 // deskrunner, pagedengine).
-import { gwError } from '../engine/core/errors.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin, gwError } from '../engine/api.js';
 import { withAliases } from './catalogue/alias-entries.js';
 import { LiveCache } from './catalogue/live-models.js';
 import { modelNames } from './routing/model-chains.js';

@@ -1,5 +1,5 @@
 // POST /internal/models/refresh: rediscover models from every healthy endpoint now.
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin } from '../engine/api.js';
 
 export default definePlugin<Record<string, never>>({
   name: 'models-refresh',

@@ -1,6 +1,6 @@
 // GET /internal/status/models: the model registry — each model with the ids of the endpoints
 // serving it; ?detailed=true adds per-endpoint detail. Never URLs.
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin } from '../engine/api.js';
 import { capabilities } from './catalogue/model-formats.js';
 import { queryOf } from './lib/query.js';
 import { replyStatus } from './reports/status-json.js';

@@ -1,8 +1,7 @@
 // GET /gw/msgapi/v1/models/{id}: one chat model of the messages API's list, by any name it is
 // listed under (the catalogue's lookup rule; a slash in the id is written plainly); 404 in the
 // messages API's error shape when no routable endpoint serves it.
-import { gwError } from '../engine/core/errors.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin, gwError } from '../engine/api.js';
 import { decodeModelId } from './catalogue/model-id.js';
 import { msgapiModels } from './catalogue/msgapi-model.js';
 

@@ -1,6 +1,6 @@
 // GET /gw/msgapi/v1/models: the chat models some routable endpoint serves (every family, one
 // entry per id) in the messages API's list form.
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin } from '../engine/api.js';
 import { msgapiModels } from './catalogue/msgapi-model.js';
 
 export default definePlugin<Record<string, never>>({

@@ -4,8 +4,7 @@
 // breaks those clients), and the translate step checks what translation reads, per endpoint.
 // One bound protects the gateway itself: a body nested deeper than max_depth is refused before
 // any code walks it (the checks, the estimate and re-serialising recurse per level).
-import { gwError } from '../engine/core/errors.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin, gwError } from '../engine/api.js';
 import { nestsDeeperThan } from './lib/json-depth.js';
 
 export default definePlugin<{ max_depth: number }>({

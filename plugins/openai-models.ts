@@ -2,8 +2,7 @@
 // serves now, across every family, in the OpenAI list form (catalogue/openai-model.ts) — what a client
 // pointed at the one base URL /gw/openai/v1 sees. One model by any name it is listed under (a
 // slash in the id written plainly or encoded); 404 MODEL_NOT_FOUND when none serves it.
-import { gwError } from '../engine/core/errors.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin, gwError } from '../engine/api.js';
 import { decodeModelId } from './catalogue/model-id.js';
 import { openaiModels } from './catalogue/openai-model.js';
 

@@ -9,9 +9,8 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import v8 from 'node:v8';
-import { HostStats } from '../engine/backends/telemetry.js';
+import { definePlugin, HostStats } from '../engine/api.js';
 import { workersView } from './reports/workers-view.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
 import { HeapObjectCount } from './reports/heap-count.js';
 import { queryOf } from './lib/query.js';
 

@@ -5,13 +5,7 @@
 // with Retry-After; every reply of a limited route carries X-RateLimit-Limit, -Remaining and
 // -Reset of the bucket closest to empty. The per-endpoint limits (hosted families) are checked
 // by the attempt loop as each candidate is tried (Endpoint.rateGate); the stats step counts their 429s.
-import type { LimitScope, Rate, Take } from '../engine/backends/rate-buckets.js';
-import type { SharedTake } from '../engine/backends/redis-buckets.js';
-import { rateLimitHeaders } from '../engine/routing/admission.js';
-import { GatewayError, gwError } from '../engine/core/errors.js';
-import { nameMatches } from '../engine/core/pipelines.js';
-import type { Context } from '../engine/kernel/context.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin, GatewayError, gwError, nameMatches, rateLimitHeaders, type Context, type LimitScope, type Rate, type SharedTake, type Take } from '../engine/api.js';
 import { clientAddressOf } from './lib/client-address.js';
 
 interface Options { health: string[]; internal: string[] }

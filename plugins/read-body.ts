@@ -3,11 +3,7 @@
 // later step asks (ctx.bodyJson()). A declared length over the limit is refused before a byte is
 // read, so `Expect: 100-continue` gets its 413 without being invited to send the body; a body
 // that stops arriving for server.body_idle_timeout ends with 408 and a closed connection.
-import { configValue } from '../engine/core/config.js';
-import type { Context } from '../engine/kernel/context.js';
-import { parseDuration } from '../engine/core/duration.js';
-import { gwError } from '../engine/core/errors.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { configValue, definePlugin, gwError, parseDuration, type Context } from '../engine/api.js';
 
 interface Options { max_bytes?: number; max_bytes_from?: string }
 

@@ -3,7 +3,7 @@
 // shutting down; 503 otherwise, saying why (no endpoint routable: every request would fail; the
 // gateway draining: it finishes what it holds and takes nothing new). /internal/health answers
 // 200 whatever the backends' state, so it is the liveness probe.
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin } from '../engine/api.js';
 
 export default definePlugin<Record<string, never>>({
   name: 'ready-report',

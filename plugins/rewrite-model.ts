@@ -2,8 +2,7 @@
 // model), send it. Only the
 // top-level `model` value changes; every other byte and the key order stay (Content-Length
 // follows the new body). Nothing happens when the name already matches or the body is not JSON.
-import { findModelField, replaceModel } from '../engine/core/body-model.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin, findModelField, replaceModel } from '../engine/api.js';
 
 export default definePlugin<Record<string, never>>({
   name: 'rewrite-model',

@@ -4,8 +4,7 @@
 // text/html) that the dashboard would let in is sent there (302), as monitoring tools send their
 // root to their UI. Built once per configuration: a request reads the Accept header and, for a
 // browser, the access policy.
-import type { Context } from '../engine/kernel/context.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin, type Context } from '../engine/api.js';
 import { compileAccessPolicy } from './lib/access-policy.js';
 import { clientAddressOf } from './lib/client-address.js';
 

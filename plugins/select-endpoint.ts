@@ -20,19 +20,12 @@
 // per endpoint at a time — it is the endpoint's breaker test request — and the next not before
 // an initial breaker period after one failed; the others get the 503 meanwhile, with Retry-After.
 // A failure leaves the endpoint's health as it was (its checks keep their schedule).
-import type { Endpoint } from '../engine/backends/endpoints.js';
-import { parseDuration } from '../engine/core/duration.js';
-import { GatewayError, gwError } from '../engine/core/errors.js';
-import type { Context, RoutingInfo } from '../engine/kernel/context.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
-import { PlanBuilder, planOf, rejectedPlan, type AffinityNote } from '../engine/routing/plan.js';
+import { definePlugin, familyPath, GatewayError, gwError, parseDuration, PlanBuilder, planOf, rejectedPlan, type AffinityNote, type Context, type Endpoint, type Profile, type RoutingInfo } from '../engine/api.js';
 import type { AffinityKey } from './routing/affinity.js';
 import { affinityKeys } from './routing/affinity-key.js';
 import { balancer, noteOf, STRATEGIES } from './routing/balancing.js';
 import { chainPlan, type ChainRouting } from './routing/fallback-chain.js';
 import { aliasChoice, continuable, familiesOf, modelChoice, routableIn, UNAVAILABLE_OPTION, type AliasCache, type Choice, type Unavailable } from './routing/model-routing.js';
-import { familyPath } from '../engine/core/family-paths.js';
-import type { Profile } from '../engine/core/profiles.js';
 import { CapabilityRouter, routeKindsOf } from './routing/route-kinds.js';
 import { nothingRoutable, outOfRotation } from './routing/unavailable-hint.js';
 

@@ -2,8 +2,7 @@
 // attempt before it against its endpoint); and the 429s of the per-endpoint rate limits, which the
 // attempt loop answers as it tries the candidates (the rate-limit step counts its own). Client
 // errors (4xx) are counted apart from failures (reports/request-outcome.ts).
-import { GatewayError } from '../engine/core/errors.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin, GatewayError } from '../engine/api.js';
 import { outcomeOf } from './reports/request-outcome.js';
 
 interface Options { per_model: boolean }

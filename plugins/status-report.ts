@@ -2,12 +2,10 @@
 // the system's state, and hot reload's last outcome. The state is the verdict /internal/health gives
 // (reports/endpoint-view.ts): endpoint health, then the success rate of the recent requests that were
 // not client errors; before any such traffic, endpoint health alone.
-import { formatDuration } from '../engine/core/duration.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin, formatDuration, HostStats } from '../engine/api.js';
 import { averageLatency, isHealthy, percent, SYSTEM_WORDS, verdict } from './reports/endpoint-view.js';
 import { replyStatus } from './reports/status-json.js';
 import { buildInfo } from './version.js';
-import { HostStats } from '../engine/backends/telemetry.js';
 import { workersView } from './reports/workers-view.js';
 
 export default definePlugin<Record<string, never>>({

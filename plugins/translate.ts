@@ -5,12 +5,7 @@
 // translated to chat-completions at its chat path, without the API's own headers, and the reply
 // translated back. Routing, aliases, balancing, failover and gateway headers are those of the
 // proxy routes. What each API needs is its translator's (apis/api-translator.ts).
-import type { Endpoint } from '../engine/backends/endpoints.js';
-import type { Context, UpstreamRequest } from '../engine/kernel/context.js';
-import { GatewayError } from '../engine/core/errors.js';
-import { definePlugin, type PluginEnv } from '../engine/kernel/plugin.js';
-import { retrySettings, sendUpstream, type SendPolicy } from '../engine/kernel/upstream.js';
-import { ClientGone } from '../engine/backends/failures.js';
+import { ClientGone, definePlugin, GatewayError, retrySettings, sendUpstream, type Context, type Endpoint, type PluginEnv, type SendPolicy, type UpstreamRequest } from '../engine/api.js';
 import type { ApiTranslator, Fallback, Mode } from './apis/api-translator.js';
 import type { ReplyOptions } from './apis/chat-reply-plan.js';
 import { msgapiTranslator } from './apis/msgapi/translator.js';

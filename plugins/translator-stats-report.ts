@@ -1,7 +1,6 @@
 // GET /internal/stats/translators: each translator's counters, busiest first, and a summary, with
 // a weak ETag (304 to a poll when nothing moved).
-import { formatDuration } from '../engine/core/duration.js';
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin, formatDuration } from '../engine/api.js';
 import { percent } from './reports/endpoint-view.js';
 import { replyStatus } from './reports/status-json.js';
 

@@ -1,7 +1,7 @@
 // Headers toward the backend: the client's (less hop-by-hop ones, its Host, and those the
 // terminal step marks as another API's: UpstreamRequest.omitClientHeader), the gateway's
 // request id and forwarding headers, then the endpoint's configured headers and auth, which win.
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin } from '../engine/api.js';
 
 const DROP = new Set([
   'host', 'connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer',

@@ -1,5 +1,5 @@
 // GET /version: the running version and build data.
-import { definePlugin } from '../engine/kernel/plugin.js';
+import { definePlugin } from '../engine/api.js';
 
 /** Build data; `go_version` (the spec's name) carries the Node.js version. */
 export function buildInfo(version: string) {

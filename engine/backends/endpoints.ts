@@ -102,14 +102,15 @@ export class Endpoint {
   checksTotal = 0;
   checksPassed = 0;
   nextCheckAt: Date | null = null;
-  private replaySafePaths!: ReadonlySet<string>;
+  // No private members: a plugin's read view (EndpointView) must stay assignable to the class.
+  replaySafePaths!: ReadonlySet<string>;
   /** Paths whose requests take a concurrency slot: the profile's generation and embedding routes. */
-  private slotPaths!: ReadonlySet<string>;
+  slotPaths!: ReadonlySet<string>;
   /** Shared by the pool and the one-off connections. */
-  private connector!: buildConnector.connector;
+  connector!: buildConnector.connector;
 
   /** `makeQueue`: a worker's queues ask the host for slots (host-link.ts). */
-  constructor(id: string, plan: EndpointPlan, breaker: BreakerSettings, private readonly makeQueue: (ep: Endpoint, settings: QueueSettings) => EndpointQueue = (_, s) => new EndpointQueue(s)) {
+  constructor(id: string, plan: EndpointPlan, breaker: BreakerSettings, readonly makeQueue: (ep: Endpoint, settings: QueueSettings) => EndpointQueue = (_, s) => new EndpointQueue(s)) {
     this.id = id;
     this.idHash = fnv1a32(id);
     this.url = sanitizeUrl(plan.url);
@@ -154,7 +155,7 @@ export class Endpoint {
 
   /** A kept endpoint keeps its queue (waiters and counters) under new limits; a limit removed
    *  lets every waiter through at once, and in-flight attempts give their slots back to it. */
-  private applyConcurrency(settings: QueueSettings | null): void {
+  applyConcurrency(settings: QueueSettings | null): void {
     if (settings) {
       if (this.queue) this.queue.configure(settings);
       else this.queue = this.makeQueue(this, settings);
@@ -238,12 +239,19 @@ export class Endpoint {
     this.coolingUntil = Math.max(this.coolingUntil, performance.now() + ms);
   }
 
-  /** It answered a Retry-After that has not passed yet. */
+  /** It answered a Retry-After that has not passed yet. One that has is cleared, so that the next
+   *  request need not read the clock for it (balancing checks `coolingUntil > 0` first). */
   cooling(now: number): boolean {
-    return this.coolingUntil > now;
+    if (this.coolingUntil > now) return true;
+    this.coolingUntil = 0;
+    return false;
   }
 
   get routable(): boolean {
     return !this.retired && ROUTABLE[this.state];
   }
 }
+
+/** An endpoint as a plugin sees it (the public API's `Endpoint`): its fields read-only — the
+ *  backends' state and the attempt loop write them. */
+export type EndpointView = Readonly<Endpoint>;

@@ -2,7 +2,8 @@
 // hot path stays monomorphic. Each field has one owner (named beside it): the step that sets it;
 // every other step reads it. Routing state is two things, each with one writer: the route plan
 // (select-endpoint, once) and the attempt record (the attempt loop); steps read both. Plugins keep
-// their own extras in `state`.
+// their own extras in `state`. Steps see it as a `Context`: the kernel's fields read-only there,
+// and the attempt loop's `track` absent; the kernel holds the `RequestContext` itself.
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
@@ -41,7 +42,7 @@ export interface RouteInfo {
 const CALLER_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
 const NOT_PARSED = Symbol('not parsed');
 
-export class Context implements Exchange {
+export class RequestContext implements Exchange {
   readonly start = performance.now();
   readonly id: string;
   /** The path the client asked for, without the query, as it came (prefix included): what logs
@@ -233,3 +234,10 @@ export class Context implements Exchange {
     return true;
   }
 }
+
+/** The fields only the kernel writes (run.ts, response.ts, hooks.ts). */
+type KernelOwned = 'status' | 'responseStarted' | 'error' | 'errorAnswered' | 'headMs' | 'totalMs';
+
+/** One request as a step sees it (every hook's argument): the kernel's fields read-only, and no
+ *  `track` (the attempt loop's). Writing a kernel-owned field is a compile error in a step. */
+export type Context = Omit<RequestContext, KernelOwned | 'track'> & Readonly<Pick<RequestContext, KernelOwned>>;

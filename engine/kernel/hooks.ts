@@ -5,7 +5,7 @@
 // head is written.
 import { AsyncSeriesBailHook, SyncHook } from 'tapable';
 import type { UpstreamRequest } from '../routing/exchange.js';
-import type { Context } from './context.js';
+import type { Context, RequestContext } from './context.js';
 
 export type Hooks = Readonly<{
   /** Decide where the request goes: match, allowlist, body, aliases, candidates. A step that
@@ -41,7 +41,8 @@ export function createHooks(): Hooks {
   };
   // The request's timings, taken once here for every step that reports them (headers, stats,
   // logs, metrics): when the reply head went out, and when the request was over.
-  hooks.respond.intercept({ call: (ctx: Context) => void (ctx.headMs = ctx.elapsedMs()) });
-  hooks.done.intercept({ call: (ctx: Context) => void (ctx.totalMs = ctx.elapsedMs()) });
+  // (The kernel's own fields: every hook is called with the kernel's RequestContext.)
+  hooks.respond.intercept({ call: (ctx: Context) => void ((ctx as RequestContext).headMs = ctx.elapsedMs()) });
+  hooks.done.intercept({ call: (ctx: Context) => void ((ctx as RequestContext).totalMs = ctx.elapsedMs()) });
   return Object.freeze(hooks);
 }

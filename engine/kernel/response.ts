@@ -5,7 +5,7 @@
 // instead of throwing.
 import { ServerResponse, type IncomingMessage, type OutgoingHttpHeader, type OutgoingHttpHeaders } from 'node:http';
 import { StepFailed } from '../backends/failures.js';
-import type { Context } from './context.js';
+import type { RequestContext } from './context.js';
 import { sanitizedHeaders } from '../core/head.js';
 
 type HeadersArg = OutgoingHttpHeaders | OutgoingHttpHeader[] | undefined;
@@ -41,7 +41,7 @@ function listed(flatList: string[], name: string): boolean {
 
 export class GatewayResponse<Req extends IncomingMessage = IncomingMessage> extends ServerResponse<Req> {
   /** Set by the runner when a route takes the request; null for answers before routing. */
-  ctx: Context | null = null;
+  ctx: RequestContext | null = null;
 
   override writeHead(status: number, a?: string | HeadersArg, b?: HeadersArg): this {
     // An informational head (1xx) is not the reply's: no respond hook, nothing recorded.

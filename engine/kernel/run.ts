@@ -4,13 +4,13 @@
 import type { IncomingMessage } from 'node:http';
 import { StepFailed } from '../backends/failures.js';
 import type { Stats } from '../backends/telemetry.js';
-import { Context, type RouteInfo } from './context.js';
+import { RequestContext, type RouteInfo } from './context.js';
 import { GatewayError, gwError, renderError } from '../core/errors.js';
 import type { GatewayResponse } from './response.js';
 
 export type RouteRunner = (route: RouteInfo, req: IncomingMessage, res: GatewayResponse) => void;
 
-function fail(ctx: Context, err: unknown): void {
+function fail(ctx: RequestContext, err: unknown): void {
   const log = ctx.route.log;
   let gw: GatewayError;
   if (err instanceof GatewayError) gw = err;
@@ -35,7 +35,7 @@ function fail(ctx: Context, err: unknown): void {
 }
 
 /** The last guard: whatever went wrong while answering, this request ends and nothing else does. */
-function failSafely(ctx: Context, err: unknown): void {
+function failSafely(ctx: RequestContext, err: unknown): void {
   try {
     fail(ctx, err);
   } catch (e) {
@@ -47,7 +47,7 @@ function failSafely(ctx: Context, err: unknown): void {
 /** `stats.inFlight` counts requests being handled (shutdown and reload drain on it). */
 export function createRunner(stats: Stats): RouteRunner {
   return (route, req, res) => {
-    const ctx = new Context(req, res, route);
+    const ctx = new RequestContext(req, res, route);
     res.ctx = ctx;
     const hooks = route.hooks;
     stats.inFlight++;

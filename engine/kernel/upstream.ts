@@ -5,7 +5,7 @@ import { parseDuration } from '../core/duration.js';
 import { attemptLoop } from '../routing/attempt-loop.js';
 import type { RetrySettings, SendPolicy } from '../routing/exchange.js';
 import { narrowed, type Candidate } from '../routing/plan.js';
-import type { Context } from './context.js';
+import type { Context, RequestContext } from './context.js';
 import type { Runtime } from './runtime.js';
 
 export type { ApiShape, RetrySettings, SendPolicy } from '../routing/exchange.js';
@@ -17,7 +17,8 @@ export { backendHeaders } from '../routing/reply.js';
  *  error the client should get. */
 export function sendUpstream(ctx: Context, policy: SendPolicy<Context>, keep?: (c: Candidate) => boolean): Promise<true> {
   const plan = ctx.plan;
-  return attemptLoop(ctx, policy, plan && keep ? narrowed(plan, keep) : plan ?? undefined);
+  // A step's Context is the kernel's RequestContext, whose attempt record the loop keeps.
+  return attemptLoop<RequestContext>(ctx as RequestContext, policy, plan && keep ? narrowed(plan, keep) : plan ?? undefined);
 }
 
 /** proxy.retry as a terminal step's retry settings, with what they read of the backends' state. */

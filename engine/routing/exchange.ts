@@ -74,7 +74,7 @@ export interface RetrySettings {
 }
 
 /** A terminal step's policy, made once when the step is applied (no allocation per request). */
-export interface SendPolicy<C extends Exchange = Exchange> {
+export interface SendPolicy<C = Exchange> {
   /** Further attempts after the first. */
   maxRetries: number;
   /** Retries on statuses and stream failures, budgets, first-token deadlines; absent:

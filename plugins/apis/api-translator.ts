@@ -3,10 +3,7 @@
 // natively, nearly as it came) or is translated to; once per request, the checks and settings a
 // translation needs; per attempt, the chat-completions body; per reply, the plan that turns the
 // chat reply into the API's. apis/msgapi/translator.ts and apis/responses/translator.ts are the two.
-import type { Endpoint } from '../../engine/backends/endpoints.js';
-import type { Context } from '../../engine/kernel/context.js';
-import type { ReplyPlan } from '../../engine/kernel/upstream.js';
-import type { ReplyHeaders } from '../../engine/core/json.js';
+import type { Context, Endpoint, ReplyHeaders, ReplyPlan } from '../../engine/api.js';
 import type { ReplyOptions } from './chat-reply-plan.js';
 
 export type Mode = 'passthrough' | 'translation';

@@ -3,8 +3,7 @@
 // event written as soon as it is formed; anything else is read whole, converted and sent (as
 // events, when the client asked for a stream and the backend ignored it). Backend errors keep
 // their status and take the API's error shape.
-import type { ReplyPlan } from '../../engine/kernel/upstream.js';
-import type { ReplyHeaders } from '../../engine/core/json.js';
+import type { ReplyHeaders, ReplyPlan } from '../../engine/api.js';
 import { usageOf, type ChatStreamReader, type Usage } from './chat-stream.js';
 
 /** A buffered (non-stream) backend reply larger than this is refused rather than held. */

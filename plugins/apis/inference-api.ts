@@ -2,8 +2,7 @@
 // knows only from here (the terminal steps hand it in as their policy's `api`): how their streams'
 // events read — chat completions, completions, the messages API, the Responses API, Ollama's and
 // llama.cpp's native routes — and how a backend says a prompt is longer than the context window.
-import type { ApiShape } from '../../engine/routing/exchange.js';
-import type { EventKind, StreamShape } from '../../engine/routing/stream-watch.js';
+import type { ApiShape, EventKind, StreamShape } from '../../engine/api.js';
 
 /** Event names (SSE `event:` or a JSON `type`) that carry no content, recognised positively:
  *  anything not known to be empty counts as content, so an unknown format is never held back. */

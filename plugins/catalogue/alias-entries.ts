@@ -4,9 +4,7 @@
 // served target under the alias's name, on the endpoints of all its served targets, marked with
 // the targets that family serves (`aliasOf`). A family that lists a model of the alias's own name
 // shows that model only: one entry per name, as clients key models by id.
-import { indexModels, type CatalogueModel } from '../../engine/backends/catalogue.js';
-import type { Endpoint } from '../../engine/backends/endpoints.js';
-import type { DiscoveredModel } from '../../engine/backends/model-lists.js';
+import { indexModels, type CatalogueModel, type DiscoveredModel, type Endpoint } from '../../engine/api.js';
 import type { ListedModel } from './model-formats.js';
 
 type Aliases = ReadonlyMap<string, readonly string[]>;

@@ -1,9 +1,7 @@
 // The catalogue as a family's clients should see it: only the models some routable endpoint
 // serves now, each narrowed to its routable endpoints (an offline endpoint's list is kept by the
 // catalogue so routing can say "unavailable", but a model list must not offer its models).
-import type { CatalogueModel } from '../../engine/backends/catalogue.js';
-import type { Endpoint } from '../../engine/backends/endpoints.js';
-import type { PluginEnv } from '../../engine/kernel/plugin.js';
+import type { CatalogueModel, Endpoint, PluginEnv } from '../../engine/api.js';
 
 function narrowed(m: CatalogueModel, live: Endpoint[]): CatalogueModel {
   const names = [...new Set(live.map((e) => m.servedAs.get(e)!.name))];

@@ -4,14 +4,7 @@
 // all cancelled when the client leaves), within its check_timeout and a size limit, and their
 // lists are concatenated, each entry once. A HEAD is answered from what is known without asking
 // anyone: the head of a JSON reply, no body, no length.
-import { askEndpoint } from '../../engine/backends/json-reply.js';
-import { ClientGone } from '../../engine/backends/failures.js';
-import type { Endpoint } from '../../engine/backends/endpoints.js';
-import type { Context } from '../../engine/kernel/context.js';
-import { askEach } from '../../engine/kernel/fan-out.js';
-import { gwError } from '../../engine/core/errors.js';
-import type { PluginEnv } from '../../engine/kernel/plugin.js';
-import { isObject } from '../../engine/core/json.js';
+import { askEach, askEndpoint, ClientGone, gwError, isObject, type Context, type Endpoint, type PluginEnv } from '../../engine/api.js';
 
 /** A list of loaded models is a few KiB; this bounds what one endpoint can make the gateway hold. */
 export const MERGE_REPLY_LIMIT = 1024 * 1024;

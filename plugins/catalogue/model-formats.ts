@@ -3,8 +3,7 @@
 // the runner, desktop and paged families. An alias entry (catalogue/alias-entries.ts) carries
 // `alias_of` (its targets): in `metadata` of the unified forms (their keys are the spec's), as a
 // field of the item in the others.
-import type { CatalogueModel } from '../../engine/backends/catalogue.js';
-import type { DiscoveredModel } from '../../engine/backends/model-lists.js';
+import type { CatalogueModel, DiscoveredModel } from '../../engine/api.js';
 
 /** A model as a list shows it: a catalogue model, or an alias of some (`aliasOf`: its targets). */
 export interface ListedModel extends CatalogueModel {

@@ -2,8 +2,7 @@
 // description, type "chat") with the fields the official SDK reads (display_name, created_at),
 // for the chat models that some routable endpoint serves now (every family, one entry per id),
 // and the aliases of them (catalogue/alias-entries.ts), with `alias_of`.
-import { NameIndex } from '../../engine/backends/model-names.js';
-import type { PluginEnv } from '../../engine/kernel/plugin.js';
+import { NameIndex, type PluginEnv } from '../../engine/api.js';
 import { withAliases } from './alias-entries.js';
 import { createdOf, type ListedModel } from './model-formats.js';
 import { LiveCache, liveModels } from './live-models.js';

@@ -3,8 +3,7 @@
 // family, one entry per id — a model served by several families once, `families` naming them —
 // sorted by id so the list reads the same on every call. Aliases (catalogue/alias-entries.ts) are
 // entries of their own with `alias_of`; the context window (the first family's) is `context_length`.
-import { NameIndex } from '../../engine/backends/model-names.js';
-import type { PluginEnv } from '../../engine/kernel/plugin.js';
+import { NameIndex, type PluginEnv } from '../../engine/api.js';
 import { withAliases } from './alias-entries.js';
 import { createdOf, ownedBy, type ListedModel } from './model-formats.js';
 import { LiveCache, liveModels } from './live-models.js';

@@ -2,7 +2,7 @@
 // BlockList built once at load, engine/kernel/cidr.ts) and the Host header by name. A request
 // passes when both match.
 import { BlockList, isIP } from 'node:net';
-import { canonicalAddress, parseCidr } from '../../engine/core/cidr.js';
+import { canonicalAddress, parseCidr } from '../../engine/api.js';
 
 export interface AccessPolicyConfig {
   allowed_cidrs: readonly string[];

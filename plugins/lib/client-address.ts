@@ -4,9 +4,7 @@
 // proxy — each proxy appends the address it saw, so everything left of the last untrusted hop may
 // be the client's own invention. Ranges are compiled once, when the step is applied.
 import { isIP } from 'node:net';
-import { canonicalAddress, compileCidrs } from '../../engine/core/cidr.js';
-import type { Context } from '../../engine/kernel/context.js';
-import type { GatewayConfig } from '../../engine/core/config.js';
+import { canonicalAddress, compileCidrs, type Context, type GatewayConfig } from '../../engine/api.js';
 
 /** Hops read from the right of X-Forwarded-For at most: a chain of trusted proxies is short. */
 const MAX_HOPS = 32;

@@ -1,5 +1,5 @@
 // The query string of a request, parsed on demand.
-import type { Context } from '../../engine/kernel/context.js';
+import type { Context } from '../../engine/api.js';
 
 export function queryOf(ctx: Context): URLSearchParams {
   const url = ctx.req.url ?? '';

@@ -3,11 +3,8 @@
 // gets an integer `code` and the `provider`. Only a JSON object body of a reply with status 400 or
 // more is touched, read whole up to the rewrite limit (replies/rewrite-body.ts: a larger one is
 // relayed as it came); anything else, and every success reply, is relayed untouched and unbuffered.
-import type { Catalogue } from '../../engine/backends/catalogue.js';
-import type { Context } from '../../engine/kernel/context.js';
-import type { ReplyPlan } from '../../engine/kernel/upstream.js';
+import { isObject, type Catalogue, type Context, type ReplyHeaders, type ReplyPlan } from '../../engine/api.js';
 import { rewritePlan, uncompressed } from './rewrite-body.js';
-import { isObject, type ReplyHeaders } from '../../engine/core/json.js';
 
 
 

@@ -13,12 +13,8 @@
 //   body would only add work that grows with the generated text. A report put elsewhere is not
 //   found: the reply then carries no cache header, never a wrong one.
 //   Streams are never held back, so they carry no cache header of ours.
-import type { Catalogue } from '../../engine/backends/catalogue.js';
-import type { Context } from '../../engine/kernel/context.js';
-import type { Profile } from '../../engine/core/profiles.js';
-import { backendHeaders, type ReplyPlan } from '../../engine/kernel/upstream.js';
+import { backendHeaders, type Catalogue, type Context, type Profile, type ReplyHeaders, type ReplyPlan } from '../../engine/api.js';
 import { plainJson } from './error-context.js';
-import type { ReplyHeaders } from '../../engine/core/json.js';
 
 
 /** Larger replies are relayed as they come, without a cache header. */

@@ -3,8 +3,7 @@
 // REWRITE_LIMIT, and rebuilt. A body it cannot rewrite — compressed, larger than the limit, not
 // what `rewrite` expects — is relayed as the backend sent it (status, headers, bytes): the client
 // always gets the backend's answer, never a gateway error in its place.
-import type { ReplyHeaders } from '../../engine/core/json.js';
-import { backendHeaders, type PipePlan, type ReplyPlan } from '../../engine/kernel/upstream.js';
+import { backendHeaders, type PipePlan, type ReplyHeaders, type ReplyPlan } from '../../engine/api.js';
 
 /** Bodies worth rewriting are small (errors, counts); a larger one goes on as it came. */
 export const REWRITE_LIMIT = 64 * 1024;

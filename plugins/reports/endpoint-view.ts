@@ -1,8 +1,5 @@
 // How endpoints appear on the status routes: sanitised URL and id, never credentials.
-import { formatDuration } from '../../engine/core/duration.js';
-import type { Endpoint } from '../../engine/backends/endpoints.js';
-import type { EndpointQueue, QueueCounts } from '../../engine/backends/queue.js';
-import type { Stats } from '../../engine/backends/telemetry.js';
+import { formatDuration, type Endpoint, type EndpointQueue, type QueueCounts, type Stats } from '../../engine/api.js';
 
 export const percent = (part: number, whole: number) => `${((part / whole) * 100).toFixed(2)}%`;
 

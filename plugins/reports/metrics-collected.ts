@@ -1,10 +1,7 @@
 // The series of /internal/metrics read at scrape time from what the status routes already keep:
 // Stats (traffic, security counters, models, translators), the endpoints (health, breaker, active
 // requests and streams, queues) and the catalogue. Nothing here is counted per request.
-import type { Endpoint, HealthState } from '../../engine/backends/endpoints.js';
-import type { Sample } from '../../engine/backends/metrics.js';
-import type { TranslatorCounters } from '../../engine/backends/telemetry.js';
-import type { Runtime } from '../../engine/kernel/runtime.js';
+import type { Endpoint, HealthState, Runtime, Sample, TranslatorCounters } from '../../engine/api.js';
 import { SYSTEM_WORDS, verdict } from './endpoint-view.js';
 import { modelLabel } from './metrics-instruments.js';
 

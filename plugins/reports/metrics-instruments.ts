@@ -2,8 +2,7 @@
 // observes them and the report that serves them. Label sets are bounded: families, routes and
 // endpoints come from the configuration, status is a class, models are catalogue names or `other`,
 // error codes are the gateway's table or `other`.
-import type { Catalogue } from '../../engine/backends/catalogue.js';
-import type { Metrics } from '../../engine/backends/metrics.js';
+import type { Catalogue, Metrics } from '../../engine/api.js';
 
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 /** The gateway's own time is a fraction of a millisecond on a good day. */

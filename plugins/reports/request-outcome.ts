@@ -4,10 +4,7 @@
 // parameter); it never makes an endpoint or the system look unhealthy. Failures are 5xx, timeouts,
 // connection errors, replies that broke off after their head, and a 429 for want of capacity
 // (a full queue, an endpoint's rate, a backend's own 429): a saturated gateway is not healthy.
-import { ClientGone } from '../../engine/backends/failures.js';
-import type { Outcome } from '../../engine/backends/telemetry.js';
-import { GatewayError } from '../../engine/core/errors.js';
-import type { Context } from '../../engine/kernel/context.js';
+import { ClientGone, GatewayError, type Context, type Outcome } from '../../engine/api.js';
 
 export function outcomeOf(ctx: Context): Outcome {
   if (ctx.brokeOff) return 'failed';

@@ -1,7 +1,6 @@
 // Status JSON with a weak ETag over its stable fields (timestamps, uptimes and check latencies
 // left out), and 304 for a matching If-None-Match.
-import type { Context } from '../../engine/kernel/context.js';
-import { fnv1a36 } from '../../engine/core/hash.js';
+import { fnv1a36, type Context } from '../../engine/api.js';
 
 const VOLATILE = new Set(['timestamp', 'uptime', 'uptime_seconds', 'last_check', 'last_latency', 'latency', 'next_check', 'read_at']);
 const stable = (key: string, value: unknown) => (VOLATILE.has(key) ? undefined : value);

@@ -1,6 +1,6 @@
 // Each worker's share of the host (gw serve --workers N), for /internal/status and
 // /internal/process: which process it is, what it is serving, what it holds.
-import type { HostStats } from '../../engine/backends/telemetry.js';
+import type { HostStats } from '../../engine/api.js';
 
 const mb = (bytes: number) => Math.round((bytes / 1048576) * 100) / 100;
 

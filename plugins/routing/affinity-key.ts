@@ -11,7 +11,7 @@
 //   completions, llama.cpp, api/generate  system (api/generate), the prompt's first 512 characters
 //                                         (a bare prompt shorter than that gets a new key each turn:
 //                                         its opening is not known; a session header keeps it)
-import type { Context } from '../../engine/kernel/context.js';
+import type { Context } from '../../engine/api.js';
 import type { AffinityKey } from './affinity.js';
 
 /** Each part of the opening counts up to this many characters: enough to tell conversations apart. */

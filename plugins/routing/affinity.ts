@@ -7,8 +7,7 @@
 // loads, Mirrokni et al.): an endpoint already past max_load_factor × its weighted share of the
 // candidates' load passes the key to the next in the key's order, so affinity never builds a
 // hot spot. The key comes from a session header or the conversation's opening (affinity-key.ts).
-import type { Endpoint } from '../../engine/backends/endpoints.js';
-import type { AffinityNote } from '../../engine/routing/plan.js';
+import type { AffinityNote, Endpoint } from '../../engine/api.js';
 
 export interface AffinityKey {
   /** 64 bits of the key's hash, as two 32-bit halves. */

@@ -13,8 +13,7 @@
 //    wait is over: it is tried only when nothing better is left.
 // Load is an endpoint's requests in flight plus what its engine reports serving for others
 // (Endpoint.load, backends/engine-load.ts).
-import type { Endpoint } from '../../engine/backends/endpoints.js';
-import type { AffinityNote } from '../../engine/routing/plan.js';
+import type { AffinityNote, Endpoint } from '../../engine/api.js';
 import { rankKey, score, type AffinityKey } from './affinity.js';
 
 /** `model`: the name the request asks for, where it names one (p2c prefers endpoints that have it loaded). */
@@ -227,11 +226,7 @@ export function balancer(order: Order, s: BalancerSettings): Order {
     if (ordered.length > 1 && ordered.some(saturated)) ordered = [...ordered.filter(hasRoom), ...ordered.filter(saturated)];
     if (ordered.length > 1 && ordered.some(paused)) {
       const now = performance.now();
-      const waiting = (e: Endpoint) => {
-        if (e.cooling(now)) return true;
-        e.coolingUntil = 0; // over: the next request need not read the clock for it
-        return false;
-      };
+      const waiting = (e: Endpoint) => e.cooling(now);
       if (ordered.some(waiting)) ordered = [...ordered.filter((e) => !waiting(e)), ...ordered.filter(waiting)];
     }
     return ordered;

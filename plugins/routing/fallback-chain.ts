@@ -4,12 +4,7 @@
 // The attempt loop walks them in order, so a fallback model is tried only after the endpoints of
 // the names before it failed. A name nothing can serve now is left out; when that is the primary,
 // the request goes straight to its fallback (X-Gw-Routing-Decision: fallback).
-import type { Endpoint } from '../../engine/backends/endpoints.js';
-import { gwError, type GatewayError } from '../../engine/core/errors.js';
-import type { Context, ModelRoute, RoutePlan, RoutingInfo } from '../../engine/kernel/context.js';
-import type { PluginEnv } from '../../engine/kernel/plugin.js';
-import type { Profile } from '../../engine/core/profiles.js';
-import { PlanBuilder, type AffinityNote } from '../../engine/routing/plan.js';
+import { gwError, PlanBuilder, type AffinityNote, type Context, type Endpoint, type GatewayError, type ModelRoute, type PluginEnv, type Profile, type RoutePlan, type RoutingInfo } from '../../engine/api.js';
 import type { AffinityKey } from './affinity.js';
 import type { Order } from './balancing.js';
 import { aliasChoice, modelChoice, type AliasCache, type Choice } from './model-routing.js';

@@ -6,8 +6,7 @@
 //   A name in a chain may itself be an (unordered) alias.
 // alias-resolve looks the body's model up here; select-endpoint maps the names onto endpoints.
 // Maps, not objects: a name comes from the request body, and "__proto__" must read as a name.
-import type { GatewayConfig } from '../../engine/core/config.js';
-import type { ModelRoute, NameGroup } from '../../engine/kernel/context.js';
+import type { GatewayConfig, ModelRoute, NameGroup } from '../../engine/api.js';
 
 export interface ModelNames {
   /** Every virtual name → what it stands for. */

@@ -7,11 +7,7 @@
 // fallback_compatible, fallback_all, model_not_found, model_unavailable, alias_not_found,
 // alias_unavailable, no_compatible_endpoint; capability_* (routing/route-kinds.ts); model_management,
 // last_resort (select-endpoint); model_fallback (routing/fallback-chain.ts and the attempt loop).
-import type { Endpoint } from '../../engine/backends/endpoints.js';
-import { gwError, type GatewayError } from '../../engine/core/errors.js';
-import type { RoutingInfo } from '../../engine/kernel/context.js';
-import type { PluginEnv } from '../../engine/kernel/plugin.js';
-import type { Profile } from '../../engine/core/profiles.js';
+import { gwError, type Endpoint, type GatewayError, type PluginEnv, type Profile, type RoutingInfo } from '../../engine/api.js';
 import { describeDown, downHint } from './unavailable-hint.js';
 
 /** The families a step works on: its route's family, or every family. */

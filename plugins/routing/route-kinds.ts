@@ -5,9 +5,7 @@
 //   /completion must not land on an embeddings-only server, nor /embedding on a chat server);
 // - a model-management route (pull, create, delete, load…) is routed by family, never by model:
 //   the model it names is often one no endpoint lists yet.
-import type { Endpoint } from '../../engine/backends/endpoints.js';
-import type { PluginEnv } from '../../engine/kernel/plugin.js';
-import type { Profile } from '../../engine/core/profiles.js';
+import type { Endpoint, PluginEnv, Profile } from '../../engine/api.js';
 import type { Choice } from './model-routing.js';
 
 export type RouteKind = 'generation' | 'embedding' | 'management';

@@ -3,7 +3,7 @@
 // and what to start or configure — so a new setup's first refusal names the fix instead of only
 // the family. The config file's path stays out: a client of the gateway need not learn the
 // gateway's file system.
-import type { Endpoint } from '../../engine/backends/endpoints.js';
+import type { Endpoint } from '../../engine/api.js';
 
 /** Endpoints named in one message at most: a large fleet's refusal stays one readable line. */
 const NAMED = 4;

@@ -1,6 +1,6 @@
 // Apply one plugin to fresh hooks and drive it with a stub request, for plugin unit tests.
 import { Readable } from 'node:stream';
-import { Context } from '../../engine/kernel/context.js';
+import { RequestContext, type Context } from '../../engine/kernel/context.js';
 import { createHooks, type Hooks } from '../../engine/kernel/hooks.js';
 import { loadConfig } from '../../engine/core/config.js';
 import type { Plugin, PluginEnv } from '../../engine/kernel/plugin.js';
@@ -72,7 +72,7 @@ export function stubResponse(): StubResponse {
 /** The request's attempt record, as the attempt loop would leave it (set what a test needs). */
 export function attemptOf(ctx: Context): AttemptState {
   const rec = new AttemptState();
-  ctx.track(rec);
+  (ctx as RequestContext).track(rec);
   return rec;
 }
 
@@ -94,7 +94,7 @@ export function stubContext(hooks: Hooks, opts: { method?: string; url?: string;
     hooks.respond.call(ctx, status);
     write(status, [...headers, ...ctx.replyHeaders]);
   };
-  const ctx = new Context(req as never, res as never, { pipeline: 'test', hooks, profile: opts.profile ? profiles.byName.get(opts.profile) : undefined, prefix: opts.prefix, errorFormat: 'gateway', log: createLogger('silent') });
+  const ctx = new RequestContext(req as never, res as never, { pipeline: 'test', hooks, profile: opts.profile ? profiles.byName.get(opts.profile) : undefined, prefix: opts.prefix, errorFormat: 'gateway', log: createLogger('silent') });
   return { ctx, res, req };
 }
 

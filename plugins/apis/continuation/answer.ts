@@ -3,8 +3,7 @@
 // text without its trailing whitespace (engines tokenize a prefill better so, and the messages
 // API refuses one that ends in whitespace); the whitespace the client already has is taken off
 // the front of the continuation's first words when they repeat it.
-import type { Transcript } from '../../../engine/routing/continuation.js';
-import type { StreamEvent } from '../../../engine/routing/stream-events.js';
+import type { StreamEvent, Transcript } from '../../../engine/api.js';
 
 export abstract class AnswerText implements Transcript {
   text = '';

@@ -1,8 +1,7 @@
 // Which API a route's streams speak when they are continued, from the endpoint's profile
 // (api.continuation.routes): the shared ContinuationApi of each kind. The attempt loop compares
 // them by identity: only an endpoint whose route speaks the same API can continue an answer.
-import type { ContinuationApi } from '../../../engine/routing/continuation.js';
-import type { ContinuationKind, Profile } from '../../../engine/core/profiles.js';
+import type { ContinuationApi, ContinuationKind, Profile } from '../../../engine/api.js';
 import { MESSAGES } from './messages.js';
 import { LLAMA_COMPLETION, OLLAMA_CHAT, OLLAMA_GENERATE } from './native.js';
 import { CHAT, COMPLETIONS } from './openai.js';

@@ -4,8 +4,7 @@
 // indexes moved onto the client's. A block the client saw closed is followed by the
 // continuation's as a new block. message_delta's usage is marked partial (`gw_partial: true`):
 // the broken part reported no output count.
-import type { ContinuationApi } from '../../../engine/routing/continuation.js';
-import type { StreamEvent } from '../../../engine/routing/stream-events.js';
+import type { ContinuationApi, StreamEvent } from '../../../engine/api.js';
 import { AnswerText, json, withData } from './answer.js';
 
 class MessagesAnswer extends AnswerText {

@@ -3,8 +3,7 @@
 // api/generate goes to api/chat (the only way to continue a templated answer there): its lines
 // are written back as api/generate lines. The final line's counts are the continuation's; it is
 // marked `gw_partial: true`, since the broken part reported none.
-import type { ContinuationApi } from '../../../engine/routing/continuation.js';
-import type { StreamEvent } from '../../../engine/routing/stream-events.js';
+import type { ContinuationApi, StreamEvent } from '../../../engine/api.js';
 import { AnswerText, filled, json, withData } from './answer.js';
 
 class NativeAnswer extends AnswerText {

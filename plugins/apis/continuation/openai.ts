@@ -2,8 +2,7 @@
 // so far, and a continuation's chunks under the id the client saw. Before its first words, a
 // continuation's chunks (the role delta, empty content) are dropped; usage is summed where the
 // backend reported tokens before the break, else marked partial (`gw_partial: true`).
-import type { ContinuationApi } from '../../../engine/routing/continuation.js';
-import type { StreamEvent } from '../../../engine/routing/stream-events.js';
+import type { ContinuationApi, StreamEvent } from '../../../engine/api.js';
 import { AnswerText, filled, json, withData } from './answer.js';
 
 class ChoicesAnswer extends AnswerText {

@@ -7,8 +7,7 @@
 // - completions, llama_completion and raw ollama_generate: the prompt followed by the text;
 // - ollama_chat: a trailing assistant message; a templated ollama_generate goes to api/chat.
 // The token limit is reduced by what was generated (reported, else a lower bound).
-import type { Profile } from '../../../engine/core/profiles.js';
-import type { ContinuationKind } from '../../../engine/core/profiles.js';
+import type { ContinuationKind, Profile } from '../../../engine/api.js';
 import type { AnswerText } from './answer.js';
 
 /** The continuation body, and the path when it differs from the original's; or why not. */

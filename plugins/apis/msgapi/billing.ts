@@ -4,7 +4,7 @@
 // again each time. The gateway drops that block toward local backends
 // (translators.msgapi.strip_billing_header, on by default); hosted services (profiles with
 // characteristics.hosted_service) get it as sent.
-import type { Profile } from '../../../engine/core/profiles.js';
+import type { Profile } from '../../../engine/api.js';
 
 const BILLING_PREFIX = 'x-anthropic-billing-header:';
 

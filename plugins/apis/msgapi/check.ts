@@ -2,7 +2,7 @@
 // messages API and judges its own input); translation needs the fields it reads to have the
 // shape it reads. Unknown fields, block types and roles-to-be are not problems: the translator
 // drops what chat-completions cannot carry (request.ts). Each reason names the field.
-import { isObject } from '../../../engine/core/json.js';
+import { isObject } from '../../../engine/api.js';
 
 /** What is wrong with one content block of a type the translator reads, or undefined. */
 function blockProblem(b: unknown, where: string): string | undefined {

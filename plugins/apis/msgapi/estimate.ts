@@ -2,7 +2,7 @@
 // the system text, message text, tool names and inputs (tool definitions and tool_use blocks),
 // and tool result content. It reads what it can and skips the rest: the request was checked for
 // JSON and a model only (the translator's checks are not the estimate's business).
-import { isObject } from '../../../engine/core/json.js';
+import { isObject } from '../../../engine/api.js';
 
 const str = (v: unknown): number => (typeof v === 'string' ? v.length : 0);
 const json = (v: unknown): number => JSON.stringify(v ?? {})?.length ?? 0;

@@ -2,7 +2,7 @@
 // Both come from the profile's api.msgapi_support, its min_version checked against the
 // endpoint's configured version once, when the endpoint's settings are applied
 // (Endpoint.speaksMessagesApi): an older backend is translated to, and is not asked to count.
-import type { Endpoint } from '../../../engine/backends/endpoints.js';
+import type { Endpoint } from '../../../engine/api.js';
 import type { Fallback, Mode } from '../api-translator.js';
 
 /** It also answers <messages_path>/count_tokens (api.msgapi_support.token_count). */

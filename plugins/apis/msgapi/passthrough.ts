@@ -2,13 +2,10 @@
 // goes as it came — less Claude Code's per-request billing block toward local backends — and the
 // reply comes back as the backend sent it, except an error body that is not in the messages
 // API's error shape, which is wrapped so the client can read it (status kept, message inside).
-import type { Endpoint } from '../../../engine/backends/endpoints.js';
-import type { Context } from '../../../engine/kernel/context.js';
-import type { ReplyPlan } from '../../../engine/kernel/upstream.js';
+import type { Context, Endpoint, ReplyHeaders, ReplyPlan } from '../../../engine/api.js';
 import { rewritePlan, type Rewritten } from '../../replies/rewrite-body.js';
 import { isLocalFamily, withoutBillingHeader } from './billing.js';
 import { errorReply, isMessagesError } from './response.js';
-import type { ReplyHeaders } from '../../../engine/core/json.js';
 
 const STRIPPED = 'msgapi.passthroughBody';
 

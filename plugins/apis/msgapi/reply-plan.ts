@@ -1,6 +1,5 @@
 // A chat-completions reply as a messages-API reply (apis/chat-reply-plan.ts does the relaying).
-import type { ReplyPlan } from '../../../engine/kernel/upstream.js';
-import type { ReplyHeaders } from '../../../engine/core/json.js';
+import type { ReplyHeaders, ReplyPlan } from '../../../engine/api.js';
 import { chatReplyPlan, type ReplyOptions } from '../chat-reply-plan.js';
 import { errorReply, toMessage } from './response.js';
 import { eventsForMessage, StreamTranslator, type StreamOptions } from './stream.js';

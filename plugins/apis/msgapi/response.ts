@@ -1,6 +1,6 @@
 // Chat-completions reply → messages-API reply, and the pieces the stream translator shares.
 import type { Block, Message, StopReason } from './types.js';
-import { msgapiErrorType } from '../../../engine/core/errors.js';
+import { msgapiErrorType } from '../../../engine/api.js';
 import { newId } from '../new-id.js';
 import { backendErrorMessage } from '../backend-error.js';
 

@@ -2,8 +2,7 @@
 // endpoint whose profile declares native support (api.msgapi_support, min_version respected) —
 // the original bytes to its messages_path, less Claude Code's billing block toward local
 // backends, errors put in the messages API's shape — else translation to chat-completions.
-import type { PluginEnv } from '../../../engine/kernel/plugin.js';
-import { gwError } from '../../../engine/core/errors.js';
+import { gwError, type PluginEnv } from '../../../engine/api.js';
 import type { ApiTranslator } from '../api-translator.js';
 import { isLocalFamily } from './billing.js';
 import { translationProblem } from './check.js';

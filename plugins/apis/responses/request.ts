@@ -9,7 +9,7 @@
 // prompt prefix); consecutive user messages are merged (Codex sends two in a row); a function
 // call joins the assistant message before it; reasoning sent back rides on the next assistant
 // message as `reasoning_content`, the field engines' templates read.
-import { isObject } from '../../../engine/core/json.js';
+import { isObject } from '../../../engine/api.js';
 import type { ContentPart, FunctionCallItem, FunctionCallOutputItem, FunctionTool, InputItem, MessageItem, ReasoningItem, ResponsesRequest } from './types.js';
 
 export interface ChatOptions {

@@ -4,14 +4,9 @@
 // (store.ts, translators.responses.store): with it off, a translated request that names one is
 // a 400 saying what to do; a native one goes to the engine as sent, unless the id is one this
 // gateway stored, whose conversation is then sent as the input.
-import type { PluginEnv } from '../../../engine/kernel/plugin.js';
-import { gwError } from '../../../engine/core/errors.js';
-import { PIPE } from '../../../engine/routing/reply.js';
-import type { Context } from '../../../engine/kernel/context.js';
-import { parseDuration } from '../../../engine/core/duration.js';
+import { familyPath, gwError, parseDuration, PIPE, type Context, type PluginEnv } from '../../../engine/api.js';
 import type { ApiTranslator } from '../api-translator.js';
 import { chatReplyPlan, type ReplyOptions } from '../chat-reply-plan.js';
-import { familyPath } from '../../../engine/core/family-paths.js';
 import { errorReply } from './errors.js';
 import { estimateInputTokens, inputItems, requestProblem, toChatRequest } from './request.js';
 import { shellOf, toResponse, type Shell } from './response.js';

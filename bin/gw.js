@@ -54,8 +54,8 @@ async function serve(opts) {
 /** One worker of gw serve --workers N: it serves, and its host keeps the host-wide state. */
 async function serveWorker(opts) {
   const { Gateway } = await import(new URL('gateway.js', dist).href);
-  const { WorkerLink } = await import(new URL('../backends/host-link.js', dist).href);
-  const { isGw } = await import(new URL('../backends/host-protocol.js', dist).href);
+  const { WorkerLink } = await import(new URL('../backends/sharing/host-link.js', dist).href);
+  const { isGw } = await import(new URL('../backends/sharing/host-protocol.js', dist).href);
   const link = new WorkerLink((m) => process.connected && process.send(m), Number(process.env.GW_WORKER));
   let gateway = null;
   let stop = null;

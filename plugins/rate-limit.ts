@@ -5,7 +5,7 @@
 // with Retry-After; every reply of a limited route carries X-RateLimit-Limit, -Remaining and
 // -Reset of the bucket closest to empty. The per-endpoint limits (hosted families) are checked
 // by the attempt loop as each candidate is tried (Endpoint.rateGate); the stats step counts their 429s.
-import { definePlugin, GatewayError, gwError, nameMatches, rateLimitHeaders, type Context, type LimitScope, type Rate, type SharedTake, type Take } from '../engine/api.js';
+import { definePlugin, GatewayError, gwError, nameMatches, rateLimitHeaders, type Context, type LimitScope, type Rate, type SharedTake, type Take, type TakeAnswer } from '../engine/api.js';
 import { clientAddressOf } from './lib/client-address.js';
 
 interface Options { health: string[]; internal: string[] }
@@ -57,52 +57,38 @@ export default definePlugin<Options>({
     const counts = env.stats.rateLimited;
     // Limits off: no taps, no cost.
     if (!globalRate && !clientRate) return;
-    const stores = env.buckets.stores;
-    const clientStore = stores[scope];
     const clientOf = clientAddressOf(limits);
-    const inMemory = (ctx: Context): void => {
-      let binding: Take | null = null;
-      let client = '';
-      if (clientRate) {
-        client = bucketKey(clientOf(ctx));
-        binding = clientStore.take(client, clientRate);
-        if (!binding.allowed) {
-          counts[scope]++;
-          throw refusal(scope, binding, burst);
-        }
-      }
-      if (globalRate) {
-        const g = stores.global.take('', globalRate);
-        if (!g.allowed) {
-          // Not served: the client's token is given back.
-          if (clientRate) clientStore.refund(client);
-          counts.global++;
-          throw refusal('global', g, burst);
-        }
-        if (!binding || g.remaining < binding.remaining) binding = g;
-      }
-      ctx.state[BINDING] = binding;
+    const { buckets } = env;
+    /** The request's buckets: its client's, then the global one (all or none: a global refusal
+     *  charges the client nothing). */
+    const takesOf = (ctx: Context): SharedTake[] => {
+      const takes: SharedTake[] = [];
+      if (clientRate) takes.push({ scope, key: bucketKey(clientOf(ctx)), rate: clientRate });
+      if (globalRate) takes.push({ scope: 'global', key: '', rate: globalRate });
+      return takes;
     };
-    // Shared by every replica through Redis, or by a host's workers through the host: each take
-    // a round trip (failing open), so the hook is asynchronous only there. The probes' routes (the
-    // health scope) stay in memory: a slow store must not make a liveness or readiness probe time out.
-    if ((limits.store === 'redis' || env.buckets.host) && scope !== 'health') {
-      hooks.request.tapPromise(BINDING, async (ctx) => {
-        const shared = env.buckets.shared ?? env.buckets.host;
-        if (!shared) return inMemory(ctx); // a reload under way switched the store off
-        const takes: SharedTake[] = [];
-        if (clientRate) takes.push({ scope, key: bucketKey(clientOf(ctx)), rate: clientRate });
-        if (globalRate) takes.push({ scope: 'global', key: '', rate: globalRate });
-        const { takes: taken, refused } = await shared.take(takes);
-        if (refused >= 0) {
-          const which = takes[refused].scope as typeof scope | 'global';
-          counts[which]++;
-          throw refusal(which, taken[refused], burst);
-        }
-        // The bucket closest to empty speaks for the request.
-        ctx.state[BINDING] = taken.reduce((a, b) => (b.remaining < a.remaining ? b : a));
+    const settle = (ctx: Context, takes: readonly SharedTake[], answer: TakeAnswer): void => {
+      if (answer.refused >= 0) {
+        const which = takes[answer.refused].scope as typeof scope | 'global';
+        counts[which]++;
+        throw refusal(which, answer.takes[answer.refused], burst);
+      }
+      // The bucket closest to empty speaks for the request.
+      ctx.state[BINDING] = answer.takes.reduce((a, b) => (b.remaining < a.remaining ? b : a));
+    };
+    // In memory the take is answered at once and the step stays synchronous; shared (the fleet's
+    // Redis, a worker's host) each take is a round trip, failing open.
+    if (buckets.answersAtOnce(scope, limits)) {
+      hooks.request.tap(BINDING, (ctx) => {
+        const takes = takesOf(ctx);
+        settle(ctx, takes, buckets.take(takes) as TakeAnswer);
       });
-    } else hooks.request.tap(BINDING, inMemory);
+    } else {
+      hooks.request.tapPromise(BINDING, async (ctx) => {
+        const takes = takesOf(ctx);
+        settle(ctx, takes, await buckets.take(takes));
+      });
+    }
     // On every other reply of the route (a 429 carries its own bucket's headers).
     hooks.respond.tap(BINDING, (ctx) => {
       const t = ctx.state[BINDING] as Take | undefined;

@@ -42,7 +42,7 @@ export class CircuitBreaker {
   private probing = false;
   /** When the last last-resort request failed: the next waits an initial period from then. */
   private lastResortFailedAt = -Infinity;
-  /** Told when requests open it (its open period in ms): other replicas may be spared (shared-evidence.ts). */
+  /** Told when requests open it (its open period in ms): the host's other workers and the fleet's replicas may be spared (state.ts, share). */
   onProxyOpen: ((openMs: number) => void) | null = null;
   /** Told of each request that moved the consecutive-failure count while closed (true: a failure;
    *  false: a success that reset it): the other workers of the host count it too (countElsewhere). */

@@ -43,8 +43,7 @@ export class DiscoveryService {
   /** Aborts the requests under way at shutdown: stopping never waits on a backend that hangs. */
   private readonly halt = new AbortController();
 
-  /** `host`: a worker's discovery is its host's (host-link.ts): asked on demand, never scheduled here. */
-  constructor(private readonly registry: EndpointRegistry, private readonly catalogue: Catalogue, config: GatewayConfig, private readonly log: Logger, private readonly host: { refresh(): Promise<DiscoveryResult[]> } | null = null) {
+  constructor(protected readonly registry: EndpointRegistry, private readonly catalogue: Catalogue, config: GatewayConfig, private readonly log: Logger) {
     this.configure(config);
     this.registry.on('recovered', (ep: Endpoint) => {
       if (this.started && this.enabled) void this.discover(ep);
@@ -94,7 +93,6 @@ export class DiscoveryService {
   /** Discover from the given endpoints (default: every routable one), `workers` at a time. */
   async refresh(endpoints: readonly Endpoint[] = this.registry.all.filter((e) => e.routable)): Promise<DiscoveryResult[]> {
     if (!this.enabled) return [];
-    if (this.host) return this.host.refresh();
     const queue = [...endpoints];
     const results: DiscoveryResult[] = [];
     const worker = async () => {

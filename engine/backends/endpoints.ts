@@ -109,7 +109,7 @@ export class Endpoint {
   /** Shared by the pool and the one-off connections. */
   connector!: buildConnector.connector;
 
-  /** `makeQueue`: a worker's queues ask the host for slots (host-link.ts). */
+  /** `makeQueue`: where its queue's slots are kept (the host scope's: sharing/host.ts). */
   constructor(id: string, plan: EndpointPlan, breaker: BreakerSettings, readonly makeQueue: (ep: Endpoint, settings: QueueSettings) => EndpointQueue = (_, s) => new EndpointQueue(s)) {
     this.id = id;
     this.idHash = fnv1a32(id);

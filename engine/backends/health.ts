@@ -40,15 +40,34 @@ function judge(ep: Endpoint, status: number, retryAfter: string | string[] | und
   return { state: 'unhealthy', reason: `health check answered ${status}`, failed: true };
 }
 
-/** A worker's health monitor asks its host instead of probing (the host's checks reach every
- *  worker as observations: host-link.ts). */
-export interface HealthHost {
-  check(ep: Endpoint): void;
-  failed(ep: Endpoint, reason: string): void;
-  answered(ep: Endpoint, status: number): void;
+/** The endpoints' health as the backends' state uses it: checked here (HealthMonitor, in a gateway
+ *  of one process and in the host of workers), or asked of the host (a worker's: sharing/). */
+export interface Health {
+  /** The first round of checks, then each endpoint on its own schedule. */
+  start(): Promise<void>;
+  /** After a reload: new endpoints are checked at once, removed ones no more. */
+  reconcile(r: Reconciled): void;
+  stop(): Promise<void>;
+  /** A proxied request hit a connection error (backends/interceptors.ts). */
+  markFailed(ep: Endpoint, reason: string): void;
+  /** An endpoint out of rotation answered a proxied request (its last resort). */
+  markAnswered(ep: Endpoint, status: number): void;
+  /** One check now. */
+  check(ep: Endpoint): Promise<void>;
 }
 
-export class HealthMonitor {
+/** What a connection failure does wherever the checks run: the endpoint out of rotation at once.
+ *  False when it was out already (its last-resort request failed): it is left as it was, its
+ *  checks on their schedule, so requests never grow the backoff beyond what failing checks do. */
+export function takeOutOfRotation(registry: EndpointRegistry, log: Logger, ep: Endpoint, reason: string): boolean {
+  if (!ep.routable) return false;
+  ep.lastError = reason;
+  if (ep.state !== 'unhealthy') log.warn({ endpoint: ep.name, id: ep.id, from: ep.state, reason }, 'endpoint unhealthy');
+  registry.setState(ep, 'unhealthy', reason);
+  return true;
+}
+
+export class HealthMonitor implements Health {
   private readonly timers = new Map<Endpoint, NodeJS.Timeout>();
   private readonly inFlight = new SingleFlight<Endpoint, void>();
   // Health probes use their own connections, so they never occupy or age the proxy's sockets.
@@ -59,14 +78,13 @@ export class HealthMonitor {
 
   /** `afterPass`: run (not awaited) after each passing check — the engine's own reports (residency, load), which must
    *  neither delay nor join the health check (a connection failure's re-check must not wait on it). */
-  constructor(private readonly registry: EndpointRegistry, private readonly log: Logger, private readonly afterPass?: (ep: Endpoint) => void, private readonly host: HealthHost | null = null) {}
+  constructor(private readonly registry: EndpointRegistry, private readonly log: Logger, private readonly afterPass?: (ep: Endpoint) => void) {}
 
   private started = false;
 
   /** Check every endpoint once (in parallel), then keep checking each on its own schedule. */
   async start(): Promise<void> {
     this.started = true;
-    if (this.host) return;
     await Promise.all(this.registry.all.map((ep) => this.check(ep)));
   }
 
@@ -92,14 +110,7 @@ export class HealthMonitor {
    *  check it again at once rather than after check_interval — a backend that is fine (one
    *  dropped connection) is routable again as soon as its health route answers. */
   markFailed(ep: Endpoint, reason: string): void {
-    // Out of rotation already (its last-resort request failed): left as it was, its checks on
-    // their schedule, so requests never grow the backoff beyond what failing checks do.
-    if (!ep.routable) return;
-    ep.lastError = reason;
-    if (ep.state !== 'unhealthy') this.log.warn({ endpoint: ep.name, id: ep.id, from: ep.state, reason }, 'endpoint unhealthy');
-    this.registry.setState(ep, 'unhealthy', reason);
-    if (this.host) this.host.failed(ep, reason);
-    else if (!this.stopped && !ep.retired) void this.check(ep);
+    if (takeOutOfRotation(this.registry, this.log, ep, reason) && !this.stopped && !ep.retired) void this.check(ep);
   }
 
   /** An endpoint out of rotation answered a proxied request (its last resort). A 2xx: it is back —
@@ -107,7 +118,6 @@ export class HealthMonitor {
    *  below 500: something answers there, so it is checked now rather than after its backoff. */
   markAnswered(ep: Endpoint, status: number): void {
     if (this.stopped || ep.routable || ep.retired) return;
-    if (this.host) return this.host.answered(ep, status);
     if (status < 200 || status >= 300) {
       void this.check(ep);
       return;
@@ -124,10 +134,6 @@ export class HealthMonitor {
 
   /** One check now; a second call while one runs joins it instead of piling up. */
   check(ep: Endpoint): Promise<void> {
-    if (this.host) {
-      this.host.check(ep);
-      return Promise.resolve();
-    }
     return this.inFlight.run(ep, () => this.probe(ep));
   }
 

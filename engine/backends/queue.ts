@@ -15,7 +15,7 @@ export interface QueueSettings {
   timeoutMs: number;
 }
 
-/** How a wait ended ('full': the host's queue, asked by a worker, had no room: host-link.ts). */
+/** How a wait ended ('full': the host's queue, asked by a worker, had no room: sharing/host-stand-ins.ts). */
 export type Turn = 'admitted' | 'timeout' | 'gone' | 'retired' | 'full';
 
 /** One waiting request; `settle` is called exactly once. */

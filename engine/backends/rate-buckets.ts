@@ -1,19 +1,15 @@
 // Token buckets for the rate limits (server.rate_limits): each key (the gateway, a client address,
 // an endpoint) has a bucket of `burst` tokens that refills at `perMinute` tokens a minute; a
-// request takes one or is refused. The store sits behind a small interface so that a store shared
-// by several gateway processes can replace the in-memory one; the in-memory one is bounded: an
-// attacker rotating addresses cannot grow it past `maxKeys`.
-
-import type { Logger } from 'pino';
+// request takes one or is refused. Where a scope's buckets are kept is chosen once, where the
+// backends' state is built (sharing/scopes.ts): this process's memory, the host's (a worker asks
+// it: sharing/leased-buckets.ts), or the fleet's Redis (sharing/fleet.ts); `take()` picks the
+// store. The in-memory store is bounded: an attacker rotating addresses cannot grow it past `maxKeys`.
 import type { GatewayConfig } from '../core/config.js';
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { parseDuration } from '../core/duration.js';
-import { RedisBucketStore, type RedisSettings, type SharedTake } from './redis-buckets.js';
-import { reportOf, UNIT, type Rate, type Take } from './token-bucket.js';
-import { LEASE_MAX } from './leased-buckets.js';
+import type { Fleet } from './sharing/fleet.js';
+import { LEASE_MAX } from './sharing/leased-buckets.js';
+import { reportOf, UNIT, type Rate, type SharedTake, type Take, type TakeAnswer } from './token-bucket.js';
 
-export type { Rate, Take } from './token-bucket.js';
+export type { Rate, SharedTake, Take, TakeAnswer } from './token-bucket.js';
 
 export interface BucketStore {
   /** Take a token from the key's bucket (a new key starts full). */
@@ -66,7 +62,7 @@ export class MemoryBucketStore implements BucketStore {
   }
 
   /** Take up to `share` of the whole tokens the key's bucket holds now (at most `max`), after a
-   *  take: lent to a worker (leased-buckets.ts). Returns how many were taken. */
+   *  take: lent to a worker (sharing/leased-buckets.ts). Returns how many were taken. */
   lend(key: string, share: number, max: number): number {
     const b = this.buckets.get(key);
     if (!b) return 0;
@@ -118,60 +114,53 @@ export class MemoryBucketStore implements BucketStore {
 
 const report = (b: Bucket, allowed: boolean): Take => reportOf(b.units, b.capacity, b.perMs, allowed);
 
-/** Buckets several processes share (Redis for replicas, the host for its workers): a token from
- *  each, all or none, in one round trip. */
+/** Buckets another process keeps (the host, for its workers; Redis, for the replicas): a token
+ *  from each, all or none, in one round trip. */
 export interface SharedBuckets {
-  take(takes: readonly SharedTake[]): Promise<{ takes: Take[]; refused: number }>;
+  take(takes: readonly SharedTake[]): Promise<TakeAnswer>;
 }
 
 export type LimitScope = 'global' | 'ip' | 'health' | 'internal' | 'endpoint';
 
-/** The gateway's buckets, one store per scope; they outlive compiled graphs (a reload keeps them).
- *  `shared`: the Redis store every replica shares for the global and per-address scopes, when
- *  server.rate_limits.store is redis. */
+/** The gateway's buckets, one in-memory store per scope; they outlive compiled graphs (a reload
+ *  keeps them). `host`: the host's buckets when this process is one of its workers; `fleet`: the
+ *  replicas' Redis, when server.rate_limits.store is redis. */
 export class RateBuckets {
   readonly stores: Readonly<Record<LimitScope, MemoryBucketStore>>;
-  shared: RedisBucketStore | null = null;
 
-  /** `host`: a worker's buckets are its host's (host-link.ts); the global and per-address scopes
-   *  take from there (the health scope stays per process, like with Redis). */
-  constructor(maxClients: number, clock: () => number, private readonly log: Logger, private readonly onStoreFailure: () => void = () => undefined, readonly host: SharedBuckets | null = null) {
+  constructor(maxClients: number, clock: () => number, private readonly host: SharedBuckets | null, private readonly fleet: Fleet) {
     const store = (max: number) => new MemoryBucketStore(max, clock);
     this.stores = { global: store(1), ip: store(maxClients), health: store(maxClients), internal: store(maxClients), endpoint: store(Number.MAX_SAFE_INTEGER) };
   }
 
-  /** A reload may change the bound (a smaller one takes effect at the next new key) and the store:
-   *  a new Redis client is made before the old one is closed, and one that cannot be made leaves
-   *  the store as it was (the config's URL and password file were checked when it loaded). */
+  /** A reload may change the bound: a smaller one takes effect at the next new key. */
   configure(limits: GatewayConfig['server']['rate_limits']): void {
     for (const scope of ['ip', 'health', 'internal'] as const) this.stores[scope].maxKeys = limits.max_tracked_clients;
-    if (limits.store !== 'redis') {
-      this.close();
-      return;
-    }
-    const r = limits.redis;
-    const settings: RedisSettings = { url: r.url, password: r.password_file === undefined ? undefined : readFileSync(resolve(r.password_file), 'utf8').trim(), key_prefix: r.key_prefix, timeout: parseDuration(r.timeout) };
-    if (this.shared && sameSettings(this.shared.settings, settings)) return;
-    let next: RedisBucketStore;
-    try {
-      next = new RedisBucketStore(settings, this.log, this.onStoreFailure);
-    } catch (err) {
-      this.log.error({ field: 'server.rate_limits.redis', error: (err as Error).name }, 'rate-limit store: could not make a Redis client; the store in force is kept');
-      return;
-    }
-    this.shared?.close();
-    this.shared = next;
   }
 
-  close(): void {
-    this.shared?.close();
-    this.shared = null;
+  /** A token from each bucket (one request's: its client's, then the global one), all or none,
+   *  from where they are kept: the fleet's Redis when the limits are shared, else the host's (a
+   *  worker), else this process's memory — answered at once there (not a promise), which
+   *  `answersAtOnce` tells a step in advance. The health scope always stays in memory: a slow
+   *  store must never make a liveness or readiness probe time out. */
+  take(takes: readonly SharedTake[]): TakeAnswer | Promise<TakeAnswer> {
+    if (takes.length > 0 && takes[0].scope !== 'health') {
+      const shared = this.fleet.buckets ?? this.host;
+      if (shared) return shared.take(takes);
+    }
+    return this.takeAll(takes);
   }
 
-  /** A token from each bucket, all or none (a host answering its workers: host-state.ts): the
-   *  buckets as the takes left them, the first that refused (-1: none), and with `share` the
-   *  tokens of each lent besides (1/share of what is left, at most LEASE_MAX). */
-  takeAll(takes: readonly SharedTake[], share = 0): { takes: Take[]; refused: number; leased?: number[] } {
+  /** Whether take() answers `scope` at once under these limits (from memory), so that the step
+   *  taking tokens can stay synchronous. */
+  answersAtOnce(scope: LimitScope, limits: GatewayConfig['server']['rate_limits']): boolean {
+    return scope === 'health' || (limits.store !== 'redis' && this.host === null);
+  }
+
+  /** A token from each in-memory bucket, all or none (also a host answering its workers:
+   *  sharing/host-state.ts); with `share`, the tokens of each lent besides (1/share of what is
+   *  left, at most LEASE_MAX). */
+  takeAll(takes: readonly SharedTake[], share = 0): TakeAnswer {
     const out: Take[] = [];
     for (let i = 0; i < takes.length; i++) {
       const t = takes[i];
@@ -209,6 +198,4 @@ export class EndpointRateGate {
     return this.store.peek(this.key, this.rate);
   }
 }
-
-const sameSettings = (a: RedisSettings, b: RedisSettings) => a.url === b.url && a.password === b.password && a.key_prefix === b.key_prefix && a.timeout === b.timeout;
 

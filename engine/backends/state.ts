@@ -1,27 +1,31 @@
 // The backends' state: endpoints (by id) with their pools and breakers, health, the model
 // catalogue, discovery and the counters. It outlives every compiled graph: a reload reconciles it
 // with the new configuration instead of rebuilding it, so nothing healthy goes back to Unknown.
+// Where each fact is kept — this process, the host, the fleet (sharing/scopes.ts) — is decided
+// here, once: by the host scope it is built with (its own, or a worker's link to its host) and
+// the fleet (the replicas' Redis, when configured).
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../core/config.js';
 import { parseDuration } from '../core/duration.js';
 import { Catalogue } from './catalogue.js';
-import { DiscoveryService } from './discovery.js';
+import type { DiscoveryService } from './discovery.js';
 import { EngineLoad } from './engine-load.js';
 import { EngineReports } from './engine-reports.js';
+import type { Endpoint } from './endpoints.js';
 import type { EndpointPlan } from './endpoint-plans.js';
-import { HealthMonitor } from './health.js';
+import type { Health } from './health.js';
 import { EndpointRateGate, RateBuckets } from './rate-buckets.js';
 import { EndpointRegistry, type Reconciled } from './registry.js';
 import { Metrics } from './metrics.js';
 import { Residency } from './residency.js';
 import { RetryBudget, type RetryBudgetSettings } from './retry-budget.js';
-import { SharedEvidence } from './shared-evidence.js';
-import type { WorkerLink } from './host-link.js';
+import { Fleet, type Evidence } from './sharing/fleet.js';
+import { OwnHost, type HostScope } from './sharing/host.js';
 import { Stats } from './telemetry.js';
 
 export class Backends {
   readonly endpoints: EndpointRegistry;
-  readonly health: HealthMonitor;
+  readonly health: Health;
   readonly catalogue: Catalogue;
   readonly discovery: DiscoveryService;
   /** Which models each endpoint has loaded now (residency.isLoaded): the cold first-token deadline. */
@@ -36,32 +40,30 @@ export class Backends {
   readonly buckets: RateBuckets;
   /** The fleet's retry budget (proxy.retry.fleet): survives reloads, like the traffic it counts. */
   readonly retries: RetryBudget;
-  /** Breaker openings and pauses shared with the other replicas (with the rate limits in Redis). */
-  evidence: SharedEvidence | null = null;
+  /** What the replicas share through Redis, when configured: rate buckets, breaker evidence. */
+  readonly fleet: Fleet;
 
   /** `clock`: milliseconds, monotonic; the rate limits' time (tests pass one they move by hand).
-   *  `link`: a worker's link to its host (gw serve --workers N), which keeps what is host-wide:
-   *  health checks, discovery and engine reports run there, rate limits and queues are its. */
-  constructor(config: GatewayConfig, plans: readonly EndpointPlan[], private readonly log: Logger, clock: () => number = () => performance.now(), readonly link: WorkerLink | null = null) {
-    this.buckets = new RateBuckets(config.server.rate_limits.max_tracked_clients, clock, log, () => this.stats.rateLimitStoreFailures++, link?.buckets ?? null);
+   *  `host`: where what is host-wide is kept — this process (a gateway of one process), or the
+   *  host process of a worker of gw serve --workers N (its WorkerLink). */
+  constructor(config: GatewayConfig, plans: readonly EndpointPlan[], log: Logger, clock: () => number = () => performance.now(), readonly host: HostScope = new OwnHost()) {
+    this.fleet = new Fleet(log, () => this.stats.rateLimitStoreFailures++, (e) => this.evidence(e));
+    this.buckets = new RateBuckets(config.server.rate_limits.max_tracked_clients, clock, host.buckets, this.fleet);
     this.retries = new RetryBudget(fleetOf(config));
     this.endpoints = new EndpointRegistry({
       markFailed: (ep, reason) => this.health.markFailed(ep, reason),
       markAnswered: (ep, status) => this.health.markAnswered(ep, status),
-    }, link ? (ep, settings) => link.queue(ep, settings) : undefined);
+    }, (ep, settings) => host.queue(ep, settings));
     this.catalogue = new Catalogue(() => this.endpoints.all);
     this.residency = new Residency(this.endpoints, this.catalogue, this.reports, log);
     this.engineLoad = new EngineLoad(this.endpoints, this.reports, log);
-    this.health = new HealthMonitor(this.endpoints, log, (ep) => {
+    this.health = host.health(this.endpoints, log, (ep) => {
       void this.residency.refresh(ep);
       void this.engineLoad.refresh(ep);
-    }, link);
-    this.discovery = new DiscoveryService(this.endpoints, this.catalogue, config, log, link && { refresh: () => link.refresh() });
+    });
+    this.discovery = host.discovery(this.endpoints, this.catalogue, config, log);
     this.reconcile(config, plans);
-    if (link) {
-      link.attach(this);
-      this.metrics.offerToHost(() => link.metrics());
-    }
+    host.attach(this);
   }
 
   /** Apply a configuration: endpoints kept, added (checked at once) or retired; settings updated. */
@@ -81,47 +83,48 @@ export class Backends {
       this.engineLoad.forget(ep);
     }
     this.health.reconcile(r);
-    if (r.added.length) this.link?.resync();
+    if (r.added.length) this.host.added();
     this.discovery.configure(config);
     this.buckets.configure(config.server.rate_limits);
-    this.shareEvidence();
+    this.fleet.configure(config.server.rate_limits);
     this.retries.configure(fleetOf(config));
-    // A kept endpoint keeps its bucket (by id); a changed rate applies from its next request.
-    for (const ep of this.endpoints.all) ep.rateGate = ep.rate ? new EndpointRateGate(this.buckets.stores.endpoint, ep.id, ep.rate) : null;
+    for (const ep of this.endpoints.all) {
+      // A kept endpoint keeps its bucket (by id); a changed rate applies from its next request.
+      ep.rateGate = ep.rate ? new EndpointRateGate(this.buckets.stores.endpoint, ep.id, ep.rate) : null;
+      this.share(ep);
+    }
     return r;
   }
 
-  /** With the rate limits in Redis, breaker openings and Retry-After pauses go through it too:
-   *  what one replica's requests learn spares the others (shared-evidence.ts). */
-  private shareEvidence(): void {
-    const settings = this.buckets.shared?.settings;
-    if (settings !== this.evidence?.settings) {
-      this.evidence?.close();
-      this.evidence = settings
-        ? new SharedEvidence(settings, this.log, (e) => {
-            const ep = this.endpoints.get(e.id);
-            if (!ep || ep.retired) return;
-            if (e.kind === 'open') ep.breaker.openElsewhere(e.ms);
-            else ep.pausedElsewhere(e.ms);
-          })
-        : null;
-    }
-    const { evidence, link } = this;
-    const shared = evidence || link;
-    for (const ep of this.endpoints.all) {
-      ep.breaker.onProxyOpen = shared ? (ms) => (evidence?.publish({ id: ep.id, kind: 'open', ms }), link?.opened(ep, ms)) : null;
-      ep.onPause = shared ? (ms) => (evidence?.publish({ id: ep.id, kind: 'pause', ms }), link?.paused(ep, ms)) : null;
-      ep.breaker.onCount = link ? (failed) => link.counted(ep, failed) : null;
-    }
+  /** What an endpoint's requests learn goes to whoever shares it: the host's other workers (a
+   *  breaker's counts and openings, Retry-After pauses) and the fleet's other replicas (openings
+   *  and pauses); each does nothing where there is nobody to tell. */
+  private share(ep: Endpoint): void {
+    const { host, fleet } = this;
+    ep.breaker.onProxyOpen = (ms) => {
+      fleet.publish({ id: ep.id, kind: 'open', ms });
+      host.opened(ep, ms);
+    };
+    ep.onPause = (ms) => {
+      fleet.publish({ id: ep.id, kind: 'pause', ms });
+      host.paused(ep, ms);
+    };
+    ep.breaker.onCount = (failed) => host.counted(ep, failed);
   }
 
-  /** The first health round and discovery; then each on its schedule. */
+  /** What another replica's requests learnt about an endpoint (fleet.ts). */
+  private evidence(e: Evidence): void {
+    const ep = this.endpoints.get(e.id);
+    if (!ep || ep.retired) return;
+    if (e.kind === 'open') ep.breaker.openElsewhere(e.ms);
+    else ep.pausedElsewhere(e.ms);
+  }
+
+  /** The first health round and discovery (a worker takes its host's instead); then each on its schedule. */
   async start(): Promise<void> {
-    if (this.link) await this.link.start();
-    else {
-      await this.health.start();
-      await this.discovery.start();
-    }
+    await this.host.start();
+    await this.health.start();
+    await this.discovery.start();
     this.stats.observeGc();
   }
 
@@ -130,10 +133,8 @@ export class Backends {
     await this.reports.stop();
     await this.discovery.stop();
     this.stats.stopObserving();
-    this.buckets.close();
-    this.link?.buckets.close();
-    this.evidence?.close();
-    this.evidence = null;
+    this.fleet.close();
+    this.host.close();
     await this.endpoints.close();
   }
 }

@@ -36,7 +36,7 @@ export interface TranslatorCounters {
   fallbackCannotPassthrough: number;
 }
 
-/** One worker's counters as its host gathers them for the status routes (plain JSON: host-link.ts). */
+/** One worker's counters as its host gathers them for the status routes (plain JSON: sharing/host-link.ts). */
 export interface StatsSnapshot {
   worker: number;
   pid: number;

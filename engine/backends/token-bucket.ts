@@ -21,6 +21,22 @@ export interface Take {
   resetS: number;
 }
 
+/** One bucket a request takes a token from: its scope, key and rate. */
+export interface SharedTake {
+  scope: string;
+  key: string;
+  rate: Rate;
+}
+
+/** A take from several buckets, all or none: each bucket as the take left it, and the first that
+ *  refused (-1: none). `leased`: tokens of each lent to the asking worker besides (a host's
+ *  answer: sharing/leased-buckets.ts). */
+export interface TakeAnswer {
+  takes: Take[];
+  refused: number;
+  leased?: number[];
+}
+
 /** Tokens are counted in units of 1/60000: a minute's refill adds exactly perMinute tokens per
  *  millisecond of units, so whole-millisecond clocks give exact arithmetic (no float drift). */
 export const UNIT = 60_000;

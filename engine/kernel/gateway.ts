@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 import type { HTTPMethod } from 'find-my-way';
 import type { DestinationStream, Logger } from 'pino';
 import { Backends } from '../backends/state.js';
-import type { WorkerLink } from '../backends/host-link.js';
+import type { WorkerLink } from '../backends/sharing/host-link.js';
 import { compile, loadInputs, type BuildOptions, type Inputs } from './build.js';
 import type { Graph } from './compile.js';
 import { checkConfig, type GatewayConfig } from '../core/config.js';
@@ -63,7 +63,7 @@ export class Gateway {
     const root = createLogger(inputs.config.logging.level, options.logDestination, inputs.config.logging.format);
     const log = options.link ? root.child({ worker: options.link.worker }) : root;
     for (const p of inputs.warnings) log.warn({ file: 'file' in p ? p.file : inputs.source, field: p.field }, formatProblem(p));
-    const backends = new Backends(inputs.config, inputs.plans, log, options.clock, options.link ?? null);
+    const backends = new Backends(inputs.config, inputs.plans, log, options.clock, options.link);
     const status: ReloadStatus = { generation: 1, last_attempt: null, ok: true, error: null };
     const runner = createRunner(backends.stats);
     try {

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { Backends } from '../backends/state.js';
 import type { Catalogue } from '../backends/catalogue.js';
 import type { DiscoveryService } from '../backends/discovery.js';
-import type { HealthMonitor } from '../backends/health.js';
+import type { Health } from '../backends/health.js';
 import type { EndpointRegistry } from '../backends/registry.js';
 import type { Metrics } from '../backends/metrics.js';
 import type { RateBuckets } from '../backends/rate-buckets.js';
@@ -30,7 +30,7 @@ export interface Runtime {
   source: string;
   profiles: ProfileSet;
   endpoints: EndpointRegistry;
-  health: HealthMonitor;
+  health: Health;
   catalogue: Catalogue;
   discovery: DiscoveryService;
   /** Which models each endpoint has loaded now: `residency.isLoaded(ep, model)`, undefined when unknown. */
@@ -57,7 +57,7 @@ export function runtimeOf(o: { config: GatewayConfig; source: string; profiles: 
   return {
     config: o.config, source: o.source, profiles: o.profiles, log: o.log, version: o.version, startedAt: o.startedAt, reload: o.reload,
     endpoints: backends.endpoints, health: backends.health, catalogue: backends.catalogue, discovery: backends.discovery, residency: backends.residency, stats: backends.stats, metrics: backends.metrics, buckets: backends.buckets, retries: backends.retries,
-    hostStats: () => (backends.link ? backends.link.hostStats(backends.stats, backends.endpoints.all) : Promise.resolve(backends.stats)),
-    worker: backends.link?.worker ?? null,
+    hostStats: () => backends.host.stats(backends.stats, backends.endpoints.all),
+    worker: backends.host.worker,
   };
 }

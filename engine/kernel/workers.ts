@@ -1,12 +1,12 @@
 // gw serve --workers N: the host process (node:cluster's primary) runs the backends' state once
-// (host-state.ts) and N workers serve the port (node:cluster hands them connections in turn; Node
+// (sharing/host-state.ts) and N workers serve the port (node:cluster hands them connections in turn; Node
 // 20 has no reusePort). The host supervises: a worker that dies is logged and replaced (at once,
 // then more slowly while workers keep dying); SIGTERM drains every worker, then stops the host;
 // SIGHUP and file changes reload the host, which tells every worker to reload.
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
-import { HostState } from '../backends/host-state.js';
-import { isGw, type ToHost } from '../backends/host-protocol.js';
+import { HostState } from '../backends/sharing/host-state.js';
+import { isGw, type ToHost } from '../backends/sharing/host-protocol.js';
 import { parseDuration } from '../core/duration.js';
 import type { Gateway } from './gateway.js';
 

@@ -52,7 +52,7 @@ describe.skipIf(!haveRedis)('server.rate_limits.store: redis', () => {
     await startRedis();
     const limits = { global_requests_per_minute: 0, per_ip_requests_per_minute: PER_MINUTE, health_requests_per_minute: 1000, internal_requests_per_minute: 0, burst_size: BURST, per_endpoint: { default_requests_per_minute: 0 }, store: 'redis', redis: { url: `redis://127.0.0.1:${port}`, key_prefix: 'gw-test', timeout: '500ms' } };
     for (let i = 0; i < 3; i++) replicas.push(await startGateway({ server: { rate_limits: limits }, discovery: { static: { endpoints: [] } } }));
-    await waitFor(() => replicas.every((r) => r.gw.runtime.buckets.shared?.connected) || undefined, 'every replica connected to Redis');
+    await waitFor(() => replicas.every((r) => r.gw.backends.fleet.buckets?.connected) || undefined, 'every replica connected to Redis');
   }, 60_000);
   afterAll(async () => {
     for (const r of replicas) await closeAll(r, []);
@@ -82,7 +82,7 @@ describe.skipIf(!haveRedis)('server.rate_limits.store: redis', () => {
   });
 
   it('takes from the client\'s bucket and the global one together, all or none: a global refusal charges the client nothing', async () => {
-    const { RedisBucketStore } = await import('../../engine/backends/redis-buckets.js');
+    const { RedisBucketStore } = await import('../../engine/backends/sharing/redis-buckets.js');
     const store = new RedisBucketStore({ url: `redis://127.0.0.1:${port}`, key_prefix: 'gw-unit', timeout: 500 }, replicas[0].gw.runtime.log);
     try {
       await waitFor(() => store.connected || undefined, 'the store connected');
@@ -108,20 +108,20 @@ describe.skipIf(!haveRedis)('server.rate_limits.store: redis', () => {
     const base = { server: { host: '127.0.0.1', port: 0, shutdown_timeout: '2s', rate_limits: { ...NO_RATE_LIMITS, per_ip_requests_per_minute: 100 } }, logging: { level: 'debug' }, proxy: { profiles_dir: '/nonexistent/profiles' }, pipelines: { dir: '/nonexistent/pipelines', watch: false }, discovery: { static: { endpoints: [] } } };
     const g = await startGateway({ ...base });
     try {
-      const buckets = g.gw.runtime.buckets;
-      expect(buckets.shared).toBeNull();
+      const fleet = g.gw.backends.fleet;
+      expect(fleet.buckets).toBeNull();
       const write = (rate_limits: Record<string, unknown>) => writeFileSync(g.configFile, stringify({ ...base, server: { ...base.server, rate_limits: { ...base.server.rate_limits, ...rate_limits } } }));
       write({ store: 'redis', redis: { url: `redis://127.0.0.1:${port}`, key_prefix: 'gw-reload' } });
       expect(await g.gw.reload('test')).toBe(true);
-      const shared = buckets.shared!;
+      const shared = fleet.buckets!;
       await waitFor(() => shared.connected || undefined, 'the store connected');
       write({ store: 'redis', redis: { url: 'redis://:hunter2@127.0.0.1:99999' } });
       expect(await g.gw.reload('test')).toBe(false);
-      expect(buckets.shared).toBe(shared);
+      expect(fleet.buckets).toBe(shared);
       expect(JSON.stringify(g.gw.runtime.reload)).not.toContain('hunter2');
       write({ store: 'memory' });
       expect(await g.gw.reload('test')).toBe(true);
-      expect(buckets.shared).toBeNull();
+      expect(fleet.buckets).toBeNull();
       await waitFor(() => !shared.connected || undefined, 'the old client closed');
     } finally {
       await closeAll(g, []);
@@ -161,7 +161,7 @@ describe.skipIf(!haveRedis)('breaker openings and Retry-After pauses shared thro
     const limits = { global_requests_per_minute: 0, per_ip_requests_per_minute: 0, health_requests_per_minute: 0, internal_requests_per_minute: 0, per_endpoint: { default_requests_per_minute: 0 }, store: 'redis', redis: { url: `redis://127.0.0.1:${port}`, key_prefix: 'gw-evidence', timeout: '500ms' } };
     // Health checks far apart: what the test sees comes from requests and from the other replica.
     for (let i = 0; i < 2; i++) replicas.push(await startGateway({ server: { rate_limits: limits }, proxy: { max_retries: 0 }, discovery: { static: { endpoints: [endpoint('vllm', 'pagedengine', fake.url, { check_interval: '1h' }), endpoint('vllm-2', 'pagedengine', other.url, { check_interval: '1h' })] } } }));
-    await waitFor(() => replicas.every((r) => r.gw.backends.evidence?.connected && r.gw.runtime.endpoints.all.every((e) => e.routable)) || undefined, 'both replicas connected and the endpoints routable');
+    await waitFor(() => replicas.every((r) => r.gw.backends.fleet.evidence?.connected && r.gw.runtime.endpoints.all.every((e) => e.routable)) || undefined, 'both replicas connected and the endpoints routable');
   }, 60_000);
   afterAll(async () => {
     for (const r of replicas) await closeAll(r, []);
@@ -188,7 +188,7 @@ describe.skipIf(!haveRedis)('breaker openings and Retry-After pauses shared thro
     const before = fake.executions;
     expect(await chat(replicas[1])).toBe(503);
     expect(fake.executions).toBe(before);
-    expect(replicas[1].gw.backends.evidence!.received).toBeGreaterThan(0);
+    expect(replicas[1].gw.backends.fleet.evidence!.received).toBeGreaterThan(0);
     fake.behaviour.status = 0;
   });
 

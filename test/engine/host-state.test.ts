@@ -5,8 +5,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Backends } from '../../engine/backends/state.js';
 import { planEndpoints } from '../../engine/backends/endpoint-plans.js';
-import { HostState } from '../../engine/backends/host-state.js';
-import { WorkerLink } from '../../engine/backends/host-link.js';
+import { HostState } from '../../engine/backends/sharing/host-state.js';
+import { WorkerLink } from '../../engine/backends/sharing/host-link.js';
 import type { Turn } from '../../engine/backends/queue.js';
 import { loadConfig } from '../../engine/core/config.js';
 import { createLogger } from '../../engine/core/logger.js';

@@ -8,6 +8,7 @@ import { PluginRegistry } from '../../engine/kernel/plugin.js';
 import { loadProfiles } from '../../engine/core/profiles.js';
 import { Metrics } from '../../engine/backends/metrics.js';
 import { RateBuckets } from '../../engine/backends/rate-buckets.js';
+import { Fleet } from '../../engine/backends/sharing/fleet.js';
 import { RetryBudget } from '../../engine/backends/retry-budget.js';
 import { Stats } from '../../engine/backends/telemetry.js';
 import { memoryLogs } from './gateway.js';
@@ -22,7 +23,7 @@ export function testEnv(extra: Partial<PluginEnv> = {}): PluginEnv & { logs: Rec
   const env: PluginEnv & { logs: Record<string, any>[] } = {
     hostStats: () => Promise.resolve(env.stats), worker: null,
     config: loadConfig(null, {}).config, source: 'test', profiles, endpoints: undefined as never, health: undefined as never, catalogue: undefined as never, discovery: undefined as never, residency: undefined as never,
-    stats: new Stats(), metrics: new Metrics(), buckets: new RateBuckets(1000, () => performance.now(), log), retries: new RetryBudget({ ratio: 0.2, minPerSecond: 5, windowMs: 10_000 }), log, version: '0.0.0-test', startedAt: new Date(),
+    stats: new Stats(), metrics: new Metrics(), buckets: new RateBuckets(1000, () => performance.now(), null, new Fleet(log, () => undefined, () => undefined)), retries: new RetryBudget({ ratio: 0.2, minPerSecond: 5, windowMs: 10_000 }), log, version: '0.0.0-test', startedAt: new Date(),
     reload: { generation: 1, last_attempt: null, ok: true, error: null }, pipeline: 'test', logs, ...extra,
   };
   return env;

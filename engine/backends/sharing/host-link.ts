@@ -9,17 +9,24 @@
 //  - concurrency slots are the host's: one round trip per request to an endpoint with a limit;
 //    rate-limit tokens too, lent a few at a time (leased-buckets.ts), so most takes stay here;
 //  - the status routes and /internal/metrics ask the host to gather every worker's counters or series.
-import type { Backends } from './state.js';
-import type { Endpoint } from './endpoints.js';
-import { EndpointQueue, type QueueSettings, type Turn, type Waiter } from './queue.js';
-import type { HealthHost } from './health.js';
+import type { Logger } from 'pino';
+import type { GatewayConfig } from '../../core/config.js';
+import type { Catalogue } from '../catalogue.js';
+import type { DiscoveryResult, DiscoveryService } from '../discovery.js';
+import type { Endpoint } from '../endpoints.js';
+import type { Health } from '../health.js';
+import type { EndpointQueue, QueueSettings, Turn } from '../queue.js';
+import type { EndpointRegistry } from '../registry.js';
+import type { Backends } from '../state.js';
+import { HostStats, type Stats } from '../telemetry.js';
+import type { HostScope } from './host.js';
+import { HostDiscovery, HostHealth, HostQueue } from './host-stand-ins.js';
 import type { HealthObservation, HostCounters, Question, TakeAnswer, ToHost, ToWorker } from './host-protocol.js';
 import { LeasedBuckets } from './leased-buckets.js';
-import { HostStats, type Stats } from './telemetry.js';
 
 const GATHER_TIMEOUT_MS = 5_000;
 
-export class WorkerLink implements HealthHost {
+export class WorkerLink implements HostScope {
   private asked = 0;
   private readonly pending = new Map<number, (value: unknown) => void>();
   private backends: Backends | null = null;
@@ -38,6 +45,15 @@ export class WorkerLink implements HealthHost {
   /** The worker's state, which the host's messages update from now on. */
   attach(backends: Backends): void {
     this.backends = backends;
+    backends.metrics.offerToHost(() => this.metrics());
+  }
+
+  health(registry: EndpointRegistry, log: Logger): Health {
+    return new HostHealth(registry, log, this);
+  }
+
+  discovery(registry: EndpointRegistry, catalogue: Catalogue, config: GatewayConfig, log: Logger): DiscoveryService {
+    return new HostDiscovery(registry, catalogue, config, log, this);
   }
 
   /** Ask the host; the answer, or `fallback` if none came within `timeoutMs` (or the host left). */
@@ -74,7 +90,7 @@ export class WorkerLink implements HealthHost {
 
   /** A reload added endpoints: the host's news of them may have come before they existed here
    *  (the host reloads first), so its whole state is asked again. */
-  resync(): void {
+  added(): void {
     if (this.started) void this.sync();
   }
 
@@ -153,6 +169,11 @@ export class WorkerLink implements HealthHost {
     return new HostQueue(settings, ep, this);
   }
 
+  /** The worker stops: its leased rate-limit tokens go back. */
+  close(): void {
+    this.buckets.close();
+  }
+
   /** Ask the host for a slot of the endpoint; `then` is told how the wait ended. Returns the
    *  question's number (to leave the queue). */
   acquire(id: string, then: (turn: Turn) => void): number {
@@ -172,7 +193,7 @@ export class WorkerLink implements HealthHost {
   }
 
   /** The host's counters: every worker's, summed (this one's alone if the host does not answer). */
-  async hostStats(local: Stats, endpoints: readonly Endpoint[]): Promise<Stats> {
+  async stats(local: Stats, endpoints: readonly Endpoint[]): Promise<Stats> {
     const all = await this.ask<HostCounters | undefined>({ what: 'stats' }, GATHER_TIMEOUT_MS, undefined);
     return all ? new HostStats(all.workers, new Map(all.queues)) : new HostStats([local.snapshot(this.worker, endpoints)]);
   }
@@ -183,8 +204,8 @@ export class WorkerLink implements HealthHost {
   }
 
   /** Ask the host to rediscover models now (its discovery reaches every worker's catalogue). */
-  refresh<T>(): Promise<T[]> {
-    return this.ask<T[]>({ what: 'refresh' }, 0, []);
+  refresh(): Promise<DiscoveryResult[]> {
+    return this.ask<DiscoveryResult[]>({ what: 'refresh' }, 0, []);
   }
 }
 
@@ -201,67 +222,4 @@ function applyHealth(b: Backends, ep: Endpoint, o: HealthObservation): void {
   else if (o.check === 'pass' && o.state === 'healthy') ep.breaker.healthSuccess();
   b.endpoints.setState(ep, o.state, o.reason);
   if (o.state === 'healthy' && from !== 'healthy') b.endpoints.emit('recovered', ep);
-}
-
-/** A worker's side of a host-wide queue: every slot is asked of the host (tryEnter never takes
- *  one here, and the host answers 'full'); the counters are this worker's share. */
-class HostQueue extends EndpointQueue {
-  private readonly asks = new Map<Waiter, number>();
-
-  constructor(settings: QueueSettings, private readonly ep: Endpoint, private readonly link: WorkerLink) {
-    super(settings);
-  }
-
-  override tryEnter(): boolean {
-    return false;
-  }
-
-  override get full(): boolean {
-    return false;
-  }
-
-  override wait(settle: (turn: Turn) => void): Waiter {
-    const waiter: Waiter = { since: performance.now(), settle, timer: null };
-    const n = this.link.acquire(this.ep.id, (turn) => {
-      if (!this.asks.delete(waiter)) {
-        // It left first and the host granted the slot meanwhile: given back at once.
-        if (turn === 'admitted') this.link.release(this.ep.id, 0);
-        return;
-      }
-      if (turn === 'admitted') {
-        this.held++;
-        this.admitted++;
-        this.waits.add(performance.now() - waiter.since);
-      } else if (turn === 'timeout') this.timedOut++;
-      settle(turn);
-    });
-    this.asks.set(waiter, n);
-    return waiter;
-  }
-
-  override leave(waiter: Waiter): void {
-    const n = this.asks.get(waiter);
-    if (n === undefined) return;
-    this.asks.delete(waiter);
-    this.abandoned++;
-    this.link.leave(n);
-    waiter.settle('gone');
-  }
-
-  override release(since: number): void {
-    super.release(since);
-    this.link.release(this.ep.id, performance.now() - since);
-  }
-
-  override retire(): void {
-    for (const w of [...this.asks.keys()]) {
-      this.link.leave(this.asks.get(w)!);
-      this.asks.delete(w);
-      w.settle('retired');
-    }
-  }
-
-  override get queued(): number {
-    return this.asks.size;
-  }
 }

@@ -7,7 +7,7 @@
 import type { Redis } from 'ioredis';
 import { redisClient } from './redis-client.js';
 import type { Logger } from 'pino';
-import { reportOf, UNIT, type Rate, type Take } from './token-bucket.js';
+import { reportOf, UNIT, type SharedTake, type TakeAnswer } from '../token-bucket.js';
 
 /** Take a token from each of the buckets KEYS (ARGV: each one's refill per ms and capacity, in
  *  units), all or none: the first bucket without a whole token refuses the request and nothing is
@@ -37,9 +37,6 @@ for i = 1, #KEYS do
 end
 return out
 `;
-
-/** One bucket a request takes from: its scope, key and rate. */
-export interface SharedTake { scope: string; key: string; rate: Rate }
 
 /** `password`: from password_file (the URL may hold one too). */
 export interface RedisSettings { url: string; password?: string; key_prefix: string; timeout: number }
@@ -73,7 +70,7 @@ export class RedisBucketStore {
 
   /** A token from each bucket, all or none, in one round trip: each bucket as the take left it,
    *  and the first that refused (-1: none). When Redis cannot answer, every bucket lets it through. */
-  async take(takes: readonly SharedTake[]): Promise<{ takes: Take[]; refused: number }> {
+  async take(takes: readonly SharedTake[]): Promise<TakeAnswer> {
     const capacity = (t: SharedTake) => Math.max(1, t.rate.burst) * UNIT;
     try {
       const args: Array<string | number> = [takes.length];

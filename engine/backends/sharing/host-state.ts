@@ -4,9 +4,9 @@
 // workers ask); what one worker's requests saw (breaker counts, openings, pauses) is relayed to
 // the others. A worker that dies leaves its queue places and slots behind: they are given back.
 import type { Logger } from 'pino';
-import type { Backends } from './state.js';
-import type { Endpoint } from './endpoints.js';
-import type { EndpointQueue, QueueCounts, Waiter } from './queue.js';
+import type { Backends } from '../state.js';
+import type { Endpoint } from '../endpoints.js';
+import type { EndpointQueue, QueueCounts, Waiter } from '../queue.js';
 import type { HealthObservation, Question, ToHost, ToWorker } from './host-protocol.js';
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 

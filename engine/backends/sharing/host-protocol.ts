@@ -2,12 +2,11 @@
 // engine reports, rate-limit buckets, concurrency queues) and its workers (which serve) say to each
 // other over the cluster's IPC channel. Every message carries `gw`, so prom-client's own cluster
 // messages (metrics aggregation) pass by untouched.
-import type { HealthState } from './endpoints.js';
-import type { DiscoveredModel } from './model-lists.js';
-import type { SharedTake } from './redis-buckets.js';
-import type { StatsSnapshot } from './telemetry.js';
-import type { QueueCounts } from './queue.js';
-import type { Take } from './token-bucket.js';
+import type { HealthState } from '../endpoints.js';
+import type { DiscoveredModel } from '../model-lists.js';
+import type { StatsSnapshot } from '../telemetry.js';
+import type { QueueCounts } from '../queue.js';
+import type { SharedTake } from '../token-bucket.js';
 
 /** One endpoint's health as the host's checks left it. `check`: this observation is a health
  *  check's verdict ('fail' counts towards the breaker's health failures, 'pass' is a passing one). */
@@ -50,8 +49,7 @@ export type Question =
 /** What a status route asks of the host: every worker's counters, and the host's queues'. */
 export type HostCounters = { workers: StatsSnapshot[]; queues: [id: string, counts: QueueCounts][] };
 
-/** `leased`: tokens of each bucket lent to the asking worker besides the one taken (leased-buckets.ts). */
-export type TakeAnswer = { takes: Take[]; refused: number; leased?: number[] };
+export type { TakeAnswer } from '../token-bucket.js';
 
 /** Host → worker. */
 export type ToWorker =

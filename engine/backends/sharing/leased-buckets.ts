@@ -8,9 +8,9 @@
 // another worker's client may be refused while tokens sit here (bounded by the leases: a
 // fraction of the tokens left, for at most LEASE_MS). A host that does not answer a take in
 // time lets the request through (as a Redis store that cannot answer does), counted.
-import type { SharedBuckets } from './rate-buckets.js';
-import type { SharedTake } from './redis-buckets.js';
-import { reportOf, UNIT, type Take } from './token-bucket.js';
+import type { SharedBuckets } from '../rate-buckets.js';
+import type { SharedTake } from '../token-bucket.js';
+import { reportOf, UNIT, type Take } from '../token-bucket.js';
 import type { TakeAnswer } from './host-protocol.js';
 
 export const LEASE_MAX = 64;

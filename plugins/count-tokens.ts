@@ -7,7 +7,7 @@
 // (characters / 4), which needs no backend: no candidate counts, none can take the request now
 // (unroutable, breaker open, all failed), or the backend answers 404 or 501 for that path (a
 // build without it). X-Gw-Token-Count says which: `backend` or `estimate`.
-import { definePlugin, gwError, retrySettings, sendUpstream, type Candidate, type Context, type ReplyPlan, type SendPolicy } from '../engine/api.js';
+import { definePlugin, gwError, retrySettings, sendUpstream, withModel, type Candidate, type Context, type ReplyPlan, type SendPolicy } from '../engine/api.js';
 import { INFERENCE_API } from './apis/inference-api.js';
 import { rewritePlan, type Rewritten } from './replies/rewrite-body.js';
 import { translationProblem } from './apis/msgapi/check.js';
@@ -76,8 +76,8 @@ export default definePlugin<Options>({
       replaySafe: () => true,
       // Counting runs no model: it never waits behind a generation for a slot.
       queued: () => false,
-      request: (ctx, ep) => ({
-        method: 'POST', path: ep.upstreamPath(`${ep.profile.api.msgapi_support!.messages_path}/count_tokens`), headers: [], body: passthroughBody(ctx, ep, stripBilling),
+      request: (ctx, ep, model) => ({
+        method: 'POST', path: ep.upstreamPath(`${ep.profile.api.msgapi_support!.messages_path}/count_tokens`), headers: [], body: withModel(passthroughBody(ctx, ep, stripBilling), model, ctx),
       }),
       reply: (ctx, status, headers) => {
         if (status === 404 || status === 501) return estimateInstead(ctx);

@@ -5,7 +5,7 @@
 // Two profile-declared touches to the reply, both off unless the endpoint's profile asks:
 // api.error_context annotates JSON error bodies (replies/error-context.ts); api.radix_headers adds
 // the X-Radix-* headers (replies/radix-headers.ts). Success bodies are never changed.
-import { definePlugin, familyPath, retrySettings, sendUpstream, type Context, type Endpoint, type SendPolicy } from '../engine/api.js';
+import { definePlugin, familyPath, retrySettings, sendUpstream, withModel, type Context, type Endpoint, type SendPolicy } from '../engine/api.js';
 import { continuationApi, continuationKind, continued, type AnswerText } from './apis/continuation/index.js';
 import { errorContextPlan } from './replies/error-context.js';
 import { INFERENCE_API } from './apis/inference-api.js';
@@ -44,14 +44,15 @@ export default definePlugin<Options>({
       queued: (ctx, ep) => ep.takesSlot(sentPathname(ctx, ep)),
       // Inference streams are watched; a model pull's progress is piped as it comes.
       watched: (ctx, ep) => ep.takesSlot(sentPathname(ctx, ep)),
-      request: (ctx, ep) => ({ method: ctx.method, path: ep.upstreamPath(sentPath(ctx, ep)), headers: [], body: ctx.body }),
+      // Sent as it came, asking for the model routing chose for this endpoint (an alias's real name, a fallback).
+      request: (ctx, ep, model) => ({ method: ctx.method, path: ep.upstreamPath(sentPath(ctx, ep)), headers: [], body: withModel(ctx.body, model, ctx) }),
       reply: (ctx, status, headers) => errorContextPlan(ctx, status, headers, catalogue) ?? radix.plan(ctx, status, headers),
       // A stream that breaks after its content: the route's API per the endpoint's profile.
       continuation: (ctx, ep) => continuationApi(continuationKind(ep.profile, sentPathname(ctx, ep))),
-      continueRequest: (ctx, ep, _model, answer) => {
+      continueRequest: (ctx, ep, model, answer) => {
         const c = continued(continuationKind(ep.profile, sentPathname(ctx, ep))!, ctx.bodyJson(), answer as AnswerText, ep.profile);
         if (typeof c === 'string') return c;
-        return { method: ctx.method, path: ep.upstreamPath(c.path ?? sentPath(ctx, ep)), headers: [], body: Buffer.from(JSON.stringify(c.body)) };
+        return { method: ctx.method, path: ep.upstreamPath(c.path ?? sentPath(ctx, ep)), headers: [], body: withModel(Buffer.from(JSON.stringify(c.body)), model) };
       },
     };
     const streamDefault = new Set(env.profile?.request.stream_default_paths);

@@ -5,7 +5,7 @@
 // translated to chat-completions at its chat path, without the API's own headers, and the reply
 // translated back. Routing, aliases, balancing, failover and gateway headers are those of the
 // proxy routes. What each API needs is its translator's (apis/api-translator.ts).
-import { ClientGone, definePlugin, GatewayError, retrySettings, sendUpstream, type Context, type Endpoint, type PluginEnv, type SendPolicy, type UpstreamRequest } from '../engine/api.js';
+import { ClientGone, definePlugin, GatewayError, retrySettings, sendUpstream, withModel, type Context, type Endpoint, type PluginEnv, type SendPolicy, type UpstreamRequest } from '../engine/api.js';
 import type { ApiTranslator, Fallback, Mode } from './apis/api-translator.js';
 import type { ReplyOptions } from './apis/chat-reply-plan.js';
 import { msgapiTranslator } from './apis/msgapi/translator.js';
@@ -79,7 +79,7 @@ export default definePlugin<Options>({
         st.mode = way.mode;
         st.fallback = way.mode === 'translation' ? way.fallback : undefined;
         if (way.mode === 'translation') return chatRequest(ctx, ep, model, st);
-        return { method: 'POST', path: ep.upstreamPath(way.path), headers: [], body: api.nativeBody(ctx, ep) };
+        return { method: 'POST', path: ep.upstreamPath(way.path), headers: [], body: withModel(api.nativeBody(ctx, ep), model, ctx) };
       },
       reply: (ctx, status, headers) => {
         const st = state(ctx);

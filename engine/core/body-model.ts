@@ -103,3 +103,14 @@ function valueAfter(buf: Buffer, end: number): ModelField | null {
 export function replaceModel(buf: Buffer, field: ModelField, model: string): Buffer {
   return Buffer.concat([buf.subarray(0, field.start), Buffer.from(JSON.stringify(model)), buf.subarray(field.end)]);
 }
+
+/** `body` as sent to an endpoint routing chose `model` for (an alias's real name, a fallback
+ *  model): its top-level model value replaced, every other byte and the key order kept; the body
+ *  itself when `model` is undefined, the body has no model string, or it names `model` already.
+ *  `request`: the client's request, whose own body's model field is found already (by the route's
+ *  model keys); a body a step built is searched for `model`. */
+export function withModel(body: Buffer | null, model: string | undefined, request?: { readonly body: Buffer | null; modelSpan(): ModelField | null }): Buffer | null {
+  if (!model || !body) return body;
+  const field = request && body === request.body ? request.modelSpan() : findModelField(body);
+  return !field || field.value === model ? body : replaceModel(body, field, model);
+}

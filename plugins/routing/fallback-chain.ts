@@ -4,14 +4,15 @@
 // The attempt loop walks them in order, so a fallback model is tried only after the endpoints of
 // the names before it failed. A name nothing can serve now is left out; when that is the primary,
 // the request goes straight to its fallback (X-Gw-Routing-Decision: fallback).
-import { gwError, PlanBuilder, type AffinityNote, type Context, type Endpoint, type GatewayError, type ModelRoute, type PluginEnv, type Profile, type RoutePlan, type RoutingInfo } from '../../engine/api.js';
+import { gwError, PlanBuilder, type AffinityNote, type Context, type Endpoint, type GatewayError, type ModelRoute, type PluginEnv, type RoutePlan, type RoutingInfo } from '../../engine/api.js';
 import type { AffinityKey } from './affinity.js';
 import type { Order } from './balancing.js';
+import type { Families } from './families.js';
 import { aliasChoice, modelChoice, type AliasCache, type Choice } from './model-routing.js';
 
 export interface ChainRouting {
   env: PluginEnv;
-  families: readonly Profile[];
+  families: Families;
   cache: AliasCache;
   order: Order;
   /** The step's shared routing decisions (one object per reason). */

@@ -7,25 +7,9 @@
 // fallback_compatible, fallback_all, model_not_found, model_unavailable, alias_not_found,
 // alias_unavailable, no_compatible_endpoint; capability_* (routing/route-kinds.ts); model_management,
 // last_resort (select-endpoint); model_fallback (routing/fallback-chain.ts and the attempt loop).
-import { gwError, type Endpoint, type GatewayError, type PluginEnv, type Profile, type RoutingInfo } from '../../engine/api.js';
+import { gwError, type Endpoint, type GatewayError, type PluginEnv, type RoutingInfo } from '../../engine/api.js';
+import type { Families } from './families.js';
 import { describeDown, downHint } from './unavailable-hint.js';
-
-/** The families a step works on: its route's family, or every family. */
-export const familiesOf = (env: PluginEnv): readonly Profile[] => (env.profile ? [env.profile] : env.profiles.list);
-
-/** `families` is either one family or every family (familiesOf), so the all-families lists serve the latter. */
-export function routableIn(env: PluginEnv, families: readonly Profile[]): readonly Endpoint[] {
-  return families.length === 1 ? env.endpoints.routable(families[0].name) : env.endpoints.routableAll;
-}
-
-function servedBy(env: PluginEnv, families: readonly Profile[], model: string): readonly Endpoint[] {
-  return families.length === 1 ? env.catalogue.servedBy(families[0].name, model) : env.catalogue.servedByAny(model);
-}
-
-const known = (env: PluginEnv, families: readonly Profile[]) => (families.length === 1 ? env.catalogue.family(families[0].name).known : env.catalogue.anyKnown());
-
-/** The family named in errors; none when the step works across every family (msgapi). */
-const label = (families: readonly Profile[]) => (families.length === 1 ? families[0].name : undefined);
 
 /** What a routing step does when the model is served, but only by endpoints that take no traffic
  *  now (or no endpoint is routable at all): refuse (503), or go on with no candidates — for a
@@ -37,8 +21,8 @@ export const UNAVAILABLE_OPTION = {
 } as const;
 
 /** 503 MODEL_UNAVAILABLE: the endpoints serving the name, where they listen, and what to do. */
-const unavailable = (env: PluginEnv, model: string, families: readonly Profile[], down: readonly Endpoint[]) =>
-  gwError('MODEL_UNAVAILABLE', { model, provider: label(families), endpoints: describeDown(down), hint: downHint(down, env.source) });
+const unavailable = (env: PluginEnv, model: string, families: Families, down: readonly Endpoint[]) =>
+  gwError('MODEL_UNAVAILABLE', { model, provider: families.label, endpoints: describeDown(down), hint: downHint(down, env.source) });
 
 /** The endpoints one name may go to, in no order yet, and how routing decided. */
 export interface Choice {
@@ -62,11 +46,11 @@ export const continuable = (c: Choice) => c.reason.endsWith('_unavailable');
  *  nor endpoint health changed (shared by the requests in between, never mutated). */
 export type AliasCache = Map<string, { catalogue: number; health: number; targets: Map<Endpoint, string> }>;
 
-export function aliasTargetsOf(env: PluginEnv, families: readonly Profile[], alias: string, targets: readonly string[], cache: AliasCache): Map<Endpoint, string> {
+export function aliasTargetsOf(env: PluginEnv, families: Families, alias: string, targets: readonly string[], cache: AliasCache): Map<Endpoint, string> {
   const hit = cache.get(alias);
   if (hit && hit.catalogue === env.catalogue.version && hit.health === env.endpoints.version) return hit.targets;
   const map = new Map<Endpoint, string>();
-  for (const ep of routableIn(env, families)) {
+  for (const ep of families.routable()) {
     const name = targets.find((t) => env.catalogue.servedBy(ep.family, t).includes(ep));
     if (name) map.set(ep, name);
   }
@@ -76,23 +60,23 @@ export function aliasTargetsOf(env: PluginEnv, families: readonly Profile[], ali
 
 /** An alias: the endpoints serving any of its targets (in the alias's order of preference); with
  *  none, strict routing rejects it, the others route it as an ordinary name (undefined). */
-export function aliasChoice(env: PluginEnv, families: readonly Profile[], routable: readonly Endpoint[], alias: string, targets: readonly string[], cache: AliasCache): Choice | undefined {
-  if (!known(env, families)) return undefined;
+export function aliasChoice(env: PluginEnv, families: Families, routable: readonly Endpoint[], alias: string, targets: readonly string[], cache: AliasCache): Choice | undefined {
+  if (!families.known()) return undefined;
   const map = aliasTargetsOf(env, families, alias, targets, cache);
   if (map.size > 0) return { ...choice(routable.filter((e) => map.has(e)), 'routed', 'alias'), realName: map };
   if (env.config.model_registry.routing_strategy.type !== 'strict') return undefined;
-  const down = [...new Set(targets.flatMap((t) => servedBy(env, families, t)))];
+  const down = [...new Set(targets.flatMap((t) => families.servedBy(t)))];
   if (down.length) return rejected('alias_unavailable', unavailable(env, alias, families, down));
-  return rejected('alias_not_found', gwError('MODEL_NOT_FOUND', { model: alias, provider: label(families), hint: `alias targets ${targets.join(', ')} are not discovered on any endpoint` }));
+  return rejected('alias_not_found', gwError('MODEL_NOT_FOUND', { model: alias, provider: families.label, hint: `alias targets ${targets.join(', ')} are not discovered on any endpoint` }));
 }
 
 /** A model: the routing strategy's endpoints for it, or 'refresh' when the discovery strategy
  *  wants the catalogue refreshed first (`refreshed`: it was). */
-export function modelChoice(env: PluginEnv, families: readonly Profile[], routable: readonly Endpoint[], model: string, refreshed: boolean): Choice | 'refresh' {
+export function modelChoice(env: PluginEnv, families: Families, routable: readonly Endpoint[], model: string, refreshed: boolean): Choice | 'refresh' {
   const { catalogue } = env;
   const rs = env.config.model_registry.routing_strategy;
-  if (!known(env, families)) return choice(routable, 'routed', 'catalogue_empty');
-  const serving = servedBy(env, families, model);
+  if (!families.known()) return choice(routable, 'routed', 'catalogue_empty');
+  const serving = families.servedBy(model);
   const live = serving.length ? routable.filter((e) => serving.includes(e)) : [];
   if (live.length) return choice(live, 'routed', refreshed ? 'discovered' : 'model_found');
   if (rs.type === 'discovery' && rs.options.discovery_refresh_on_miss && !refreshed) return 'refresh';
@@ -107,8 +91,8 @@ export function modelChoice(env: PluginEnv, families: readonly Profile[], routab
       return catalogue.family(e.family).models.some((m) => m.endpoints.includes(e) && m.embedding === embedding);
     });
     if (compatible.length) return choice(compatible, 'fallback', 'fallback_compatible');
-    return rejected('no_compatible_endpoint', gwError('MODEL_NOT_FOUND', { model, provider: label(families), hint: 'no compatible endpoint is routable (model_registry.routing_strategy.options.fallback_behavior: compatible_only)' }));
+    return rejected('no_compatible_endpoint', gwError('MODEL_NOT_FOUND', { model, provider: families.label, hint: 'no compatible endpoint is routable (model_registry.routing_strategy.options.fallback_behavior: compatible_only)' }));
   }
   if (serving.length) return rejected('model_unavailable', unavailable(env, model, families, serving));
-  return rejected('model_not_found', gwError('MODEL_NOT_FOUND', { model, provider: label(families), hint: `GET /gw/models${families.length === 1 ? `?provider=${families[0].name}` : ''} lists what is served` }));
+  return rejected('model_not_found', gwError('MODEL_NOT_FOUND', { model, provider: families.label, hint: `GET /gw/models${families.label ? `?provider=${families.label}` : ''} lists what is served` }));
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { findModelField, modelKeys, replaceModel } from '../../engine/core/body-model.js';
+import { findModelField, modelKeys, replaceModel, withModel } from '../../engine/core/body-model.js';
 
 const find = (text: string) => findModelField(Buffer.from(text))?.value ?? null;
 
@@ -45,5 +45,25 @@ describe('the fields a profile names (request.model_field_paths)', () => {
   it('gives the span of the field it took, for a byte-preserving rewrite', () => {
     const buf = Buffer.from('{"name":"alias","messages":[]}');
     expect(replaceModel(buf, findModelField(buf, keys)!, 'real').toString()).toBe('{"name":"real","messages":[]}');
+  });
+});
+
+describe('the body asking for the model routing chose (what a terminal step sends each attempt)', () => {
+  const body = Buffer.from('{"model":"nick", "stream":true}');
+
+  it('replaces only the model value; the same buffer when there is nothing to change', () => {
+    expect(withModel(body, 'real-name')!.toString()).toBe('{"model":"real-name", "stream":true}');
+    expect(withModel(body, undefined)).toBe(body);
+    expect(withModel(body, 'nick')).toBe(body);
+    expect(withModel(null, 'real-name')).toBeNull();
+    expect(withModel(Buffer.from('not json'), 'real-name')!.toString()).toBe('not json');
+  });
+
+  it('reads the request\'s own body where its route found the model (the profile\'s model keys)', () => {
+    const own = Buffer.from('{"model_name":"nick","model":"other"}');
+    const request = { body: own, modelSpan: () => findModelField(own, modelKeys(['model_name'])) };
+    expect(withModel(own, 'real', request)!.toString()).toBe('{"model_name":"real","model":"other"}');
+    // A body a step built is searched by the default key.
+    expect(withModel(Buffer.from('{"model":"nick"}'), 'real', request)!.toString()).toBe('{"model":"real"}');
   });
 });

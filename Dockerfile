@@ -1,4 +1,4 @@
-# The gateway as a container: `docker build -t inference-gateway .` (README: "Run in a container").
+# The gateway as a container: `docker build -t inference-gateway .` (docs/guide/running.md, "Run it in a container").
 # Node 24, the LTS line ("Krypton"): Node 20 is past its end of life. For reproducible builds pin
 # the base image by digest: node:24-slim@sha256:<digest>.
 

@@ -2,7 +2,7 @@
 // reached — the global bucket, the client's per-IP bucket and the endpoint's per-endpoint bucket,
 // each taken once per request, plus the X-RateLimit-* headers on every reply — against the same
 // gateway with the limits off. Standalone: `node bench/limits.js [--quick]` (starts its own backend).
-import { cpuAdded, loadAlternating, round, startGateway, quick, ROUNDS, ROUND_S, pct, chatBody, endpointLines, runAlone } from './lib.js';
+import { cpuAdded, loadAlternating, round, startGateway, ROUNDS, ROUND_S, pct, chatBody, endpointLines, runAlone } from './lib.js';
 
 const HIGH = 1_000_000_000;
 const LIMITS_ON = `rate_limits: { global_requests_per_minute: ${HIGH}, per_ip_requests_per_minute: ${HIGH}, health_requests_per_minute: ${HIGH}, internal_requests_per_minute: ${HIGH}, burst_size: ${HIGH} }`;

@@ -3,7 +3,7 @@
 // non-streaming and streaming chat at concurrency 16 in alternating rounds; gateway CPU time per
 // request from /proc. Standalone: node bench/metrics.js [--quick] (needs `npm run build`).
 import { fileURLToPath } from 'node:url';
-import { cpuAdded, forkReady, loadAlternating, round, startGateway, stopAll, quick, ROUNDS, ROUND_S, pct, chatBody, streamBody, endpointLines } from './lib.js';
+import { cpuAdded, forkReady, loadAlternating, round, startGateway, stopAll, ROUNDS, ROUND_S, pct, chatBody, streamBody, endpointLines } from './lib.js';
 
 
 export async function metricsSection(backendPort) {

@@ -297,6 +297,16 @@ async function only(name) {
   console.log(text);
 }
 
+/** What was measured by hand rather than by this script: kept as it is when a full run rewrites the file. */
+const BY_HAND = '## Measured by hand';
+function byHand() {
+  const md = readFileSync(join(here, 'RESULTS.md'), 'utf8');
+  const start = md.indexOf(BY_HAND);
+  if (start < 0) return '';
+  const end = md.indexOf('\n## ', start + BY_HAND.length);
+  return `\n${md.slice(start, end < 0 ? undefined : end).trimEnd()}\n`;
+}
+
 async function main() {
   const o = process.argv.indexOf('--only');
   if (o > 0) return only(process.argv[o + 1]);
@@ -308,7 +318,7 @@ Machine: ${cpus().length} × ${cpus()[0].model}, ${Math.round(totalmem() / 2 ** 
 Command: \`npm run bench\` (bench/run.js${quick ? ' --quick' : ''}). Backend, proxies and gateways each run in a process of
 their own, the load generator in the bench process; all on 127.0.0.1; every figure below comes from this one run.
 
-${sections.join('\n')}`;
+${sections.join('\n')}${byHand()}`;
   writeFileSync(join(here, 'RESULTS.md'), md);
   console.log(md);
 }

@@ -35,7 +35,7 @@ function measure(n, units, fn) {
 
 let sink = 0;
 const rows = [
-  ['typical chat chunk (' + typicalBuf.length + ' B), one event per feed', 'µs/event', measure(200_000, 1, (() => {
+  [`typical chat chunk (${typicalBuf.length} B), one event per feed`, 'µs/event', measure(200_000, 1, (() => {
     const w = new StreamWatch('sse');
     return () => { sink += w.feed(typicalBuf).length; };
   })())],

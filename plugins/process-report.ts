@@ -21,7 +21,7 @@ type QueryObjects = (ctor: unknown, options: { format: 'count' }) => number;
 
 /** Live objects after a full GC (blocking); 0 where this Node.js lacks v8.queryObjects. The API
  *  is marked experimental: its one-time ExperimentalWarning would land on stderr outside the JSON
- *  log, so it is silenced for this call (the README says what the count is). */
+ *  log, so it is silenced for this call (docs/reference/status-and-metrics.md says what the count is). */
 function countHeapObjects(): number {
   const query = (v8 as unknown as { queryObjects?: QueryObjects }).queryObjects;
   if (typeof query !== 'function') return 0;

@@ -30,7 +30,7 @@ export default definePlugin<Record<string, never>>({
       for (let i = 0; i < raw.length; i += 2) {
         const name = raw[i].toLowerCase();
         if (name === 'x-forwarded-for') xff = raw[i + 1];
-        if (DROP.has(name) || own.has(name) || (connNames && connNames.includes(name)) || (omit && omit(name))) continue;
+        if (DROP.has(name) || own.has(name) || (connNames?.includes(name)) || (omit?.(name))) continue;
         if (name === 'content-type') contentType = true;
         out.push(name, raw[i + 1]);
       }

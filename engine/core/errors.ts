@@ -1,6 +1,6 @@
 // The one table of gateway error codes and the one renderer of the spec's envelope
 // {error:{message,type,code}}, or of the route's own API shape (errorBody). Every code here is
-// documented in README.md (a test checks).
+// documented in docs/reference/errors.md (a test checks).
 import type { ServerResponse } from 'node:http';
 import { clip } from './head.js';
 

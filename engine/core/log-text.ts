@@ -11,7 +11,10 @@ import { pino, type DestinationStream } from 'pino';
 const LABELS: Record<number, string> = Object.fromEntries(Object.entries(pino.levels.labels).map(([n, l]) => [n, l.toUpperCase().padEnd(5)]));
 /** Left out of the fields: shown at the front, or the same on every line. */
 const FRONT = new Set(['level', 'time', 'msg', 'service']);
+// Control characters are what these look for: a value holding one is quoted and escaped.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
 const PLAIN = /^[^\s"=\\\x00-\x1f\x7f-\x9f]+$/;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
 const CONTROL = /[\x00-\x1f\x7f-\x9f]/;
 
 /** As JSON, with the controls JSON leaves alone (DEL, C1) escaped too. */

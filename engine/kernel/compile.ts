@@ -119,7 +119,7 @@ function unknownPluginFix(name: string, registry: PluginRegistry): string {
   const guess = closest(name, registry.names());
   if (guess) return `did you mean "${guess}"?`;
   if (registry.failed.length) return `${registry.failed.map((f) => `plugins[${f.index}] ${f.spec}`).join(', ')}${NOT_LOADED}`;
-  return 'no built-in or loaded plugin has this name: check the spelling (README, "Built-in steps"), or list the file that provides it under plugins: in the config';
+  return 'no built-in or loaded plugin has this name: check the spelling (docs/reference/pipelines-and-plugins.md, "Built-in steps"), or list the file that provides it under plugins: in the config';
 }
 
 /** YAML order is the order steps run: a step comes after the steps whose facts it needs (or

@@ -39,7 +39,7 @@ export interface RouteInfo {
   log: Logger;
 }
 
-const CALLER_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
+const CALLER_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const NOT_PARSED = Symbol('not parsed');
 
 export class RequestContext implements Exchange {
@@ -125,7 +125,7 @@ export class RequestContext implements Exchange {
   /** The shape of this request's errors: its path's (a family's native routes), else the route's. */
   get errorFormat(): ErrorFormat {
     const { errorFormats, prefix, errorFormat } = this.route;
-    return (errorFormats && errorFormats.formatOf(this.requestPath, prefix ?? '')) ?? errorFormat;
+    return (errorFormats?.formatOf(this.requestPath, prefix ?? '')) ?? errorFormat;
   }
 
   /** Where the request may go: written once, by endpoint selection (select-endpoint). */

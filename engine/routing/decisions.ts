@@ -1,5 +1,5 @@
 // The attempt loop's decisions, as small pure functions and one cursor over the route plan, each
-// testable alone (test/routing/decisions.test.ts):
+// testable alone (test/engine/routing/decisions.test.ts):
 // - the order (PlanWalk): the names of the plan in turn (the requested model, then each
 //   fallback); within one name, each of its endpoints once, then — soonest ready first — those
 //   whose failure another try may fix once more; only then the next name. The last name's

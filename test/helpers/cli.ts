@@ -51,3 +51,11 @@ export function serve(args: string[], env: NodeJS.ProcessEnv = cleanEnv(), cwd =
     child.on('exit', (code) => reject(new Error(`gw exited ${code}: ${out}`)));
   });
 }
+
+/** Stop a gateway `serve` started (SIGTERM: it drains and exits), once it has exited. */
+export async function stopServing(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
+}

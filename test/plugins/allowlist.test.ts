@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import allowlist from '../../plugins/allowlist.js';
-import { GatewayError } from '../../engine/core/errors.js';
+import type { GatewayError } from '../../engine/core/errors.js';
 import { applyPlugin, profiles, stubContext, testEnv } from '../helpers/plugin.js';
 import type { Profile } from '../../engine/core/profiles.js';
 

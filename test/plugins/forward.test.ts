@@ -1,4 +1,4 @@
-// The forwarder's decisions; its behaviour over real HTTP is in test/e2e/failover.test.ts.
+// The forwarder's decisions; its behaviour over real HTTP is in test/e2e/resilience/failover.test.ts.
 import { describe, expect, it } from 'vitest';
 import { connectionFailure } from '../../engine/backends/failures.js';
 

@@ -14,29 +14,29 @@ export interface ScopedFact {
   /** What is kept, as the docs name it. */
   readonly fact: string;
   readonly scope: Scope;
-  /** Where it is kept (engine/ or plugins/ files). */
+  /** Where it is kept: the files that keep it, from the repository's root. */
   readonly where: string;
 }
 
 export const STATE_SCOPES: readonly ScopedFact[] = [
-  { fact: 'health checks and endpoint states', scope: 'host', where: 'backends/health.ts' },
-  { fact: 'model catalogue (discovery)', scope: 'host', where: 'backends/discovery.ts, backends/catalogue.ts' },
-  { fact: 'models loaded (residency)', scope: 'host', where: 'backends/residency.ts' },
-  { fact: 'engine load reports', scope: 'host', where: 'backends/engine-load.ts' },
-  { fact: 'breaker failure counts', scope: 'host', where: 'backends/breaker.ts' },
-  { fact: 'breaker openings by requests', scope: 'fleet', where: 'backends/breaker.ts, sharing/shared-evidence.ts' },
-  { fact: 'Retry-After pauses', scope: 'fleet', where: 'backends/endpoints.ts, sharing/shared-evidence.ts' },
-  { fact: 'concurrency limits, queues and slots', scope: 'host', where: 'backends/queue.ts' },
-  { fact: 'rate limits: global, per address, internal routes', scope: 'fleet', where: 'backends/rate-buckets.ts, sharing/redis-buckets.ts' },
-  { fact: 'rate limit of the health routes', scope: 'process', where: 'backends/rate-buckets.ts' },
-  { fact: 'per-endpoint requests-per-minute limits', scope: 'process', where: 'backends/rate-buckets.ts' },
-  { fact: 'retry budget (proxy.retry.fleet)', scope: 'process', where: 'backends/retry-budget.ts' },
-  { fact: 'requests in flight (balancing)', scope: 'process', where: 'backends/endpoints.ts' },
-  { fact: 'latency (p2c balancing)', scope: 'process', where: 'backends/peak-ewma.ts' },
+  { fact: 'health checks and endpoint states', scope: 'host', where: 'engine/backends/health.ts' },
+  { fact: 'model catalogue (discovery)', scope: 'host', where: 'engine/backends/discovery.ts, engine/backends/catalogue.ts' },
+  { fact: 'models loaded (residency)', scope: 'host', where: 'engine/backends/residency.ts' },
+  { fact: 'engine load reports', scope: 'host', where: 'engine/backends/engine-load.ts' },
+  { fact: 'breaker failure counts', scope: 'host', where: 'engine/backends/breaker.ts' },
+  { fact: 'breaker openings by requests', scope: 'fleet', where: 'engine/backends/breaker.ts, engine/backends/sharing/shared-evidence.ts' },
+  { fact: 'Retry-After pauses', scope: 'fleet', where: 'engine/backends/endpoints.ts, engine/backends/sharing/shared-evidence.ts' },
+  { fact: 'concurrency limits, queues and slots', scope: 'host', where: 'engine/backends/queue.ts' },
+  { fact: 'rate limits: global, per address, internal routes', scope: 'fleet', where: 'engine/backends/rate-buckets.ts, engine/backends/sharing/redis-buckets.ts' },
+  { fact: 'rate limit of the health routes', scope: 'process', where: 'engine/backends/rate-buckets.ts' },
+  { fact: 'per-endpoint requests-per-minute limits', scope: 'process', where: 'engine/backends/rate-buckets.ts' },
+  { fact: 'retry budget (proxy.retry.fleet)', scope: 'process', where: 'engine/backends/retry-budget.ts' },
+  { fact: 'requests in flight (balancing)', scope: 'process', where: 'engine/backends/endpoints.ts' },
+  { fact: 'latency (p2c balancing)', scope: 'process', where: 'engine/backends/peak-ewma.ts' },
   { fact: 'conversation affinity', scope: 'request', where: 'plugins/routing/affinity.ts' },
-  { fact: 'stream continuation (the answer so far)', scope: 'request', where: 'routing/continuation.ts' },
+  { fact: 'stream continuation (the answer so far)', scope: 'request', where: 'engine/routing/continuation.ts' },
   { fact: 'Responses API store (previous_response_id)', scope: 'process', where: 'plugins/apis/responses/store.ts' },
-  { fact: 'counters of the status routes', scope: 'process', where: 'backends/telemetry.ts' },
-  { fact: 'metrics series', scope: 'process', where: 'backends/metrics.ts' },
-  { fact: 'configuration reloads', scope: 'host', where: 'kernel/reload.ts' },
+  { fact: 'counters of the status routes', scope: 'process', where: 'engine/backends/telemetry.ts' },
+  { fact: 'metrics series', scope: 'process', where: 'engine/backends/metrics.ts' },
+  { fact: 'configuration reloads', scope: 'host', where: 'engine/kernel/reload.ts' },
 ];

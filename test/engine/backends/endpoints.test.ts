@@ -1,0 +1,90 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../../engine/core/config.js';
+import { joinEndpointUrl, planEndpoints } from '../../../engine/backends/endpoint-plans.js';
+import { loadProfiles } from '../../../engine/core/profiles.js';
+import { writeConfig } from '../../helpers/gateway.js';
+
+const profiles = loadProfiles('/nonexistent');
+const plan = (endpoints: object[]) => {
+  const file = writeConfig({ discovery: { static: { endpoints } } });
+  return { file, ...planEndpoints(loadConfig(file, {}).config, profiles, file) };
+};
+
+describe('endpoint records', () => {
+  it('fills health and model URLs from the profile, keeping the base path', () => {
+    const { plans } = plan([{ name: 'p', type: 'pagedengine', url: 'http://gpu:8000/prefix/' }, { name: 'n', type: 'npuengine', url: 'http://npu:8000' }]);
+    expect(plans[0]).toMatchObject({ healthUrl: 'http://gpu:8000/prefix/health', modelUrl: 'http://gpu:8000/prefix/v1/models', priority: 80, checkIntervalMs: 5000, checkTimeoutMs: 2000 });
+    expect(plans[1]).toMatchObject({ healthUrl: 'http://npu:8000/api/v1/health', modelUrl: 'http://npu:8000/api/v1/models' });
+  });
+
+  it('takes relative and absolute overrides', () => {
+    const { plans } = plan([{ name: 'a', type: 'localrunner', url: 'http://h:1/base', health_check_url: '/ping', model_url: 'http://other:2/list', priority: 7, check_interval: '1m' }]);
+    expect(plans[0]).toMatchObject({ healthUrl: 'http://h:1/base/ping', modelUrl: 'http://other:2/list', priority: 7, checkIntervalMs: 60_000 });
+    expect(joinEndpointUrl(new URL('http://h/x/'), 'y')).toBe('http://h/x/y');
+  });
+
+  it('takes concurrency limits from the profile, the endpoint winning; warns about queue keys without a limit', () => {
+    const { plans, problems } = plan([
+      { name: 'd', type: 'deskrunner', url: 'http://d' },
+      { name: 'e', type: 'deskrunner', url: 'http://e', max_concurrent_requests: 3, max_queued_requests: 7, queue_timeout: '10s' },
+      { name: 'off', type: 'deskrunner', url: 'http://off', max_concurrent_requests: 0 },
+      { name: 'gpu', type: 'pagedengine', url: 'http://gpu', max_queued_requests: 5 },
+    ]);
+    expect(plans.map((p) => p.concurrency)).toEqual([
+      { maxConcurrent: 1, maxQueued: 100, timeoutMs: 120_000 },
+      { maxConcurrent: 3, maxQueued: 7, timeoutMs: 10_000 },
+      null,
+      null,
+    ]);
+    expect(problems).toEqual([expect.objectContaining({ level: 'warn', field: 'discovery.static.endpoints[3].max_queued_requests', message: expect.stringContaining('has no effect: endpoint "gpu" has no concurrency limit') })]);
+  });
+
+  it('selects the hosted profile for both of its tokens', () => {
+    const { plans } = plan([{ name: 'a', type: 'hosted', url: 'http://h' }, { name: 'b', type: 'hosted-compatible', url: 'http://h' }]);
+    expect(plans.map((p) => p.profile.name)).toEqual(['hosted-compatible', 'hosted-compatible']);
+  });
+
+  it('refuses a URL with credentials without echoing them, suggesting an auth block', () => {
+    const { problems } = plan([{ name: 'gpu', type: 'pagedengine', url: 'http://admin:hunter2@gpu:8000/v' }]);
+    expect(problems).toHaveLength(1);
+    const text = JSON.stringify(problems);
+    expect(text).not.toContain('hunter2');
+    expect(text).not.toContain('admin');
+    expect(problems[0].field).toBe('discovery.static.endpoints[0].url');
+    expect(problems[0].message).toContain('"gpu"');
+    expect(problems[0].fix).toContain('url: http://gpu:8000/v');
+    expect(problems[0].fix).toContain('auth: { type: basic, username: <username>, password_file: /run/secrets/gpu-password }');
+  });
+
+  it('offers basic and bearer alternatives for a username-only URL', () => {
+    const { problems } = plan([{ name: 'h', type: 'hosted', url: 'https://sk-abc123@api.example/v1' }]);
+    expect(JSON.stringify(problems)).not.toContain('sk-abc123');
+    expect(problems[0].fix).toContain('type: basic');
+    expect(problems[0].fix).toContain('type: bearer');
+  });
+
+  it('takes an unknown family as auto with a warning that names a suggestion and the known list', () => {
+    const { plans, problems } = plan([{ name: 'x', type: 'pagedengin', url: 'http://h' }, { name: 'y', type: 'auto', url: 'http://g' }]);
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatchObject({ level: 'warn', field: 'discovery.static.endpoints[0].type' });
+    expect(problems[0].message).toMatch(/^unknown backend family "pagedengin" for endpoint "x"; treated as auto/);
+    expect(problems[0].fix).toMatch(/^did you mean "pagedengine" \(vLLM\)\? write type: auto to keep it so; known families: .*"localrunner" \(Ollama\)/);
+    // auto (named or assumed) is a generic OpenAI-compatible backend: health /, models /v1/models.
+    expect(plans.map((p) => [p.profile.name, p.healthUrl, p.modelUrl])).toEqual([['auto', 'http://h/', 'http://h/v1/models'], ['auto', 'http://g/', 'http://g/v1/models']]);
+  });
+
+  it('suggests the family of the engine an unknown type names (llamacpp → cppengine, vllm → pagedengine)', () => {
+    const { problems } = plan([{ name: 'a', type: 'llamacpp', url: 'http://h' }, { name: 'b', type: 'vllm', url: 'http://g' }, { name: 'c', type: 'LM-Studio', url: 'http://i' }]);
+    expect(problems.map((p) => p.fix?.slice(0, p.fix.indexOf('?') + 1))).toEqual([
+      'did you mean "cppengine" (llama.cpp server (llama-server))?', 'did you mean "pagedengine" (vLLM)?', 'did you mean "deskrunner" (LM Studio)?',
+    ]);
+  });
+
+  it('refuses duplicate names and unreadable secret files', () => {
+    const { problems } = plan([
+      { name: 'x', type: 'localrunner', url: 'http://h' },
+      { name: 'x', type: 'localrunner', url: 'http://h', auth: { type: 'basic', username: 'u', password_file: '/nonexistent/pw' } },
+    ]);
+    expect(problems.map((p) => p.field)).toEqual(['discovery.static.endpoints[1].name', 'discovery.static.endpoints[1].auth.password_file']);
+  });
+});

@@ -33,7 +33,10 @@ const CONFIGS = [
   ['p2c', '{ load_balancer: p2c, affinity: { enabled: false } }'],
 ];
 
-const WORDS = 'amber basin cedar delta ember fjord glade harbor inlet juniper kestrel lagoon meadow nectar orchard prairie quartz ridge sierra tundra upland valley willow xenon yarrow zephyr anchor beacon canyon dune estuary forest'.split(' ');
+const WORDS =
+  'amber basin cedar delta ember fjord glade harbor inlet juniper kestrel lagoon meadow nectar orchard prairie quartz ridge sierra tundra upland valley willow xenon yarrow zephyr anchor beacon canyon dune estuary forest'.split(
+    ' ',
+  );
 
 /** Numbers in [0, 1), the same for the same seed (mulberry32). */
 function random(seed) {
@@ -57,21 +60,26 @@ function text(seed, chars) {
 /** The backends' process: { ports, reset(), stop() }. */
 async function startBackends() {
   const child = fork(join(here, 'prefix-backends.js'), [String(BACKENDS), String(MS_PER_TOKEN)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const ask = (message) => new Promise((resolve, reject) => {
-    const exited = (code) => reject(new Error(`prefix-backends.js exited ${code} (did you run npm run build?)`));
-    child.once('exit', exited);
-    child.once('message', (m) => {
-      child.off('exit', exited);
-      resolve(m);
+  const ask = (message) =>
+    new Promise((resolve, reject) => {
+      const exited = (code) => reject(new Error(`prefix-backends.js exited ${code} (did you run npm run build?)`));
+      child.once('exit', exited);
+      child.once('message', (m) => {
+        child.off('exit', exited);
+        resolve(m);
+      });
+      if (message) child.send(message);
     });
-    if (message) child.send(message);
-  });
   const { ports } = await ask();
   return { ports, reset: () => ask('reset'), stop: () => child.kill() };
 }
 
 const configLines = (ports, proxy) => [
-  'logging: { level: warn }', `proxy: ${proxy}`, 'discovery:', '  static:', '    endpoints:',
+  'logging: { level: warn }',
+  `proxy: ${proxy}`,
+  'discovery:',
+  '  static:',
+  '    endpoints:',
   ...ports.map((p, i) => `      - { name: backend-${i}, type: cppengine, url: "http://127.0.0.1:${p}", check_interval: 2s }`),
 ];
 
@@ -81,7 +89,12 @@ function invalid(lines) {
   const file = join(mkdtempSync(join(tmpdir(), 'gw-affinity-')), 'config.yaml');
   writeFileSync(file, lines.join('\n'));
   const r = spawnSync(process.execPath, [join(here, '../bin/gw.js'), 'validate', '--config', file], { encoding: 'utf8' });
-  return r.status === 0 ? null : (r.stdout + r.stderr).split('\n').filter((l) => /FAIL|rror/.test(l)).join('; ') || `gw validate exited ${r.status}`;
+  return r.status === 0
+    ? null
+    : (r.stdout + r.stderr)
+        .split('\n')
+        .filter((l) => /FAIL|rror/.test(l))
+        .join('; ') || `gw validate exited ${r.status}`;
 }
 
 /** Poll the status route until every endpoint is routable (bounded). */
@@ -97,10 +110,18 @@ async function ready(port) {
 /** One streamed turn: time to the first content chunk, the reply, and what the backend found cached. */
 async function turn(pool, messages) {
   const started = performance.now();
-  const res = await pool.request({ path: PATH, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'test-model', stream: true, messages }) });
+  const res = await pool.request({
+    path: PATH,
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'test-model', stream: true, messages }),
+  });
   if (res.statusCode !== 200) throw new Error(`${PATH} answered ${res.statusCode}: ${await res.body.text()}`);
   res.body.setEncoding('utf8');
-  let ttft, content = '', timings, buffer = '';
+  let ttft,
+    content = '',
+    timings,
+    buffer = '';
   for await (const chunk of res.body) {
     buffer += chunk;
     for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
@@ -116,7 +137,14 @@ async function turn(pool, messages) {
       timings = data.timings ?? timings;
     }
   }
-  return { ttft, content, cached: timings?.cache_n ?? 0, evaluated: timings?.prompt_n ?? 0, endpoint: res.headers['x-gw-endpoint'], affinity: res.headers['x-gw-affinity'] };
+  return {
+    ttft,
+    content,
+    cached: timings?.cache_n ?? 0,
+    evaluated: timings?.prompt_n ?? 0,
+    endpoint: res.headers['x-gw-endpoint'],
+    affinity: res.headers['x-gw-affinity'],
+  };
 }
 
 /** Every conversation, CLIENTS at a time, each client running its conversations' turns in order. */
@@ -125,19 +153,21 @@ async function workload(port) {
   for (let i = 0; i < BACKENDS; i++) await turn(pool, [{ role: 'user', content: `warm-up ${i}` }]);
   const results = [];
   let next = 0;
-  await Promise.all(Array.from({ length: CLIENTS }, async () => {
-    for (let c = next++; c < CONVERSATIONS; c = next++) {
-      const messages = [{ role: 'system', content: text(c + 1, SYSTEM_CHARS) }];
-      const think = random(-(c + 1));
-      for (let t = 1; t <= TURNS; t++) {
-        await new Promise((r) => setTimeout(r, think() * 300));
-        messages.push({ role: 'user', content: `Question ${t}: ${text(1000 * (c + 1) + t, 200)}?` });
-        const r = await turn(pool, messages);
-        messages.push({ role: 'assistant', content: r.content });
-        results.push({ turn: t, ...r });
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async () => {
+      for (let c = next++; c < CONVERSATIONS; c = next++) {
+        const messages = [{ role: 'system', content: text(c + 1, SYSTEM_CHARS) }];
+        const think = random(-(c + 1));
+        for (let t = 1; t <= TURNS; t++) {
+          await new Promise((r) => setTimeout(r, think() * 300));
+          messages.push({ role: 'user', content: `Question ${t}: ${text(1000 * (c + 1) + t, 200)}?` });
+          const r = await turn(pool, messages);
+          messages.push({ role: 'assistant', content: r.content });
+          results.push({ turn: t, ...r });
+        }
       }
-    }
-  }));
+    }),
+  );
   await pool.close();
   return results;
 }
@@ -154,11 +184,29 @@ function summary(results) {
   const affinity = {};
   for (const r of results) if (r.affinity) affinity[r.affinity.split(' ')[0]] = (affinity[r.affinity.split(' ')[0]] ?? 0) + 1;
   return {
-    later50: percentile(later.map((r) => r.ttft), 50), later90: percentile(later.map((r) => r.ttft), 90),
-    first50: percentile(first.map((r) => r.ttft), 50), first90: percentile(first.map((r) => r.ttft), 90),
+    later50: percentile(
+      later.map((r) => r.ttft),
+      50,
+    ),
+    later90: percentile(
+      later.map((r) => r.ttft),
+      90,
+    ),
+    first50: percentile(
+      first.map((r) => r.ttft),
+      50,
+    ),
+    first90: percentile(
+      first.map((r) => r.ttft),
+      90,
+    ),
     cachedShare: later.filter((r) => r.cached > r.evaluated).length / later.length,
-    perEndpoint, busiest: Math.max(...perEndpoint) / (results.length / BACKENDS),
-    affinity: Object.entries(affinity).map(([k, n]) => `${k} ${n}`).join(', ') || '—',
+    perEndpoint,
+    busiest: Math.max(...perEndpoint) / (results.length / BACKENDS),
+    affinity:
+      Object.entries(affinity)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ') || '—',
   };
 }
 
@@ -195,7 +243,9 @@ export async function affinitySection() {
   }
   const base = rows.find((r) => r.name === AFFINITY);
   const ms = (x) => round(x, 0);
-  const ratios = base ? rows.filter((r) => r !== base).map((r) => `Later-turn median TTFT, ${r.name} ÷ ${AFFINITY}: ${round(r.later50 / base.later50, 1)}×`) : [];
+  const ratios = base
+    ? rows.filter((r) => r !== base).map((r) => `Later-turn median TTFT, ${r.name} ÷ ${AFFINITY}: ${round(r.later50 / base.later50, 1)}×`)
+    : [];
   return `## Conversation affinity (issue 20)
 
 ${CONVERSATIONS} conversations × ${TURNS} turns, ${CLIENTS} at a time, streamed through the gateway to ${BACKENDS} fake llama.cpp

@@ -4,12 +4,16 @@ import { createServer } from 'node:http';
 
 const port = Number(process.argv[2] ?? 0);
 const reply = JSON.stringify({
-  id: 'chatcmpl-bench', object: 'chat.completion', created: 1732000000, model: 'bench-model',
+  id: 'chatcmpl-bench',
+  object: 'chat.completion',
+  created: 1732000000,
+  model: 'bench-model',
   choices: [{ index: 0, message: { role: 'assistant', content: 'Hello from the benchmark backend.' }, logprobs: null, finish_reason: 'stop' }],
   usage: { prompt_tokens: 12, completion_tokens: 8, total_tokens: 20 },
 });
 const models = JSON.stringify({ object: 'list', data: [{ id: 'bench-model', object: 'model', created: 1732000000, owned_by: 'bench', max_model_len: 32768 }] });
-const event = (i) => `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1732000000, model: 'bench-model', choices: [{ index: 0, delta: { content: ` w${i}` }, logprobs: null, finish_reason: null }] })}\n\n`;
+const event = (i) =>
+  `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1732000000, model: 'bench-model', choices: [{ index: 0, delta: { content: ` w${i}` }, logprobs: null, finish_reason: null }] })}\n\n`;
 
 const server = createServer((req, res) => {
   const chunks = [];

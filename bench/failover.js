@@ -14,11 +14,42 @@ import { hasCallgrind, instructionsPerRequest } from './instructions.js';
 import { cpuAdded, here, loadAlternating, round, startGateway, quick, ROUNDS, ROUND_S, pct, chatBody, streamBody, endpointLines, runAlone } from './lib.js';
 
 const BASELINES = [
-  { rev: 'bbecc2d', issue: 12, title: 'Failover policy (issue 12)', now: 'status retries armed, the fleet retry budget counted per request, each stream watched event by event and held until its first content, its terminator checked at the end' },
-  { rev: 'b108d85', issue: 17, title: 'Routing and failover as one layer (issue 17)', now: 'the route plan made per request by select-endpoint, the attempt loop walking it with its decisions, the stream shape handed in by the terminal step', instructions: true },
-  { rev: '47742a8', issue: 18, title: 'A new user\'s first hour (issue 18)', now: 'each finished request sorted into ok, client error or failure, the path kept as the client sent it, the per-model last resort, the model lists with aliases cached', instructions: true },
-  { rev: '783557b', issue: 19, title: 'Stream continuation (issue 19)', now: 'a watched stream passed on whole events at a time, what it relayed kept so a break can be continued, the continuation API looked up per attempt', instructions: true, endpoints: 2 },
-  { rev: '3155a1a', issue: 20, title: 'Conversation affinity and load-aware balancing (issue 20)', now: 'each request keyed by its conversation (the body parsed, its system prompt and first user message hashed) and placed by rendezvous hashing with bounded load, the time to first byte averaged per endpoint', instructions: true, endpoints: 2 },
+  {
+    rev: 'bbecc2d',
+    issue: 12,
+    title: 'Failover policy (issue 12)',
+    now: 'status retries armed, the fleet retry budget counted per request, each stream watched event by event and held until its first content, its terminator checked at the end',
+  },
+  {
+    rev: 'b108d85',
+    issue: 17,
+    title: 'Routing and failover as one layer (issue 17)',
+    now: 'the route plan made per request by select-endpoint, the attempt loop walking it with its decisions, the stream shape handed in by the terminal step',
+    instructions: true,
+  },
+  {
+    rev: '47742a8',
+    issue: 18,
+    title: "A new user's first hour (issue 18)",
+    now: 'each finished request sorted into ok, client error or failure, the path kept as the client sent it, the per-model last resort, the model lists with aliases cached',
+    instructions: true,
+  },
+  {
+    rev: '783557b',
+    issue: 19,
+    title: 'Stream continuation (issue 19)',
+    now: 'a watched stream passed on whole events at a time, what it relayed kept so a break can be continued, the continuation API looked up per attempt',
+    instructions: true,
+    endpoints: 2,
+  },
+  {
+    rev: '3155a1a',
+    issue: 20,
+    title: 'Conversation affinity and load-aware balancing (issue 20)',
+    now: 'each request keyed by its conversation (the body parsed, its system prompt and first user message hashed) and placed by rendezvous hashing with bounded load, the time to first byte averaged per endpoint',
+    instructions: true,
+    endpoints: 2,
+  },
 ];
 const arg = process.argv.indexOf('--baseline');
 const baselines = arg > 0 ? [{ ...BASELINES.at(-1), rev: process.argv[arg + 1] }] : BASELINES;
@@ -41,14 +72,19 @@ export function buildBaseline(rev) {
  *  valgrind is there, since CPU time on two shared cores moves by several per cent between runs. */
 async function instructionTable(backendPort, root, endpoints) {
   if (!hasCallgrind()) return { text: '(Instructions per request not counted: valgrind is not installed.)\n', added: null };
-  const kinds = [['chat', chatBody, { warm: quick ? 500 : 10000, count: quick ? 500 : 4000 }], ['stream (10 events)', streamBody, { warm: quick ? 100 : 2000, count: quick ? 100 : 800 }]];
+  const kinds = [
+    ['chat', chatBody, { warm: quick ? 500 : 10000, count: quick ? 500 : 4000 }],
+    ['stream (10 events)', streamBody, { warm: quick ? 100 : 2000, count: quick ? 100 : 800 }],
+  ];
   const rows = [];
   const added = [];
   for (const [name, body, n] of kinds) {
     const before = await instructionsPerRequest(root, backendPort, body, n, endpoints);
     const now = await instructionsPerRequest(repo, backendPort, body, n, endpoints);
     added.push(now.withoutCompiler / before.withoutCompiler - 1);
-    rows.push(`| ${name} | ${Math.round(before.total)} | ${Math.round(now.total)} | ${pct(now.total / before.total - 1)} | ${Math.round(before.withoutCompiler)} | ${Math.round(now.withoutCompiler)} | ${pct(added.at(-1))} |`);
+    rows.push(
+      `| ${name} | ${Math.round(before.total)} | ${Math.round(now.total)} | ${pct(now.total / before.total - 1)} | ${Math.round(before.withoutCompiler)} | ${Math.round(now.withoutCompiler)} | ${pct(added.at(-1))} |`,
+    );
   }
   const text = `Instructions per request, counted by callgrind over ${kinds[0][2].count} sequential chat requests and ${kinds[1][2].count} streams after a
 warm-up of ${kinds[0][2].warm} and ${kinds[1][2].warm} (bench/instructions.js): a count the machine's other load does not move
@@ -87,14 +123,17 @@ async function comparison(backendPort, { rev: baseline, issue, title, now: what,
     const before = await startGateway(config, {}, undefined, root);
     const now = await startGateway(config);
     const rows = [];
-    for (const [name, body] of [['chat', chatBody], ['stream (10 events)', streamBody]]) {
+    for (const [name, body] of [
+      ['chat', chatBody],
+      ['stream (10 events)', streamBody],
+    ]) {
       const targets = [before, now].map((g) => ({ url: `http://127.0.0.1:${g.port}`, path, body, pid: g.pid }));
       const [a, b] = await loadAlternating(targets, 16, ROUNDS, ROUND_S);
       rows.push({ name, a, b, added: cpuAdded(a, b) });
     }
     const row = (name, x, more) => `| ${name} | ${round(x.rps, 0)} | ${round(x.cpu_us, 1)} | ${more === undefined ? '—' : pct(more)} |`;
     const counted = instructions ? await instructionTable(backendPort, root, endpoints) : null;
-    const verdict = (cpu, ir) => (ir !== undefined ? ir <= 0.02 : cpu <= 0.02) ? 'met' : 'NOT met';
+    const verdict = (cpu, ir) => ((ir !== undefined ? ir <= 0.02 : cpu <= 0.02) ? 'met' : 'NOT met');
     return `## ${title}
 
 Requests that need no retry, at concurrency 16 (autocannon, ${ROUNDS} alternating rounds of ${ROUND_S} s per gateway), to

@@ -39,16 +39,48 @@ async function requests(port, path, body, count) {
 
 /** Instructions per request of the gateway built in `root` ({ total, withoutCompiler }); `route`:
  *  the family the backend is registered as and the path requests go to. */
-export async function instructionsPerRequest(root, backendPort, body, { warm, count }, endpoints = 1, extra = '', configLines = [], route = { type: 'pagedengine', path: '/gw/pagedengine/v1/chat/completions' }) {
+export async function instructionsPerRequest(
+  root,
+  backendPort,
+  body,
+  { warm, count },
+  endpoints = 1,
+  extra = '',
+  configLines = [],
+  route = { type: 'pagedengine', path: '/gw/pagedengine/v1/chat/completions' },
+) {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'gw-callgrind-'));
   const config = join(dir, 'config.yaml');
   // No custom pipelines: a folder that does not exist (this one holds the config).
   const lines = endpointLines(backendPort, route.type, extra);
   if (endpoints === 2) lines.push(lines.at(-1).replace('name: bench,', 'name: bench-2,'));
-  writeFileSync(config, [`server: { host: 127.0.0.1, port: ${port}, ${RATE_LIMITS_OFF} }`, `pipelines: { dir: ${join(dir, 'none')} }`, 'logging: { level: info }', ...configLines, ...lines].join('\n'));
+  writeFileSync(
+    config,
+    [
+      `server: { host: 127.0.0.1, port: ${port}, ${RATE_LIMITS_OFF} }`,
+      `pipelines: { dir: ${join(dir, 'none')} }`,
+      'logging: { level: info }',
+      ...configLines,
+      ...lines,
+    ].join('\n'),
+  );
   const out = join(dir, 'callgrind.out');
-  const child = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', '--smc-check=all-non-file', `--callgrind-out-file=${out}`, process.execPath, join(root, 'bin/gw.js'), 'serve', '--config', config], { stdio: 'ignore' });
+  const child = spawn(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      '--instr-atstart=no',
+      '--smc-check=all-non-file',
+      `--callgrind-out-file=${out}`,
+      process.execPath,
+      join(root, 'bin/gw.js'),
+      'serve',
+      '--config',
+      config,
+    ],
+    { stdio: 'ignore' },
+  );
   try {
     await waitReady(port, child);
     const { path } = route;

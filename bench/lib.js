@@ -41,7 +41,8 @@ export function forkReady(script, args) {
 }
 
 /** server.rate_limits off: the load comes from one address, far past the per-IP default. */
-export const RATE_LIMITS_OFF = 'rate_limits: { global_requests_per_minute: 0, per_ip_requests_per_minute: 0, health_requests_per_minute: 0, internal_requests_per_minute: 0, per_endpoint: { default_requests_per_minute: 0 } }';
+export const RATE_LIMITS_OFF =
+  'rate_limits: { global_requests_per_minute: 0, per_ip_requests_per_minute: 0, health_requests_per_minute: 0, internal_requests_per_minute: 0, per_endpoint: { default_requests_per_minute: 0 } }';
 
 /** `gw serve` on a free port with the given config lines (and optional pipeline files; `server`:
  *  more server keys, rate limits off by default); logs to a file. Resolves with { port, pid, dir, pipelineDir }. */
@@ -54,7 +55,9 @@ export async function startGateway(configLines, pipelines = {}, server = RATE_LI
   for (const [name, text] of Object.entries(pipelines)) writeFileSync(join(pipelineDir, name), text);
   const config = join(dir, 'config.yaml');
   writeFileSync(config, [`server: { host: 127.0.0.1, port: ${port}, ${server} }`, `pipelines: { dir: ${pipelineDir} }`, ...configLines].join('\n'));
-  const child = spawn(process.execPath, [join(root, 'bin/gw.js'), 'serve', '--config', config], { stdio: ['ignore', openSync(join(dir, 'gw.log'), 'w'), 'inherit'] });
+  const child = spawn(process.execPath, [join(root, 'bin/gw.js'), 'serve', '--config', config], {
+    stdio: ['ignore', openSync(join(dir, 'gw.log'), 'w'), 'inherit'],
+  });
   children.push(child);
   for (let i = 0; i < 100; i++) {
     try {
@@ -133,7 +136,14 @@ export async function loadAlternating(targets, connections, rounds, seconds) {
       totals[k].p99.push(res.latency.p99);
     }
   }
-  return totals.map((t) => ({ rps: t.requests / t.seconds, rps_rounds: t.rounds, cpu_us: (t.cpu * 1000) / t.requests, cpu_rounds: t.cpuRounds, p50_ms: Math.max(...t.p50), p99_ms: Math.max(...t.p99) }));
+  return totals.map((t) => ({
+    rps: t.requests / t.seconds,
+    rps_rounds: t.rounds,
+    cpu_us: (t.cpu * 1000) / t.requests,
+    cpu_rounds: t.cpuRounds,
+    p50_ms: Math.max(...t.p50),
+    p99_ms: Math.max(...t.p99),
+  }));
 }
 
 function medianOf(values) {
@@ -194,8 +204,19 @@ export const ROUNDS = quick ? 3 : 7;
 export const ROUND_S = quick ? 1.5 : 2;
 export const pct = (x) => `${x >= 0 ? '+' : ''}${round(x * 100, 1)}%`;
 export const chatBody = JSON.stringify({
-  model: 'bench-model', stream: false, max_tokens: 64, temperature: 0.7,
-  messages: [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Say hello to the benchmark in one short sentence, please.' }],
+  model: 'bench-model',
+  stream: false,
+  max_tokens: 64,
+  temperature: 0.7,
+  messages: [
+    { role: 'system', content: 'You are a helpful assistant.' },
+    { role: 'user', content: 'Say hello to the benchmark in one short sentence, please.' },
+  ],
 });
 export const streamBody = chatBody.replace('"stream":false', '"stream":true');
-export const endpointLines = (backendPort, type = 'pagedengine', extra = '') => ['discovery:', '  static:', '    endpoints:', `      - { name: bench, type: ${type}, url: "http://127.0.0.1:${backendPort}", check_interval: 5s${extra} }`];
+export const endpointLines = (backendPort, type = 'pagedengine', extra = '') => [
+  'discovery:',
+  '  static:',
+  '    endpoints:',
+  `      - { name: bench, type: ${type}, url: "http://127.0.0.1:${backendPort}", check_interval: 5s${extra} }`,
+];

@@ -5,7 +5,6 @@
 import { fileURLToPath } from 'node:url';
 import { cpuAdded, forkReady, loadAlternating, round, startGateway, stopAll, ROUNDS, ROUND_S, pct, chatBody, streamBody, endpointLines } from './lib.js';
 
-
 export async function metricsSection(backendPort) {
   const path = '/gw/pagedengine/v1/chat/completions';
   const off = await startGateway(['logging: { level: info }', 'metrics: { enabled: false }', ...endpointLines(backendPort)]);
@@ -17,7 +16,10 @@ export async function metricsSection(backendPort) {
   const streamAdded = cpuAdded(streamOff, streamOn);
   // One scrape after the load: its size, and that the timed requests are all there.
   const text = await (await fetch(`http://127.0.0.1:${on.port}/internal/metrics`)).text();
-  const counted = text.split('\n').filter((l) => l.startsWith('gw_request_duration_seconds_count{') && l.includes('route="proxy"')).reduce((n, l) => n + Number(l.split(' ').pop()), 0);
+  const counted = text
+    .split('\n')
+    .filter((l) => l.startsWith('gw_request_duration_seconds_count{') && l.includes('route="proxy"'))
+    .reduce((n, l) => n + Number(l.split(' ').pop()), 0);
   const row = (name, x, added) => `| ${name} | ${round(x.rps, 0)} | ${round(x.cpu_us, 0)} | ${added === undefined ? '—' : pct(added)} |`;
   const worst = Math.max(chatAdded, streamAdded);
   return `## Metrics (/internal/metrics)

@@ -8,7 +8,8 @@ import { FakeBackend } from '../dist/engine/demo/index.js';
 const count = Number(process.argv[2] ?? 4);
 const prefillMsPerToken = Number(process.argv[3] ?? 0.05);
 // About 60 tokens, streamed a word at a time 2 ms apart: decoding is cheap beside an 8k-token prefill.
-const REPLY = 'Here is a considered answer to your question, with a few details worth keeping in mind: first, the context you gave; second, what follows from it; third, what I would check next before deciding anything. Tell me if you want more on any point.';
+const REPLY =
+  'Here is a considered answer to your question, with a few details worth keeping in mind: first, the context you gave; second, what follows from it; third, what I would check next before deciding anything. Tell me if you want more on any point.';
 
 const fakes = [];
 const configure = (f) => Object.assign(f.behaviour, { prefillMsPerToken, chunkDelayMs: 2 });

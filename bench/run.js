@@ -28,12 +28,31 @@ import { translationInstructions } from './translation.js';
 import { sharedLimitsSection } from './shared-limits.js';
 import { workersSection } from './workers.js';
 import { streamsSection } from './streams.js';
-import { cpuAdded, timeAdded, forkReady, here, load, loadAlternating, pairedAdded, round, sequential, startGateway, stopAll, streaming, quick, ROUNDS, ROUND_S, pct, chatBody, streamBody, endpointLines } from './lib.js';
+import {
+  cpuAdded,
+  timeAdded,
+  forkReady,
+  here,
+  load,
+  loadAlternating,
+  pairedAdded,
+  round,
+  sequential,
+  startGateway,
+  stopAll,
+  streaming,
+  quick,
+  ROUNDS,
+  ROUND_S,
+  pct,
+  chatBody,
+  streamBody,
+  endpointLines,
+} from './lib.js';
 
 const DURATION = quick ? 3 : 10;
 const SEQUENTIAL = quick ? 1000 : 5000;
 const STREAMS = quick ? 100 : 300;
-
 
 /** A chat body of about `bytes`, messages first and the model last (as SDKs often order it). */
 function sizedBody(bytes, model) {
@@ -42,7 +61,6 @@ function sizedBody(bytes, model) {
   while (JSON.stringify(messages).length < bytes - 80) messages.push(turn(messages.length));
   return JSON.stringify({ messages, temperature: 0.2, stream: false, model });
 }
-
 
 // The built-in proxy pipeline with every step that reads the body removed or told not to.
 const PLAIN_PROXY = `name: proxy
@@ -74,7 +92,10 @@ async function proxySection(backendPort) {
   };
   const r = { direct: {}, floor: {}, gateway: {} };
   for (const t of Object.values(targets)) await load(t.url, t.path, chatBody, 64, 2); // warm-up
-  const c1 = await sequential(Object.values(targets).map((t) => ({ ...t, body: chatBody })), SEQUENTIAL);
+  const c1 = await sequential(
+    Object.values(targets).map((t) => ({ ...t, body: chatBody })),
+    SEQUENTIAL,
+  );
   Object.keys(targets).forEach((name, i) => (r[name].c1 = c1[i]));
   for (const [name, t] of Object.entries(targets)) r[name].c64 = await load(t.url, t.path, chatBody, 64, DURATION, t.pid);
   for (const [name, t] of Object.entries(targets)) r[name].stream = await streaming(t.url, t.path, streamBody, STREAMS);
@@ -82,7 +103,8 @@ async function proxySection(backendPort) {
   const added = r.gateway.c1.p50_us - r.floor.c1.p50_us;
   const ttfb = r.gateway.stream.ttfb_p50_ms - r.direct.stream.ttfb_p50_ms;
   const cpu = (x) => (x.c64.cpu_us === undefined ? '—' : round(x.c64.cpu_us, 0));
-  const row = (n, x) => `| ${n} | ${round(x.c1.p50_us, 0)} | ${round(x.c1.p99_us, 0)} | ${round(x.c64.rps, 0)} | ${x.c64.p50_ms} | ${x.c64.p99_ms} | ${cpu(x)} | ${round(x.stream.ttfb_p50_ms, 2)} | ${round(x.stream.total_p50_ms, 2)} |`;
+  const row = (n, x) =>
+    `| ${n} | ${round(x.c1.p50_us, 0)} | ${round(x.c1.p99_us, 0)} | ${round(x.c64.rps, 0)} | ${x.c64.p50_ms} | ${x.c64.p99_ms} | ${cpu(x)} | ${round(x.stream.ttfb_p50_ms, 2)} | ${round(x.stream.total_p50_ms, 2)} |`;
   return `## 1. Proxy path
 
 - **direct** — the lean fake backend (bench/backend.js).
@@ -122,7 +144,9 @@ async function routingSection(backendPort) {
     const c1 = pairedAdded(plainC1, routedC1);
     const cpu = cpuAdded(plain, routed);
     const wall = timeAdded(plain, routed);
-    rows.push(`| ${round(body.length / 1024, 1)} KB | ${round(plainC1.p50_us, 0)} | ${round(routedC1.p50_us, 0)} | ${pct(c1)} | ${round(plain.rps, 0)} | ${round(routed.rps, 0)} | ${pct(wall)} | ${round(plain.cpu_us, 0)} | ${round(routed.cpu_us, 0)} | ${pct(cpu)} |`);
+    rows.push(
+      `| ${round(body.length / 1024, 1)} KB | ${round(plainC1.p50_us, 0)} | ${round(routedC1.p50_us, 0)} | ${pct(c1)} | ${round(plain.rps, 0)} | ${round(routed.rps, 0)} | ${pct(wall)} | ${round(plain.cpu_us, 0)} | ${round(routed.cpu_us, 0)} | ${pct(cpu)} |`,
+    );
     if (size === 2048) {
       verdict = `| body inspection on the 2 KB body adds ≤ 10% to the time per request (c1 latency; c16 wall time) | ${pct(c1)}; ${pct(wall)} | ${Math.max(c1, wall) <= 0.1 ? 'met' : 'NOT met'} |
 | the same, as gateway CPU time per request (stricter; for the record) | ${pct(cpu)} | ${cpu <= 0.1 ? 'met' : 'not met'} |`;
@@ -163,20 +187,40 @@ async function translationSection(backendPort) {
   const rows = [];
   const verdicts = [];
   for (const stream of [false, true]) {
-    const plain = JSON.stringify({ model: 'bench-model', stream, max_tokens: 64, temperature: 0.7, messages: [{ role: 'system', content: system }, { role: 'user', content: ask }] });
+    const plain = JSON.stringify({
+      model: 'bench-model',
+      stream,
+      max_tokens: 64,
+      temperature: 0.7,
+      messages: [
+        { role: 'system', content: system },
+        { role: 'user', content: ask },
+      ],
+    });
     const messages = JSON.stringify({ model: 'bench-model', stream, max_tokens: 64, temperature: 0.7, system, messages: [{ role: 'user', content: ask }] });
     const responses = JSON.stringify({ model: 'bench-model', stream, max_output_tokens: 64, temperature: 0.7, instructions: system, input: ask });
-    const [a, b, c] = await loadAlternating([
-      { url, path: '/gw/mlxsingle/v1/chat/completions', body: plain, pid: gw.pid },
-      { url, path: '/gw/msgapi/v1/messages', body: messages, pid: gw.pid },
-      { url, path: '/gw/openai/v1/responses', body: responses, pid: gw.pid },
-    ], 16, ROUNDS, ROUND_S);
+    const [a, b, c] = await loadAlternating(
+      [
+        { url, path: '/gw/mlxsingle/v1/chat/completions', body: plain, pid: gw.pid },
+        { url, path: '/gw/msgapi/v1/messages', body: messages, pid: gw.pid },
+        { url, path: '/gw/openai/v1/responses', body: responses, pid: gw.pid },
+      ],
+      16,
+      ROUNDS,
+      ROUND_S,
+    );
     const kind = stream ? 'streaming (10 SSE events)' : 'non-streaming';
-    for (const [api, t] of [['messages', b], ['Responses', c]]) {
+    for (const [api, t] of [
+      ['messages', b],
+      ['Responses', c],
+    ]) {
       const cpu = cpuAdded(a, t);
       const wall = timeAdded(a, t);
       rows.push(`| ${kind}, ${api} | ${round(a.rps, 0)} | ${round(t.rps, 0)} | ${pct(wall)} | ${round(a.cpu_us, 0)} | ${round(t.cpu_us, 0)} | ${pct(cpu)} |`);
-      if (api === 'messages') verdicts.push(`| translation adds ≤ 20% to the time per request at c16, ${kind} | ${pct(wall)} (CPU ${pct(cpu)}) | ${wall <= 0.2 ? 'met' : 'NOT met'} |`);
+      if (api === 'messages')
+        verdicts.push(
+          `| translation adds ≤ 20% to the time per request at c16, ${kind} | ${pct(wall)} (CPU ${pct(cpu)}) | ${wall <= 0.2 ? 'met' : 'NOT met'} |`,
+        );
     }
   }
   return `## 3. Messages API and Responses API translation
@@ -203,7 +247,10 @@ async function queueSection(backendPort) {
   const path = '/gw/pagedengine/v1/chat/completions';
   const none = await startGateway(['logging: { level: info }', ...endpointLines(backendPort)]);
   const roomy = await startGateway(['logging: { level: info }', ...endpointLines(backendPort, 'pagedengine', ', max_concurrent_requests: 1000')]);
-  const tight = await startGateway(['logging: { level: info }', ...endpointLines(backendPort, 'pagedengine', ', max_concurrent_requests: 4, max_queued_requests: 64')]);
+  const tight = await startGateway([
+    'logging: { level: info }',
+    ...endpointLines(backendPort, 'pagedengine', ', max_concurrent_requests: 4, max_queued_requests: 64'),
+  ]);
   const targets = [none, roomy, tight].map((g) => ({ url: `http://127.0.0.1:${g.port}`, path, body: chatBody, pid: g.pid }));
   const [a, b, c] = await loadAlternating(targets, 16, ROUNDS, ROUND_S);
   const roomyCpu = cpuAdded(a, b);
@@ -282,7 +329,12 @@ fails the run on any non-2xx reply or error.
  *  RESULTS.md, saying so (the other sections keep the run they came from). */
 async function only(name) {
   const { port: backendPort } = await forkReady('backend.js', ['0']);
-  const sections = { translation: [translationSection, '## 3.'], 'shared-limits': [sharedLimitsSection, '## Rate limits shared through Redis'], workers: [workersSection, '## Workers'], streams: [streamsSection, '## Streams'] };
+  const sections = {
+    translation: [translationSection, '## 3.'],
+    'shared-limits': [sharedLimitsSection, '## Rate limits shared through Redis'],
+    workers: [workersSection, '## Workers'],
+    streams: [streamsSection, '## Streams'],
+  };
   if (!sections[name]) throw new Error(`--only takes one of: ${Object.keys(sections).join(', ')}`);
   const [run, heading] = sections[name];
   const text = `${await run(backendPort)}
@@ -311,7 +363,20 @@ async function main() {
   const o = process.argv.indexOf('--only');
   if (o > 0) return only(process.argv[o + 1]);
   const { port: backendPort } = await forkReady('backend.js', ['0']);
-  const sections = [await proxySection(backendPort), await routingSection(backendPort), await translationSection(backendPort), await reloadSection(backendPort), await queueSection(backendPort), await metricsSection(backendPort), await limitsSection(backendPort), await sharedLimitsSection(backendPort), await workersSection(backendPort), await streamsSection(backendPort), await failoverSection(backendPort), await affinitySection()];
+  const sections = [
+    await proxySection(backendPort),
+    await routingSection(backendPort),
+    await translationSection(backendPort),
+    await reloadSection(backendPort),
+    await queueSection(backendPort),
+    await metricsSection(backendPort),
+    await limitsSection(backendPort),
+    await sharedLimitsSection(backendPort),
+    await workersSection(backendPort),
+    await streamsSection(backendPort),
+    await failoverSection(backendPort),
+    await affinitySection(),
+  ];
   const md = `# Benchmark results
 
 Machine: ${cpus().length} × ${cpus()[0].model}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}.

@@ -16,7 +16,11 @@ const typicalBuf = Buffer.from(typical);
 const streamBufs = stream.map((s) => Buffer.from(s));
 const streamWhole = Buffer.from(stream.join(''));
 // Every event cut in two (the unfinished-line path).
-const streamHalves = stream.flatMap((s) => { const b = Buffer.from(s); const h = b.length >> 1; return [b.subarray(0, h), b.subarray(h)]; });
+const streamHalves = stream.flatMap((s) => {
+  const b = Buffer.from(s);
+  const h = b.length >> 1;
+  return [b.subarray(0, h), b.subarray(h)];
+});
 const typicalData = typical.slice(6, -2);
 const streamData = stream.map((s) => s.slice(6, -2)).filter((d) => d !== '[DONE]');
 
@@ -35,28 +39,68 @@ function measure(n, units, fn) {
 
 let sink = 0;
 const rows = [
-  [`typical chat chunk (${typicalBuf.length} B), one event per feed`, 'µs/event', measure(200_000, 1, (() => {
-    const w = new StreamWatch('sse');
-    return () => { sink += w.feed(typicalBuf).length; };
-  })())],
-  ['  JSON.parse alone of its data', 'µs/event', measure(200_000, 1, () => { sink += JSON.parse(typicalData).created; })],
-  ['  Buffer.toString + JSON.parse of its data', 'µs/event', measure(200_000, 1, () => { sink += JSON.parse(typicalBuf.toString('utf8', 6, typicalBuf.length - 2)).created; })],
-  [`${events}-event stream, one event per feed (new watcher each)`, 'µs/stream', measure(20_000, 1, () => {
-    const w = new StreamWatch('sse');
-    for (const b of streamBufs) w.feed(b);
-    sink += w.complete ? 1 : 0;
-  })],
-  [`${events}-event stream, one feed for the whole stream`, 'µs/stream', measure(20_000, 1, () => {
-    const w = new StreamWatch('sse');
-    w.feed(streamWhole);
-    sink += w.complete ? 1 : 0;
-  })],
-  [`${events}-event stream, every event cut in two`, 'µs/stream', measure(20_000, 1, () => {
-    const w = new StreamWatch('sse');
-    for (const b of streamHalves) w.feed(b);
-    sink += w.complete ? 1 : 0;
-  })],
-  [`  JSON.parse alone of the stream's data`, 'µs/stream', measure(20_000, 1, () => { for (const d of streamData) sink += JSON.parse(d).created; })],
+  [
+    `typical chat chunk (${typicalBuf.length} B), one event per feed`,
+    'µs/event',
+    measure(
+      200_000,
+      1,
+      (() => {
+        const w = new StreamWatch('sse');
+        return () => {
+          sink += w.feed(typicalBuf).length;
+        };
+      })(),
+    ),
+  ],
+  [
+    '  JSON.parse alone of its data',
+    'µs/event',
+    measure(200_000, 1, () => {
+      sink += JSON.parse(typicalData).created;
+    }),
+  ],
+  [
+    '  Buffer.toString + JSON.parse of its data',
+    'µs/event',
+    measure(200_000, 1, () => {
+      sink += JSON.parse(typicalBuf.toString('utf8', 6, typicalBuf.length - 2)).created;
+    }),
+  ],
+  [
+    `${events}-event stream, one event per feed (new watcher each)`,
+    'µs/stream',
+    measure(20_000, 1, () => {
+      const w = new StreamWatch('sse');
+      for (const b of streamBufs) w.feed(b);
+      sink += w.complete ? 1 : 0;
+    }),
+  ],
+  [
+    `${events}-event stream, one feed for the whole stream`,
+    'µs/stream',
+    measure(20_000, 1, () => {
+      const w = new StreamWatch('sse');
+      w.feed(streamWhole);
+      sink += w.complete ? 1 : 0;
+    }),
+  ],
+  [
+    `${events}-event stream, every event cut in two`,
+    'µs/stream',
+    measure(20_000, 1, () => {
+      const w = new StreamWatch('sse');
+      for (const b of streamHalves) w.feed(b);
+      sink += w.complete ? 1 : 0;
+    }),
+  ],
+  [
+    `  JSON.parse alone of the stream's data`,
+    'µs/stream',
+    measure(20_000, 1, () => {
+      for (const d of streamData) sink += JSON.parse(d).created;
+    }),
+  ],
 ];
 
 console.log(`node ${process.version}, ${typicalBuf.length}-byte chunk; CPU time (user+system), median of 7 rounds`);

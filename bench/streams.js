@@ -17,13 +17,15 @@ async function streams(url, count, gapMs) {
   const agent = new Agent({ connections: count, pipelining: 0, keepAliveTimeout: 1000 });
   const body = streamBody.replace(/}$/, `,"bench_gap_ms":${gapMs}}`);
   try {
-    const times = await Promise.all(Array.from({ length: count }, async () => {
-      const t = performance.now();
-      const res = await request(url + PATH, { method: 'POST', body, headers: { 'content-type': 'application/json' }, dispatcher: agent });
-      const text = await res.body.text();
-      if (res.statusCode !== 200 || !text.includes('[DONE]')) throw new Error(`stream failed: ${res.statusCode}`);
-      return performance.now() - t;
-    }));
+    const times = await Promise.all(
+      Array.from({ length: count }, async () => {
+        const t = performance.now();
+        const res = await request(url + PATH, { method: 'POST', body, headers: { 'content-type': 'application/json' }, dispatcher: agent });
+        const text = await res.body.text();
+        if (res.statusCode !== 200 || !text.includes('[DONE]')) throw new Error(`stream failed: ${res.statusCode}`);
+        return performance.now() - t;
+      }),
+    );
     return times.sort((a, b) => a - b);
   } finally {
     await agent.close();

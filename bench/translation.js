@@ -18,7 +18,16 @@ const SYSTEM = 'You are a helpful assistant.';
 const ASK = 'Say hello to the benchmark in one short sentence, please.';
 
 const bodies = (stream) => ({
-  plain: JSON.stringify({ model: 'bench-model', stream, max_tokens: 64, temperature: 0.7, messages: [{ role: 'system', content: SYSTEM }, { role: 'user', content: ASK }] }),
+  plain: JSON.stringify({
+    model: 'bench-model',
+    stream,
+    max_tokens: 64,
+    temperature: 0.7,
+    messages: [
+      { role: 'system', content: SYSTEM },
+      { role: 'user', content: ASK },
+    ],
+  }),
   messages: JSON.stringify({ model: 'bench-model', stream, max_tokens: 64, temperature: 0.7, system: SYSTEM, messages: [{ role: 'user', content: ASK }] }),
   responses: JSON.stringify({ model: 'bench-model', stream, max_output_tokens: 64, temperature: 0.7, instructions: SYSTEM, input: ASK }),
 });
@@ -33,17 +42,22 @@ export async function translationInstructions(backendPort) {
     for (const stream of [false, true]) {
       const n = stream ? { warm: quick ? 100 : 600, count: quick ? 100 : 300 } : { warm: quick ? 500 : 3000, count: quick ? 500 : 1500 };
       const b = bodies(stream);
-      const count = (root, kind) => instructionsPerRequest(root, backendPort, b[kind], n, 1, MLX, [], { type: 'mlxsingle', path: PATHS[kind] }).then((r) => r.withoutCompiler);
+      const count = (root, kind) =>
+        instructionsPerRequest(root, backendPort, b[kind], n, 1, MLX, [], { type: 'mlxsingle', path: PATHS[kind] }).then((r) => r.withoutCompiler);
       const plain = await count(repo, 'plain');
       const messages = await count(repo, 'messages');
       const responses = await count(repo, 'responses');
       const before = baseline ? { plain: await count(baseline, 'plain'), messages: await count(baseline, 'messages') } : null;
       const kind = stream ? 'streaming (10 events)' : 'non-streaming';
       const added = (x, base) => `+${Math.round(x - base)} (${pct(x / base - 1)})`;
-      rows.push(`| ${kind} | ${Math.round(plain)} | ${added(messages, plain)} | ${added(responses, plain)} | ${before ? added(before.messages, before.plain) : '—'} |`);
+      rows.push(
+        `| ${kind} | ${Math.round(plain)} | ${added(messages, plain)} | ${added(responses, plain)} | ${before ? added(before.messages, before.plain) : '—'} |`,
+      );
       const today = before ? before.messages - before.plain : messages - plain;
       const cost = responses - plain;
-      verdicts.push(`| a translated Responses request, ${kind}, adds at most what a translated messages request added before it (${before ? BASELINE : 'this build'}) | ${Math.round(cost)} vs ${Math.round(today)} instructions | ${cost <= today ? 'met' : 'NOT met'} |`);
+      verdicts.push(
+        `| a translated Responses request, ${kind}, adds at most what a translated messages request added before it (${before ? BASELINE : 'this build'}) | ${Math.round(cost)} vs ${Math.round(today)} instructions | ${cost <= today ? 'met' : 'NOT met'} |`,
+      );
     }
   } finally {
     if (baseline) removeBaseline(baseline);

@@ -19,7 +19,11 @@ const PATH = '/gw/pagedengine/v1/chat/completions';
 function tree(pid) {
   const out = [pid];
   for (const task of safe(() => readdirSync(`/proc/${pid}/task`), [])) {
-    for (const child of safe(() => readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8'), '').trim().split(/\s+/).filter(Boolean)) out.push(...tree(Number(child)));
+    for (const child of safe(() => readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8'), '')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean))
+      out.push(...tree(Number(child)));
   }
   return out;
 }
@@ -33,12 +37,20 @@ function safe(f, fallback) {
 }
 
 const treeCpuMs = (pid) => tree(pid).reduce((n, p) => n + safe(() => cpuMs(p), 0), 0);
-const treeRssMb = (pid) => tree(pid).reduce((n, p) => n + safe(() => Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${p}/status`, 'utf8'))[1]) / 1024, 0), 0);
+const treeRssMb = (pid) =>
+  tree(pid).reduce((n, p) => n + safe(() => Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${p}/status`, 'utf8'))[1]) / 1024, 0), 0);
 
 async function measure(url, pid) {
   await autocannon({ url: url + PATH, method: 'POST', headers: { 'content-type': 'application/json' }, body: chatBody, connections: CONNECTIONS, duration: 1 });
   const cpu0 = treeCpuMs(pid);
-  const r = await autocannon({ url: url + PATH, method: 'POST', headers: { 'content-type': 'application/json' }, body: chatBody, connections: CONNECTIONS, duration: SECONDS });
+  const r = await autocannon({
+    url: url + PATH,
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: chatBody,
+    connections: CONNECTIONS,
+    duration: SECONDS,
+  });
   if (r.non2xx || r.errors) throw new Error(`load errors on ${url}: ${r.non2xx} non-2xx, ${r.errors} errors`);
   return { rps: r.requests.total / r.duration, cpu_us: ((treeCpuMs(pid) - cpu0) * 1000) / r.requests.total, p99_ms: r.latency.p99 };
 }
@@ -56,7 +68,9 @@ async function waitUp(url) {
 async function startNginx(workers, backendPort) {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'gw-bench-nginx-'));
-  writeFileSync(join(dir, 'nginx.conf'), `
+  writeFileSync(
+    join(dir, 'nginx.conf'),
+    `
 worker_processes ${workers};
 daemon off;
 pid ${dir}/nginx.pid;
@@ -76,7 +90,8 @@ http {
     }
   }
 }
-`);
+`,
+  );
   const child = spawn('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir], { stdio: ['ignore', 'ignore', 'inherit'] });
   await waitUp(`http://127.0.0.1:${port}/gw/pagedengine/health`);
   return { url: `http://127.0.0.1:${port}`, pid: child.pid, stop: () => child.kill('SIGQUIT') };
@@ -125,7 +140,12 @@ export async function workersSection(backendPort, counts = workerCounts()) {
     limits = `\nWhat the host-wide state costs a request: with a per-IP and a global limit on (never reached), 2 workers take their tokens from the host's buckets — from tokens the host lent them, asking it once per lease (leased-buckets.ts): ${round(l.rps, 0)} req/s and ${round(l.cpu_us, 1)} µs CPU per request over the tree, against ${round(two.rps, 0)} req/s and ${round(two.cpu_us, 1)} µs without limits (${round((l.cpu_us / two.cpu_us - 1) * 100, 1)}% CPU). Requests without such a limit never ask the host; health, model lists and breaker counts reach the workers as messages, off the request's path.\n`;
   }
   process.kill(floor.pid);
-  const table = rows.map(({ n, g, ng, rest }) => `| ${n} | ${round(g.rps, 0)} | ${round(g.rps / one.rps, 2)} | ${round(g.cpu_us, 1)} | ${round(g.p99_ms, 1)} | ${ng ? round(ng.rps, 0) : '—'} | ${ng ? round(ng.cpu_us, 1) : '—'} | ${round(rest, 0)} |`).join('\n');
+  const table = rows
+    .map(
+      ({ n, g, ng, rest }) =>
+        `| ${n} | ${round(g.rps, 0)} | ${round(g.rps / one.rps, 2)} | ${round(g.cpu_us, 1)} | ${round(g.p99_ms, 1)} | ${ng ? round(ng.rps, 0) : '—'} | ${ng ? round(ng.cpu_us, 1) : '—'} | ${round(rest, 0)} |`,
+    )
+    .join('\n');
   const cores = availableParallelism();
   return `## Workers: gw serve --workers N (issue 22)
 

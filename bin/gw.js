@@ -30,7 +30,12 @@ async function serve(opts) {
   let gateway;
   let supervisor = null;
   try {
-    gateway = await Gateway.create({ configFile: resolveConfigPath(opts.config), env: process.env, plugins: BUILTIN_PLUGINS, onReload: (reason) => supervisor?.reload(reason) });
+    gateway = await Gateway.create({
+      configFile: resolveConfigPath(opts.config),
+      env: process.env,
+      plugins: BUILTIN_PLUGINS,
+      onReload: (reason) => supervisor?.reload(reason),
+    });
     const { availableCores } = await import(new URL('../core/cores.js', dist).href);
     const setting = gateway.runtime.config.server.workers;
     const workers = setting === 'auto' ? availableCores() : setting;
@@ -102,10 +107,13 @@ function onStop(log, close) {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'shutting down: draining in-flight requests');
-    close().then(() => process.exit(0), (err) => {
-      console.error(`gw: error during shutdown: ${err?.message ?? err}`);
-      process.exit(1);
-    });
+    close().then(
+      () => process.exit(0),
+      (err) => {
+        console.error(`gw: error during shutdown: ${err?.message ?? err}`);
+        process.exit(1);
+      },
+    );
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
@@ -129,28 +137,39 @@ const program = new Command('gw')
   .option('--validate-config', 'check configuration, profiles, pipelines and plugins, then exit (same as `gw validate`)')
   .action(async (opts) => (opts.validateConfig ? validate(opts) : serve(opts)));
 
-program.command('serve').description('run the gateway in the foreground')
+program
+  .command('serve')
+  .description('run the gateway in the foreground')
   .option('-c, --config <file>', 'configuration file')
   .option('-w, --workers <n>', 'processes serving the port: a number, or auto for the cores available (default: server.workers, 1)', workersArg)
   .action((opts, cmd) => serve({ ...cmd.parent.opts(), ...opts }));
-program.command('validate').description('check config, profiles, pipelines and plugins; print PASS/WARN/FAIL lines; exit 1 on any FAIL; never listens')
+program
+  .command('validate')
+  .description('check config, profiles, pipelines and plugins; print PASS/WARN/FAIL lines; exit 1 on any FAIL; never listens')
   .option('-c, --config <file>', 'configuration file')
   .action((opts, cmd) => validate({ ...cmd.parent.opts(), ...opts }));
-program.command('demo').description('the gateway plus a simulated backend for every family, on free loopback ports')
+program
+  .command('demo')
+  .description('the gateway plus a simulated backend for every family, on free loopback ports')
   .option('-p, --port <n>', 'gateway port', '40114')
   .action(async (opts) => {
     const { startDemo } = await import(new URL('../demo/start.js', dist).href);
     const demo = await startDemo(Number(opts.port), BUILTIN_PLUGINS);
     keepServing(demo.gateway.runtime.log);
     const base = `http://localhost:${demo.gateway.port}`;
-    console.error(`\ngw demo: ${demo.fakes.length} simulated backends behind ${base}\ntry:\n` +
-      `  curl ${base}/gw/localrunner/api/tags\n` +
-      `  curl ${base}/gw/pagedengine/v1/chat/completions -H 'content-type: application/json' -d '{"model":"pagedengine-model-1","messages":[{"role":"user","content":"hi"}],"stream":true}'\n` +
-      `  curl ${base}/internal/health\n`);
+    console.error(
+      `\ngw demo: ${demo.fakes.length} simulated backends behind ${base}\ntry:\n` +
+        `  curl ${base}/gw/localrunner/api/tags\n` +
+        `  curl ${base}/gw/pagedengine/v1/chat/completions -H 'content-type: application/json' -d '{"model":"pagedengine-model-1","messages":[{"role":"user","content":"hi"}],"stream":true}'\n` +
+        `  curl ${base}/internal/health\n`,
+    );
     const stop = () => demo.stop().then(() => process.exit(0));
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
   });
-program.command('version').description('print the version').action(() => console.log(VERSION));
+program
+  .command('version')
+  .description('print the version')
+  .action(() => console.log(VERSION));
 
 await program.parseAsync();

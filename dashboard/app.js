@@ -50,7 +50,10 @@ function short(msValue) {
 
 /** An uptime: "42 s", "17 min", "5 h 12 min", "3 d 4 h". */
 function since(msValue) {
-  const s = Math.floor(msValue / 1000), m = Math.floor(s / 60), h = Math.floor(m / 60), d = Math.floor(h / 24);
+  const s = Math.floor(msValue / 1000),
+    m = Math.floor(s / 60),
+    h = Math.floor(m / 60),
+    d = Math.floor(h / 24);
   return d ? `${d} d ${h % 24} h` : h ? `${h} h ${m % 60} min` : m ? `${m} min` : `${s} s`;
 }
 
@@ -86,11 +89,15 @@ function xRange() {
 function makeChart(id, label, color) {
   const box = document.getElementById(id);
   const opts = {
-    width: Math.max(box.clientWidth, 300), height: 160,
+    width: Math.max(box.clientWidth, 300),
+    height: 160,
     legend: { show: false },
     cursor: { drag: { x: false, y: false } },
     scales: { x: { time: true, range: xRange }, y: { range: (_u, _min, max) => [0, Math.max(max || 0, 1) * 1.15] } },
-    axes: [{ stroke: '#6b7385', grid: { stroke: '#eef0f4' } }, { stroke: '#6b7385', grid: { stroke: '#eef0f4' }, size: 48 }],
+    axes: [
+      { stroke: '#6b7385', grid: { stroke: '#eef0f4' } },
+      { stroke: '#6b7385', grid: { stroke: '#eef0f4' }, size: 48 },
+    ],
     series: [{}, { label, stroke: color, width: 2, fill: `${color}1a`, points: { show: true, size: 4, fill: color } }],
   };
   charts[id] = new uPlot(opts, [[], []], box);
@@ -129,48 +136,87 @@ function card(label, value, cls) {
 
 function renderOverview(status, endpoints, translators) {
   document.getElementById('version').textContent = `v${status.version}`;
-  const s = status.statistics, sys = status.system;
-  document.getElementById('cards').replaceChildren(
-    card('Status', el('span', { class: sys.status }, dot(sys.status), ' ', sys.status)),
-    card('Routable endpoints', `${sys.endpoints_routable} / ${sys.endpoints_total}`),
-    card('Requests', s.requests_total.toLocaleString()),
-    card('Active now', s.requests_active),
-    card('Success rate', sys.success_rate),
-    card('Average latency', fmt(ms(s.average_latency))),
-    card('p95 / p99', `${short(ms(s.p95_latency))} / ${fmt(ms(s.p99_latency))}`),
-    card('Uptime', since(ms(sys.uptime))),
+  const s = status.statistics,
+    sys = status.system;
+  document
+    .getElementById('cards')
+    .replaceChildren(
+      card('Status', el('span', { class: sys.status }, dot(sys.status), ' ', sys.status)),
+      card('Routable endpoints', `${sys.endpoints_routable} / ${sys.endpoints_total}`),
+      card('Requests', s.requests_total.toLocaleString()),
+      card('Active now', s.requests_active),
+      card('Success rate', sys.success_rate),
+      card('Average latency', fmt(ms(s.average_latency))),
+      card('p95 / p99', `${short(ms(s.p95_latency))} / ${fmt(ms(s.p99_latency))}`),
+      card('Uptime', since(ms(sys.uptime))),
+    );
+  document
+    .getElementById('health-strip')
+    .replaceChildren(
+      ...endpoints.endpoints.map((e) =>
+        el(
+          'span',
+          { class: `pill ${e.routable ? 'healthy' : 'unhealthy'}`, 'data-endpoint': e.name, title: e.error || e.status },
+          dot(''),
+          e.name,
+          el('span', { class: 'muted' }, e.status),
+        ),
+      ),
+    );
+  fill(
+    document.querySelector('#translators tbody'),
+    translators.translators.map((t) =>
+      el(
+        'tr',
+        {},
+        el('td', {}, t.translator_name),
+        el('td', { class: 'num' }, t.total_requests),
+        el('td', { class: 'num' }, t.success_rate),
+        el('td', { class: 'num' }, t.passthrough_requests),
+        el('td', { class: 'num' }, t.translation_requests),
+        el('td', { class: 'num' }, t.streaming_requests),
+        el('td', { class: 'num' }, t.total_requests ? fmt(ms(t.average_latency)) : '—'),
+        el('td', { class: 'num' }, t.malformed_chunks),
+      ),
+    ),
+    8,
   );
-  document.getElementById('health-strip').replaceChildren(...endpoints.endpoints.map((e) =>
-    el('span', { class: `pill ${e.routable ? 'healthy' : 'unhealthy'}`, 'data-endpoint': e.name, title: e.error || e.status }, dot(''), e.name, el('span', { class: 'muted' }, e.status))));
-  fill(document.querySelector('#translators tbody'), translators.translators.map((t) => el('tr', {},
-    el('td', {}, t.translator_name), el('td', { class: 'num' }, t.total_requests), el('td', { class: 'num' }, t.success_rate),
-    el('td', { class: 'num' }, t.passthrough_requests), el('td', { class: 'num' }, t.translation_requests),
-    el('td', { class: 'num' }, t.streaming_requests), el('td', { class: 'num' }, t.total_requests ? fmt(ms(t.average_latency)) : '—'), el('td', { class: 'num' }, t.malformed_chunks))), 8);
 }
 
 function renderEndpoints(endpoints) {
-  fill(document.querySelector('#endpoint-table tbody'), endpoints.endpoints.map((e) => el('tr', { 'data-endpoint': e.name },
-    el('td', {}, el('strong', {}, e.name)),
-    el('td', {}, e.type),
-    el('td', { class: 'url', title: e.url }, e.url),
-    el('td', { class: 'health', title: e.error || '' }, dot(e.status), ' ', e.status),
-    el('td', { class: 'breaker' }, dot(e.circuit_breaker.state), ' ', e.circuit_breaker.state),
-    el('td', { class: 'num' }, e.requests),
-    el('td', { class: 'num' }, `${e.errors} (${e.error_rate})`),
-    el('td', { class: 'num' }, e.requests ? fmt(ms(e.average_latency)) : '—'),
-    el('td', { class: 'num load', title: loadTitle(e.load) }, e.load.total),
-    el('td', { class: 'num' }, e.weight),
-    el('td', { class: 'num' }, e.latency_ewma === null ? '—' : fmt(ms(e.latency_ewma))),
-    el('td', { class: 'num' }, `${Number(e.uptime_percentage).toFixed(1)}%`),
-    el('td', {}, e.last_check ? new Date(e.last_check).toLocaleTimeString() : '—'),
-    el('td', { class: 'error' }, e.error || ''))), 14);
+  fill(
+    document.querySelector('#endpoint-table tbody'),
+    endpoints.endpoints.map((e) =>
+      el(
+        'tr',
+        { 'data-endpoint': e.name },
+        el('td', {}, el('strong', {}, e.name)),
+        el('td', {}, e.type),
+        el('td', { class: 'url', title: e.url }, e.url),
+        el('td', { class: 'health', title: e.error || '' }, dot(e.status), ' ', e.status),
+        el('td', { class: 'breaker' }, dot(e.circuit_breaker.state), ' ', e.circuit_breaker.state),
+        el('td', { class: 'num' }, e.requests),
+        el('td', { class: 'num' }, `${e.errors} (${e.error_rate})`),
+        el('td', { class: 'num' }, e.requests ? fmt(ms(e.average_latency)) : '—'),
+        el('td', { class: 'num load', title: loadTitle(e.load) }, e.load.total),
+        el('td', { class: 'num' }, e.weight),
+        el('td', { class: 'num' }, e.latency_ewma === null ? '—' : fmt(ms(e.latency_ewma))),
+        el('td', { class: 'num' }, `${Number(e.uptime_percentage).toFixed(1)}%`),
+        el('td', {}, e.last_check ? new Date(e.last_check).toLocaleTimeString() : '—'),
+        el('td', { class: 'error' }, e.error || ''),
+      ),
+    ),
+    14,
+  );
 }
 
 /** Where an endpoint's load comes from: this gateway's requests, and what the engine reported. */
 function loadTitle(load) {
   const own = `${load.in_flight} in flight from this gateway`;
   const engine = load.engine;
-  return engine ? `${own}; the engine reports ${engine.running} running, ${engine.waiting} waiting (${engine.others} for others) at ${new Date(engine.read_at).toLocaleTimeString()} from ${engine.from}` : `${own}; no engine report`;
+  return engine
+    ? `${own}; the engine reports ${engine.running} running, ${engine.waiting} waiting (${engine.others} for others) at ${new Date(engine.read_at).toLocaleTimeString()} from ${engine.from}`
+    : `${own}; no engine report`;
 }
 
 function renderModels(models, endpoints) {
@@ -178,13 +224,37 @@ function renderModels(models, endpoints) {
   document.getElementById('models-summary').textContent = `${models.total} models from ${Object.keys(models.by_provider).length} families`;
   const byFamily = new Map();
   for (const m of models.models) (byFamily.get(m.provider) || byFamily.set(m.provider, []).get(m.provider)).push(m);
-  document.getElementById('families').replaceChildren(...[...byFamily].sort(([a], [b]) => a.localeCompare(b)).map(([family, list]) =>
-    el('div', { class: 'family', 'data-family': family },
-      el('h3', {}, family, ' ', el('span', { class: 'muted' }, `(${list.length})`)),
-      el('ul', {}, ...list.map((m) => el('li', { title: `served by ${m.endpoint_ids.map((id) => names.get(id) || id).join(', ')}` },
-        dot(m.available ? 'healthy' : 'unhealthy'), m.id,
-        el('span', { class: 'ctx' }, ...(m.capabilities || []).filter((c) => c !== 'chat' && c !== 'completion').map((c) => el('span', { class: 'tag' }, c)),
-          m.context_window ? `${Math.round(m.context_window / 1024)}k ctx` : '')))))));
+  document
+    .getElementById('families')
+    .replaceChildren(
+      ...[...byFamily]
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([family, list]) =>
+          el(
+            'div',
+            { class: 'family', 'data-family': family },
+            el('h3', {}, family, ' ', el('span', { class: 'muted' }, `(${list.length})`)),
+            el(
+              'ul',
+              {},
+              ...list.map((m) =>
+                el(
+                  'li',
+                  { title: `served by ${m.endpoint_ids.map((id) => names.get(id) || id).join(', ')}` },
+                  dot(m.available ? 'healthy' : 'unhealthy'),
+                  m.id,
+                  el(
+                    'span',
+                    { class: 'ctx' },
+                    ...(m.capabilities || []).filter((c) => c !== 'chat' && c !== 'completion').map((c) => el('span', { class: 'tag' }, c)),
+                    m.context_window ? `${Math.round(m.context_window / 1024)}k ctx` : '',
+                  ),
+                ),
+              ),
+            ),
+          ),
+        ),
+    );
 }
 
 // --- the loop -----------------------------------------------------------------------------------

@@ -15,11 +15,31 @@ export type { ReloadStatus, Runtime } from './kernel/runtime.js';
 export type { Context, FailedAttempt, RouteInfo, UpstreamRequest } from './kernel/context.js';
 
 // The route plan: where a request may go, written once by endpoint selection.
-export { PlanBuilder, planOf, rejectedPlan, type AffinityNote, type Candidate, type ModelRoute, type NameGroup, type RoutePlan, type RoutingInfo, type Why } from './routing/plan.js';
+export {
+  PlanBuilder,
+  planOf,
+  rejectedPlan,
+  type AffinityNote,
+  type Candidate,
+  type ModelRoute,
+  type NameGroup,
+  type RoutePlan,
+  type RoutingInfo,
+  type Why,
+} from './routing/plan.js';
 
 // The one way upstream (the attempt loop: failover, retries, continuation) and a terminal step's
 // policy for it; how a reply is shaped on its way back; several endpoints asked at once.
-export { backendHeaders, retrySettings, sendUpstream, type ApiShape, type PipePlan, type ReplyPlan, type RetrySettings, type SendPolicy } from './kernel/upstream.js';
+export {
+  backendHeaders,
+  retrySettings,
+  sendUpstream,
+  type ApiShape,
+  type PipePlan,
+  type ReplyPlan,
+  type RetrySettings,
+  type SendPolicy,
+} from './kernel/upstream.js';
 export { PIPE } from './routing/reply.js';
 export { askEach } from './kernel/fan-out.js';
 export { askEndpoint } from './backends/json-reply.js';

@@ -5,15 +5,23 @@
 import { clip, definePlugin } from '../engine/api.js';
 import { affinityOutcome } from './routing/affinity.js';
 
-interface Options { level: 'debug' | 'info'; polling: boolean | 'auto' }
+interface Options {
+  level: 'debug' | 'info';
+  polling: boolean | 'auto';
+}
 
 export default definePlugin<Options>({
   name: 'access-log',
   schema: {
-    type: 'object', additionalProperties: false,
+    type: 'object',
+    additionalProperties: false,
     properties: {
       level: { enum: ['debug', 'info'], default: 'info' },
-      polling: { enum: [true, false, 'auto'], default: 'auto', description: 'Status-route rule: successful GET/HEAD at debug, the rest at info (auto: for paths under /internal/)' },
+      polling: {
+        enum: [true, false, 'auto'],
+        default: 'auto',
+        description: 'Status-route rule: successful GET/HEAD at debug, the rest at info (auto: for paths under /internal/)',
+      },
     },
   },
   apply(hooks, o, env) {
@@ -27,18 +35,29 @@ export default definePlugin<Options>({
       const aborted = !ctx.res.writableFinished;
       const model = ctx.model;
       const affinity = ctx.plan?.affinity;
-      log[level]({
-        // The path as the client sent it, whether or not a step stripped the prefix before a refusal.
-        req: ctx.id, method, path: clip(ctx.requestPath),
-        status: ctx.status, endpoint: ctx.endpoint?.name, model: model === undefined ? undefined : clip(model),
-        ms: Math.round(ctx.totalMs * 1000) / 1000, attempts: ctx.attempt.count || undefined, aborted: aborted || undefined,
-        // Each attempt that failed before the one that answered: which endpoint and model, and how.
-        tried: ctx.attempt.tried ?? undefined, routing: ctx.routing?.decision === 'fallback' ? ctx.routing.reason : undefined,
-        // A stream that broke after its content: continued elsewhere, or not (and why, in a warning before).
-        continuation: ctx.attempt.continuation ?? undefined,
-        // Conversation affinity: what it did, and where the conversation's key came from.
-        affinity: affinity ? affinityOutcome(affinity, ctx.endpoint) : undefined, affinity_key: affinity?.source ?? undefined,
-      }, 'request');
+      log[level](
+        {
+          // The path as the client sent it, whether or not a step stripped the prefix before a refusal.
+          req: ctx.id,
+          method,
+          path: clip(ctx.requestPath),
+          status: ctx.status,
+          endpoint: ctx.endpoint?.name,
+          model: model === undefined ? undefined : clip(model),
+          ms: Math.round(ctx.totalMs * 1000) / 1000,
+          attempts: ctx.attempt.count || undefined,
+          aborted: aborted || undefined,
+          // Each attempt that failed before the one that answered: which endpoint and model, and how.
+          tried: ctx.attempt.tried ?? undefined,
+          routing: ctx.routing?.decision === 'fallback' ? ctx.routing.reason : undefined,
+          // A stream that broke after its content: continued elsewhere, or not (and why, in a warning before).
+          continuation: ctx.attempt.continuation ?? undefined,
+          // Conversation affinity: what it did, and where the conversation's key came from.
+          affinity: affinity ? affinityOutcome(affinity, ctx.endpoint) : undefined,
+          affinity_key: affinity?.source ?? undefined,
+        },
+        'request',
+      );
     });
   },
 });

@@ -15,10 +15,15 @@ export default definePlugin<{ unavailable?: string }>({
   needs: ['body'],
   provides: ['aliases'],
   schema: {
-    type: 'object', additionalProperties: false,
+    type: 'object',
+    additionalProperties: false,
     properties: {
       // Pipelines written for earlier versions set it here; select-endpoint's option decides now.
-      unavailable: { ...UNAVAILABLE_OPTION, default: undefined, description: 'Ignored: set it on select-endpoint, which rejects an alias nothing can serve now' },
+      unavailable: {
+        ...UNAVAILABLE_OPTION,
+        default: undefined,
+        description: 'Ignored: set it on select-endpoint, which rejects an alias nothing can serve now',
+      },
     },
   },
   apply(hooks, _o, env) {

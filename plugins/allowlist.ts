@@ -3,14 +3,17 @@
 // backend: 404 when the path is not listed, 501 for paths the profile marks unsupported.
 import { definePlugin, gwError, PathSet } from '../engine/api.js';
 
-interface Options { status: 404 | 501 }
+interface Options {
+  status: 404 | 501;
+}
 
 export default definePlugin<Options>({
   name: 'allowlist',
   needs: ['path'],
   needsProfile: true,
   schema: {
-    type: 'object', additionalProperties: false,
+    type: 'object',
+    additionalProperties: false,
     properties: { status: { enum: [404, 501], default: 404, description: 'Status for a path that is not listed' } },
   },
   apply(hooks, o, env) {

@@ -15,7 +15,9 @@ import { estimateInputTokens } from './apis/msgapi/estimate.js';
 import { countsTokens } from './apis/msgapi/mode.js';
 import { passthroughBody, passthroughReply } from './apis/msgapi/passthrough.js';
 
-interface Options { passthrough?: boolean }
+interface Options {
+  passthrough?: boolean;
+}
 type Source = 'backend' | 'estimate';
 const SOURCE = 'count-tokens.source';
 const JSON_TYPE = ['content-type', 'application/json'];
@@ -52,9 +54,13 @@ export default definePlugin<Options>({
   uses: ['candidates'],
   terminal: true,
   schema: {
-    type: 'object', additionalProperties: false,
+    type: 'object',
+    additionalProperties: false,
     properties: {
-      passthrough: { type: 'boolean', description: 'Forward to endpoints that count tokens themselves (false: always the estimate). Default: translators.msgapi.passthrough' },
+      passthrough: {
+        type: 'boolean',
+        description: 'Forward to endpoints that count tokens themselves (false: always the estimate). Default: translators.msgapi.passthrough',
+      },
     },
   },
   apply(hooks, o, env) {
@@ -63,7 +69,8 @@ export default definePlugin<Options>({
     const stripBilling = msgapi.strip_billing_header;
     /** The backend has no such path after all: its body is dropped, the estimate answers. */
     const estimateInstead = (ctx: Context): ReplyPlan => ({
-      kind: 'buffer', discard: true,
+      kind: 'buffer',
+      discard: true,
       finish: () => ({ status: 200, headers: JSON_TYPE, body: estimate(ctx) }),
     });
 
@@ -77,7 +84,10 @@ export default definePlugin<Options>({
       // Counting runs no model: it never waits behind a generation for a slot.
       queued: () => false,
       request: (ctx, ep, model) => ({
-        method: 'POST', path: ep.upstreamPath(`${ep.profile.api.msgapi_support!.messages_path}/count_tokens`), headers: [], body: withModel(passthroughBody(ctx, ep, stripBilling), model, ctx),
+        method: 'POST',
+        path: ep.upstreamPath(`${ep.profile.api.msgapi_support!.messages_path}/count_tokens`),
+        headers: [],
+        body: withModel(passthroughBody(ctx, ep, stripBilling), model, ctx),
       }),
       reply: (ctx, status, headers) => {
         if (status === 404 || status === 501) return estimateInstead(ctx);

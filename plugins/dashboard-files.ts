@@ -15,15 +15,33 @@ const TYPES: Record<string, string> = {
   '.svg': 'image/svg+xml',
 };
 const CSP = [
-  "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:", "connect-src 'self'",
-  "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'",
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
 ].join('; ');
 const SECURITY_HEADERS = [
-  'content-security-policy', CSP, 'x-content-type-options', 'nosniff', 'referrer-policy', 'no-referrer',
-  'x-frame-options', 'DENY', 'cache-control', 'no-cache',
+  'content-security-policy',
+  CSP,
+  'x-content-type-options',
+  'nosniff',
+  'referrer-policy',
+  'no-referrer',
+  'x-frame-options',
+  'DENY',
+  'cache-control',
+  'no-cache',
 ];
 
-interface StaticFile { body: Buffer; headers: string[]; etag: string }
+interface StaticFile {
+  body: Buffer;
+  headers: string[];
+  etag: string;
+}
 
 function staticFile(path: string): StaticFile {
   const body = readFileSync(path);

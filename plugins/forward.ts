@@ -11,7 +11,10 @@ import { errorContextPlan } from './replies/error-context.js';
 import { INFERENCE_API } from './apis/inference-api.js';
 import { RadixHeaders } from './replies/radix-headers.js';
 
-interface Options { max_retries?: number; family_paths: boolean }
+interface Options {
+  max_retries?: number;
+  family_paths: boolean;
+}
 
 /** The body asks for a stream (`"stream": true`), or says nothing on a route that streams by
  *  default. Parses the body: asked only when a first-token deadline applies. */
@@ -25,10 +28,16 @@ export default definePlugin<Options>({
   needs: ['path', 'body', 'candidates'],
   terminal: true,
   schema: {
-    type: 'object', additionalProperties: false,
+    type: 'object',
+    additionalProperties: false,
     properties: {
       max_retries: { type: 'integer', minimum: 0, description: 'Default: proxy.max_retries' },
-      family_paths: { type: 'boolean', default: false, description: 'The path is an OpenAI route, sent to each endpoint where its family serves it (engine/core/family-paths.ts; with select-endpoint\'s by_route: /gw/openai/v1)' },
+      family_paths: {
+        type: 'boolean',
+        default: false,
+        description:
+          "The path is an OpenAI route, sent to each endpoint where its family serves it (engine/core/family-paths.ts; with select-endpoint's by_route: /gw/openai/v1)",
+      },
     },
   },
   apply(hooks, o, env) {
@@ -52,13 +61,18 @@ export default definePlugin<Options>({
       continueRequest: (ctx, ep, model, answer) => {
         const c = continued(continuationKind(ep.profile, sentPathname(ctx, ep))!, ctx.bodyJson(), answer as AnswerText, ep.profile);
         if (typeof c === 'string') return c;
-        return { method: ctx.method, path: ep.upstreamPath(c.path ?? sentPath(ctx, ep)), headers: [], body: withModel(Buffer.from(JSON.stringify(c.body)), model) };
+        return {
+          method: ctx.method,
+          path: ep.upstreamPath(c.path ?? sentPath(ctx, ep)),
+          headers: [],
+          body: withModel(Buffer.from(JSON.stringify(c.body)), model),
+        };
       },
     };
     const streamDefault = new Set(env.profile?.request.stream_default_paths);
     /** The path an endpoint is sent: as it came, or (family_paths) where its family serves the
      *  route — select-endpoint's by_route left out the endpoints whose family does not. */
-    const sentPathname = (ctx: Context, ep: Endpoint): string => (o.family_paths ? familyPath(ep.profile, ctx.pathname) ?? ctx.pathname : ctx.pathname);
+    const sentPathname = (ctx: Context, ep: Endpoint): string => (o.family_paths ? (familyPath(ep.profile, ctx.pathname) ?? ctx.pathname) : ctx.pathname);
     const sentPath = (ctx: Context, ep: Endpoint): string => (o.family_paths ? sentPathname(ctx, ep) + ctx.path.slice(ctx.pathname.length) : ctx.path);
     hooks.dispatch.tapPromise('forward', (ctx) => sendUpstream(ctx, policy));
   },

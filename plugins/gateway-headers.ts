@@ -3,13 +3,16 @@
 import { definePlugin, echo, formatDuration } from '../engine/api.js';
 import { affinityOutcome } from './routing/affinity.js';
 
-interface Options { model_header: boolean }
+interface Options {
+  model_header: boolean;
+}
 
 export default definePlugin<Options>({
   name: 'gateway-headers',
   schema: {
-    type: 'object', additionalProperties: false,
-    properties: { model_header: { type: 'boolean', default: true, description: 'X-Gw-Model (reads the body\'s model when no step set one)' } },
+    type: 'object',
+    additionalProperties: false,
+    properties: { model_header: { type: 'boolean', default: true, description: "X-Gw-Model (reads the body's model when no step set one)" } },
   },
   apply(hooks, o, env) {
     const family = env.profile?.name;

@@ -9,7 +9,18 @@
 // other method gets 405 and never reaches a backend (the allowlist lists `/v1/models/{model...}`
 // for these answers; on a hosted service a DELETE there would delete a fine-tuned model). A path
 // the profile lists exactly (mlxmulti's /v1/models/status) wins over an intercept pattern.
-import { compilePattern, definePlugin, gwError, indexModels, isPattern, matchPattern, type CatalogueModel, type Context, type Intercept, type PathPattern } from '../engine/api.js';
+import {
+  compilePattern,
+  definePlugin,
+  gwError,
+  indexModels,
+  isPattern,
+  matchPattern,
+  type CatalogueModel,
+  type Context,
+  type Intercept,
+  type PathPattern,
+} from '../engine/api.js';
 import { withAliases } from './catalogue/alias-entries.js';
 import { LiveCache, liveModels } from './catalogue/live-models.js';
 import { answerMerged } from './catalogue/merged-list.js';
@@ -59,7 +70,12 @@ export default definePlugin<Record<string, never>>({
       return (ctx, params) => {
         const model = decodeModelId(params![param]);
         const found = liveIndex.get().find(model);
-        if (!found) throw gwError('MODEL_NOT_FOUND', { model, provider: family, hint: `GET /gw/${profile.routing.prefixes[0]}${i.path.slice(0, i.path.lastIndexOf('/'))} lists what is served` });
+        if (!found)
+          throw gwError('MODEL_NOT_FOUND', {
+            model,
+            provider: family,
+            hint: `GET /gw/${profile.routing.prefixes[0]}${i.path.slice(0, i.path.lastIndexOf('/'))} lists what is served`,
+          });
         // Shown by the name it was found under (a second tag of the same weights, llama3:latest for llama3).
         const m = found.value;
         return ctx.replyJson(200, renderItem(i.format, found.name === m.id ? m : { ...m, id: found.name }, extras));
@@ -117,7 +133,10 @@ export default definePlugin<Record<string, never>>({
         return done(err as Error);
       }
       if (answered === undefined || answered === true) return done(null, answered);
-      answered.then((r) => done(null, r), (err: Error) => done(err));
+      answered.then(
+        (r) => done(null, r),
+        (err: Error) => done(err),
+      );
     });
   },
 });

@@ -2,13 +2,16 @@
 // base path is added when the request is sent).
 import { definePlugin } from '../engine/api.js';
 
-interface Options { prefix?: string }
+interface Options {
+  prefix?: string;
+}
 
 export default definePlugin<Options>({
   name: 'match-prefix',
   provides: ['path'],
   schema: {
-    type: 'object', additionalProperties: false,
+    type: 'object',
+    additionalProperties: false,
     properties: { prefix: { type: 'string', pattern: '^/', description: 'The prefix to strip on path mounts (per-profile mounts know theirs)' } },
   },
   apply(hooks, o) {

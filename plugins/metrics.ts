@@ -56,7 +56,10 @@ export default definePlugin<Record<string, never>>({
         let cell = affinityCells.get(outcome);
         if (!cell) {
           const cut = outcome.indexOf(' (');
-          affinityCells.set(outcome, (cell = m.affinity.with(family, route, cut < 0 ? outcome : outcome.slice(0, cut), cut < 0 ? '-' : outcome.slice(cut + 2, -1))));
+          affinityCells.set(
+            outcome,
+            (cell = m.affinity.with(family, route, cut < 0 ? outcome : outcome.slice(0, cut), cut < 0 ? '-' : outcome.slice(cut + 2, -1))),
+          );
         }
         cell.value++;
       }

@@ -19,7 +19,10 @@ export default definePlugin<Record<string, never>>({
     const { catalogue, endpoints, profiles } = env;
     /** 503 with what is configured, where it listens, and what to start or add. */
     const noEndpoints = () => {
-      const { endpoints: down, hint } = nothingRoutable(endpoints.all.filter((e) => !e.retired), env.source);
+      const { endpoints: down, hint } = nothingRoutable(
+        endpoints.all.filter((e) => !e.retired),
+        env.source,
+      );
       return gwError('NO_ENDPOINTS', { endpoints: down, hint });
     };
     const aliases = modelNames(env.config).all;

@@ -26,7 +26,15 @@ export default definePlugin<Record<string, never>>({
               names: m.names,
               endpoints: m.endpoints.map((e) => {
                 const d = m.servedAs.get(e)!;
-                return { id: e.id, name: e.name, status: e.state, served_as: d.name, loaded: d.loaded ?? null, size: d.size ?? null, context: d.context ?? null };
+                return {
+                  id: e.id,
+                  name: e.name,
+                  status: e.state,
+                  served_as: d.name,
+                  loaded: d.loaded ?? null,
+                  size: d.size ?? null,
+                  context: d.context ?? null,
+                };
               }),
             }
           : {}),

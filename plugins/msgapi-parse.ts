@@ -12,9 +12,16 @@ export default definePlugin<{ max_depth: number }>({
   needs: ['body'],
   provides: ['messages-request'],
   schema: {
-    type: 'object', additionalProperties: false,
+    type: 'object',
+    additionalProperties: false,
     properties: {
-      max_depth: { type: 'integer', minimum: 1, maximum: 1000, default: 256, description: 'Deepest nesting of arrays and objects a body may have (tool inputs and schemas included); a deeper one gets 400' },
+      max_depth: {
+        type: 'integer',
+        minimum: 1,
+        maximum: 1000,
+        default: 256,
+        description: 'Deepest nesting of arrays and objects a body may have (tool inputs and schemas included); a deeper one gets 400',
+      },
     },
   },
   apply(hooks, o) {
@@ -22,7 +29,8 @@ export default definePlugin<{ max_depth: number }>({
     hooks.request.tap('msgapi-parse', (ctx) => {
       const body = ctx.bodyJson();
       if (body === undefined) throw gwError('INVALID_JSON', { reason: ctx.body?.length ? 'it does not parse' : 'the body is empty' });
-      if (nestsDeeperThan(ctx.body!, maxDepth)) throw gwError('BAD_REQUEST', { reason: `the body nests arrays and objects more than ${maxDepth} levels deep (the msgapi-parse step's max_depth)` });
+      if (nestsDeeperThan(ctx.body!, maxDepth))
+        throw gwError('BAD_REQUEST', { reason: `the body nests arrays and objects more than ${maxDepth} levels deep (the msgapi-parse step's max_depth)` });
       if (typeof body !== 'object' || body === null || Array.isArray(body)) throw gwError('BAD_REQUEST', { reason: 'the body must be a JSON object' });
       const model = (body as { model?: unknown }).model;
       if (typeof model !== 'string' || !model) throw gwError('BAD_REQUEST', { reason: 'model: a model name is required' });

@@ -5,10 +5,25 @@
 // with Retry-After; every reply of a limited route carries X-RateLimit-Limit, -Remaining and
 // -Reset of the bucket closest to empty. The per-endpoint limits (hosted families) are checked
 // by the attempt loop as each candidate is tried (Endpoint.rateGate); the stats step counts their 429s.
-import { definePlugin, GatewayError, gwError, nameMatches, rateLimitHeaders, type Context, type LimitScope, type Rate, type SharedTake, type Take, type TakeAnswer } from '../engine/api.js';
+import {
+  definePlugin,
+  GatewayError,
+  gwError,
+  nameMatches,
+  rateLimitHeaders,
+  type Context,
+  type LimitScope,
+  type Rate,
+  type SharedTake,
+  type Take,
+  type TakeAnswer,
+} from '../engine/api.js';
 import { clientAddressOf } from './lib/client-address.js';
 
-interface Options { health: string[]; internal: string[] }
+interface Options {
+  health: string[];
+  internal: string[];
+}
 
 const WHAT: Record<Exclude<LimitScope, 'endpoint'>, string> = {
   global: "the gateway's global limit (server.rate_limits.global_requests_per_minute)",
@@ -27,7 +42,10 @@ function bucketKey(address: string): string {
   const left = head ? head.split(':') : [];
   const right = tail ? tail.split(':') : [];
   const groups = address.includes('::') ? [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right] : left;
-  return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.toLowerCase().replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
 }
 
 function refusal(scope: Exclude<LimitScope, 'endpoint'>, t: Take, burst: number): GatewayError {
@@ -38,21 +56,35 @@ function refusal(scope: Exclude<LimitScope, 'endpoint'>, t: Take, burst: number)
 export default definePlugin<Options>({
   name: 'rate-limit',
   schema: {
-    type: 'object', additionalProperties: false,
+    type: 'object',
+    additionalProperties: false,
     properties: {
-      health: { type: 'array', items: { type: 'string' }, default: ['internal-health', 'internal-ready'], description: 'Pipelines (globs) limited per address by health_requests_per_minute instead of per_ip_requests_per_minute' },
-      internal: { type: 'array', items: { type: 'string' }, default: ['internal-*'], description: 'Pipelines (globs) limited per address by internal_requests_per_minute instead of per_ip_requests_per_minute' },
+      health: {
+        type: 'array',
+        items: { type: 'string' },
+        default: ['internal-health', 'internal-ready'],
+        description: 'Pipelines (globs) limited per address by health_requests_per_minute instead of per_ip_requests_per_minute',
+      },
+      internal: {
+        type: 'array',
+        items: { type: 'string' },
+        default: ['internal-*'],
+        description: 'Pipelines (globs) limited per address by internal_requests_per_minute instead of per_ip_requests_per_minute',
+      },
     },
   },
   apply(hooks, o, env) {
     const limits = env.config.server.rate_limits;
     const matches = (globs: string[]) => globs.some((g) => nameMatches(g, env.pipeline));
     const scope = matches(o.health) ? 'health' : matches(o.internal) ? 'internal' : 'ip';
-    const perClient = { health: limits.health_requests_per_minute, internal: limits.internal_requests_per_minute, ip: limits.per_ip_requests_per_minute }[scope];
+    const perClient = { health: limits.health_requests_per_minute, internal: limits.internal_requests_per_minute, ip: limits.per_ip_requests_per_minute }[
+      scope
+    ];
     const burst = limits.burst_size;
     // The health route has its own limit and is not charged to the global one: a flood of other
     // traffic must not make liveness probes (the container's HEALTHCHECK, an orchestrator) fail.
-    const globalRate: Rate | null = limits.global_requests_per_minute > 0 && scope !== 'health' ? { perMinute: limits.global_requests_per_minute, burst } : null;
+    const globalRate: Rate | null =
+      limits.global_requests_per_minute > 0 && scope !== 'health' ? { perMinute: limits.global_requests_per_minute, burst } : null;
     const clientRate: Rate | null = perClient > 0 ? { perMinute: perClient, burst } : null;
     const counts = env.stats.rateLimited;
     // Limits off: no taps, no cost.

@@ -5,7 +5,10 @@
 // that stops arriving for server.body_idle_timeout ends with 408 and a closed connection.
 import { configValue, definePlugin, gwError, parseDuration, type Context } from '../engine/api.js';
 
-interface Options { max_bytes?: number; max_bytes_from?: string }
+interface Options {
+  max_bytes?: number;
+  max_bytes_from?: string;
+}
 
 function read(ctx: Context, limit: number, idleMs: number, idleText: string): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -55,10 +58,15 @@ export default definePlugin<Options>({
   name: 'read-body',
   provides: ['body'],
   schema: {
-    type: 'object', additionalProperties: false,
+    type: 'object',
+    additionalProperties: false,
     properties: {
       max_bytes: { type: 'integer', minimum: 1, description: 'Default: server.request_limits.max_body_size' },
-      max_bytes_from: { type: 'string', pattern: '^[a-z_]+(\\.[a-z_]+)*$', description: 'Take the limit from this config key instead (e.g. translators.msgapi.max_message_size)' },
+      max_bytes_from: {
+        type: 'string',
+        pattern: '^[a-z_]+(\\.[a-z_]+)*$',
+        description: 'Take the limit from this config key instead (e.g. translators.msgapi.max_message_size)',
+      },
     },
   },
   apply(hooks, o, env) {

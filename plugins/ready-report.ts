@@ -14,8 +14,17 @@ export default definePlugin<Record<string, never>>({
       const all = env.endpoints.all.filter((e) => !e.retired);
       let routable = 0;
       for (const e of all) if (e.routable) routable++;
-      const reason = env.stats.draining ? 'draining: the gateway is shutting down' : routable === 0 ? (all.length ? `no endpoint is routable (${all.length} configured)` : 'no endpoint is configured') : undefined;
-      return ctx.replyJson(reason ? 503 : 200, { ready: !reason, ...(reason ? { reason } : {}), routable_endpoints: routable, endpoints: all.length }, ['cache-control', 'no-cache']);
+      const reason = env.stats.draining
+        ? 'draining: the gateway is shutting down'
+        : routable === 0
+          ? all.length
+            ? `no endpoint is routable (${all.length} configured)`
+            : 'no endpoint is configured'
+          : undefined;
+      return ctx.replyJson(reason ? 503 : 200, { ready: !reason, ...(reason ? { reason } : {}), routable_endpoints: routable, endpoints: all.length }, [
+        'cache-control',
+        'no-cache',
+      ]);
     });
   },
 });

@@ -13,14 +13,30 @@ export default definePlugin<SelectorOptions>({
   uses: ['aliases'],
   provides: ['candidates'],
   schema: {
-    type: 'object', additionalProperties: false,
+    type: 'object',
+    additionalProperties: false,
     properties: {
       strategy: { enum: Object.keys(STRATEGIES), description: 'Default: proxy.load_balancer' },
       affinity: { type: 'boolean', description: 'Conversation affinity on this route. Default: proxy.affinity.enabled' },
-      model_routing: { type: 'boolean', default: true, description: 'Route by the body model through the catalogue (and model-less requests by what the route needs)' },
+      model_routing: {
+        type: 'boolean',
+        default: true,
+        description: 'Route by the body model through the catalogue (and model-less requests by what the route needs)',
+      },
       unavailable: UNAVAILABLE_OPTION,
-      by_route: { type: 'boolean', default: false, description: 'Only endpoints whose family serves the request\'s OpenAI route (engine/core/family-paths.ts); a model served only by families without it is 404 ROUTE_NOT_SERVED (/gw/openai/v1)' },
-      also_via: { type: 'array', items: { type: 'string', pattern: '^/' }, default: [], description: 'With by_route: a family that serves one of these routes serves the request too, because the terminal step translates to it (/gw/openai/v1/responses: [/v1/chat/completions])' },
+      by_route: {
+        type: 'boolean',
+        default: false,
+        description:
+          "Only endpoints whose family serves the request's OpenAI route (engine/core/family-paths.ts); a model served only by families without it is 404 ROUTE_NOT_SERVED (/gw/openai/v1)",
+      },
+      also_via: {
+        type: 'array',
+        items: { type: 'string', pattern: '^/' },
+        default: [],
+        description:
+          'With by_route: a family that serves one of these routes serves the request too, because the terminal step translates to it (/gw/openai/v1/responses: [/v1/chat/completions])',
+      },
     },
   },
   apply(hooks, o, env) {

@@ -5,13 +5,16 @@
 import { definePlugin, GatewayError } from '../engine/api.js';
 import { outcomeOf } from './reports/request-outcome.js';
 
-interface Options { per_model: boolean }
+interface Options {
+  per_model: boolean;
+}
 
 export default definePlugin<Options>({
   name: 'stats',
   schema: {
-    type: 'object', additionalProperties: false,
-    properties: { per_model: { type: 'boolean', default: true, description: 'Count per model too (reads the body\'s model when no step set one)' } },
+    type: 'object',
+    additionalProperties: false,
+    properties: { per_model: { type: 'boolean', default: true, description: "Count per model too (reads the body's model when no step set one)" } },
   },
   apply(hooks, o, env) {
     const stats = env.stats;

@@ -42,11 +42,25 @@ export default definePlugin<Record<string, never>>({
           p95_latency: formatDuration(stats.percentile(95)),
           p99_latency: formatDuration(stats.percentile(99)),
         },
-        endpoints: Object.fromEntries(all.map((ep) => {
-          const c = stats.endpoint(ep);
-          const served = catalogue.listOf(ep)?.length ?? 0;
-          return [ep.name, { id: ep.id, healthy: isHealthy(ep), status: ep.state, models: served, requests: c.requests, errors: c.errors, client_errors: c.clientErrors, average_latency: averageLatency(c.totalLatencyMs, c.requests) }];
-        })),
+        endpoints: Object.fromEntries(
+          all.map((ep) => {
+            const c = stats.endpoint(ep);
+            const served = catalogue.listOf(ep)?.length ?? 0;
+            return [
+              ep.name,
+              {
+                id: ep.id,
+                healthy: isHealthy(ep),
+                status: ep.state,
+                models: served,
+                requests: c.requests,
+                errors: c.errors,
+                client_errors: c.clientErrors,
+                average_latency: averageLatency(c.totalLatencyMs, c.requests),
+              },
+            ];
+          }),
+        ),
         models: { total: models.length, by_provider: byProvider },
         reload: { ...env.reload },
         system: {

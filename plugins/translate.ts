@@ -5,7 +5,19 @@
 // translated to chat-completions at its chat path, without the API's own headers, and the reply
 // translated back. Routing, aliases, balancing, failover and gateway headers are those of the
 // proxy routes. What each API needs is its translator's (apis/api-translator.ts).
-import { ClientGone, definePlugin, GatewayError, retrySettings, sendUpstream, withModel, type Context, type Endpoint, type PluginEnv, type SendPolicy, type UpstreamRequest } from '../engine/api.js';
+import {
+  ClientGone,
+  definePlugin,
+  GatewayError,
+  retrySettings,
+  sendUpstream,
+  withModel,
+  type Context,
+  type Endpoint,
+  type PluginEnv,
+  type SendPolicy,
+  type UpstreamRequest,
+} from '../engine/api.js';
 import type { ApiTranslator, Fallback, Mode } from './apis/api-translator.js';
 import type { ReplyOptions } from './apis/chat-reply-plan.js';
 import { msgapiTranslator } from './apis/msgapi/translator.js';
@@ -14,8 +26,19 @@ import { INFERENCE_API } from './apis/inference-api.js';
 import { continuationApi, continuationKind, continued, type AnswerText } from './apis/continuation/index.js';
 
 type Api = 'msgapi' | 'responses';
-interface Options { api: Api; passthrough?: boolean; max_retries?: number; name?: string }
-interface TranslateState { mode?: Mode; fallback?: Fallback; stream?: boolean; malformed?: number; prepared?: ReplyOptions }
+interface Options {
+  api: Api;
+  passthrough?: boolean;
+  max_retries?: number;
+  name?: string;
+}
+interface TranslateState {
+  mode?: Mode;
+  fallback?: Fallback;
+  stream?: boolean;
+  malformed?: number;
+  prepared?: ReplyOptions;
+}
 
 const TRANSLATORS: Record<Api, (env: PluginEnv, passthrough: boolean) => ApiTranslator<any>> = { msgapi: msgapiTranslator, responses: responsesTranslator };
 
@@ -25,10 +48,14 @@ export default definePlugin<Options>({
   uses: ['aliases'],
   terminal: true,
   schema: {
-    type: 'object', additionalProperties: false,
+    type: 'object',
+    additionalProperties: false,
     properties: {
       api: { enum: ['msgapi', 'responses'], default: 'msgapi', description: 'The API the route answers in: the messages API, or the Responses API' },
-      passthrough: { type: 'boolean', description: 'Send natively to endpoints whose engine speaks the API (false: always translate). Default: translators.<api>.passthrough' },
+      passthrough: {
+        type: 'boolean',
+        description: 'Send natively to endpoints whose engine speaks the API (false: always translate). Default: translators.<api>.passthrough',
+      },
       max_retries: { type: 'integer', minimum: 0, description: 'Default: proxy.max_retries' },
       name: { type: 'string', description: 'Translator name in /internal/stats/translators. Default: the api' },
     },
@@ -38,7 +65,7 @@ export default definePlugin<Options>({
     const passthrough = o.passthrough ?? env.config.translators[o.api].passthrough;
     const api = TRANSLATORS[o.api](env, passthrough);
     const counters = env.stats.translator(o.name ?? o.api);
-    const state = (ctx: { state: Record<string, unknown> }) => ((ctx.state.translate ??= {}) as TranslateState);
+    const state = (ctx: { state: Record<string, unknown> }) => (ctx.state.translate ??= {}) as TranslateState;
 
     /** The first translated attempt checks the request (a 400 naming the field) and fixes what
      *  the reply translation needs; later attempts reuse it. */
@@ -54,10 +81,16 @@ export default definePlugin<Options>({
       const first = !st.prepared;
       const prepared = preparedFor(ctx, st);
       const log = ctx.route.log;
-      const dropped = first && log.isLevelEnabled('debug') ? [] as string[] : undefined;
+      const dropped = first && log.isLevelEnabled('debug') ? ([] as string[]) : undefined;
       const chat = api.chatBody(ctx, ep, model, prepared, dropped);
       if (dropped?.length) log.debug({ req: ctx.id, endpoint: ep.name, dropped }, 'translation to chat-completions dropped what it cannot carry');
-      return { method: 'POST', path: ep.upstreamPath(chatPath(ep)), headers: [], body: Buffer.from(JSON.stringify(chat)), omitClientHeader: api.omitClientHeader };
+      return {
+        method: 'POST',
+        path: ep.upstreamPath(chatPath(ep)),
+        headers: [],
+        body: Buffer.from(JSON.stringify(chat)),
+        omitClientHeader: api.omitClientHeader,
+      };
     };
     const chatPath = (ep: Endpoint) => ep.profile.request.parsing_rules?.chat_completions_path ?? '/v1/chat/completions';
     /** The path an endpoint is sent this request at: the API's own, or its chat path. */
@@ -119,7 +152,8 @@ export default definePlugin<Options>({
       if (st.fallback === 'translator') counters.fallbackTranslatorDoesNotSupportPassthrough++;
       counters.malformedChunks += st.malformed ?? 0;
       const err = ctx.error;
-      if (err instanceof GatewayError && ['ENDPOINT_UNAVAILABLE', 'MODEL_NOT_FOUND', 'MODEL_UNAVAILABLE', 'CIRCUIT_BREAKER'].includes(err.key)) counters.fallbackNoCompatibleEndpoints++;
+      if (err instanceof GatewayError && ['ENDPOINT_UNAVAILABLE', 'MODEL_NOT_FOUND', 'MODEL_UNAVAILABLE', 'CIRCUIT_BREAKER'].includes(err.key))
+        counters.fallbackNoCompatibleEndpoints++;
       if (ctx.status > 0 && ctx.status < 400 && !(err && !(err instanceof ClientGone))) counters.succeeded++;
       else counters.failed++;
     });

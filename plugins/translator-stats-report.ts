@@ -13,23 +13,25 @@ export default definePlugin<Record<string, never>>({
   apply(hooks, _o, env) {
     hooks.dispatch.tapPromise('translator-stats-report', async (ctx) => {
       const stats = await env.hostStats();
-      const entries = [...stats.translators].map(([name, t]) => ({
-        translator_name: name,
-        total_requests: t.total,
-        successful_requests: t.succeeded,
-        failed_requests: t.failed,
-        passthrough_requests: t.passthrough,
-        translation_requests: t.translation,
-        streaming_requests: t.streaming,
-        non_streaming_requests: t.nonStreaming,
-        success_rate: rate(t.succeeded, t.total),
-        passthrough_rate: rate(t.passthrough, t.total),
-        average_latency: formatDuration(t.total ? t.totalLatencyMs / t.total : 0),
-        fallback_no_compatible_endpoints: t.fallbackNoCompatibleEndpoints,
-        fallback_translator_does_not_support_passthrough: t.fallbackTranslatorDoesNotSupportPassthrough,
-        fallback_cannot_passthrough: t.fallbackCannotPassthrough,
-        malformed_chunks: t.malformedChunks,
-      })).sort((a, b) => b.total_requests - a.total_requests);
+      const entries = [...stats.translators]
+        .map(([name, t]) => ({
+          translator_name: name,
+          total_requests: t.total,
+          successful_requests: t.succeeded,
+          failed_requests: t.failed,
+          passthrough_requests: t.passthrough,
+          translation_requests: t.translation,
+          streaming_requests: t.streaming,
+          non_streaming_requests: t.nonStreaming,
+          success_rate: rate(t.succeeded, t.total),
+          passthrough_rate: rate(t.passthrough, t.total),
+          average_latency: formatDuration(t.total ? t.totalLatencyMs / t.total : 0),
+          fallback_no_compatible_endpoints: t.fallbackNoCompatibleEndpoints,
+          fallback_translator_does_not_support_passthrough: t.fallbackTranslatorDoesNotSupportPassthrough,
+          fallback_cannot_passthrough: t.fallbackCannotPassthrough,
+          malformed_chunks: t.malformedChunks,
+        }))
+        .sort((a, b) => b.total_requests - a.total_requests);
       const sum = (k: keyof (typeof entries)[number]) => entries.reduce((n, e) => n + (e[k] as number), 0);
       const total = sum('total_requests');
       return replyStatus(ctx, {

@@ -4,8 +4,19 @@
 import { definePlugin } from '../engine/api.js';
 
 const DROP = new Set([
-  'host', 'connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer',
-  'transfer-encoding', 'upgrade', 'content-length', 'x-gw-request-id', 'x-gw-first-token-timeout', 'x-forwarded-for',
+  'host',
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'content-length',
+  'x-gw-request-id',
+  'x-gw-first-token-timeout',
+  'x-forwarded-for',
   // The body is already read: the client's 100-continue handshake ended here.
   'expect',
 ]);
@@ -30,7 +41,7 @@ export default definePlugin<Record<string, never>>({
       for (let i = 0; i < raw.length; i += 2) {
         const name = raw[i].toLowerCase();
         if (name === 'x-forwarded-for') xff = raw[i + 1];
-        if (DROP.has(name) || own.has(name) || (connNames?.includes(name)) || (omit?.(name))) continue;
+        if (DROP.has(name) || own.has(name) || connNames?.includes(name) || omit?.(name)) continue;
         if (name === 'content-type') contentType = true;
         out.push(name, raw[i + 1]);
       }

@@ -98,7 +98,11 @@ function object(schema, node, path) {
 function nested(schema, node, path) {
   const items = node.type === 'array' && node.items ? resolveRef(schema, node.items) : null;
   if (items?.properties) {
-    return [`### \`${path}[]\`\n`, `Each entry of \`${path}\`${items.description ? `: ${text(items.description)}` : '.'}\n`, ...object(schema, items, `${path}[]`)];
+    return [
+      `### \`${path}[]\`\n`,
+      `Each entry of \`${path}\`${items.description ? `: ${text(items.description)}` : '.'}\n`,
+      ...object(schema, items, `${path}[]`),
+    ];
   }
   const values = typeof node.additionalProperties === 'object' ? node.additionalProperties : null;
   const shaped = values && [values, ...(values.oneOf ?? []), ...(values.anyOf ?? [])].map((v) => resolveRef(schema, v)).find((v) => v.properties);
@@ -149,7 +153,14 @@ function itemConstraints(items) {
 }
 
 function plural(type) {
-  const plurals = { string: 'strings', integer: 'integers', number: 'numbers', boolean: 'booleans', object: 'objects', step: 'steps (each a plugin name, or `{use, with, only, except}`)' };
+  const plurals = {
+    string: 'strings',
+    integer: 'integers',
+    number: 'numbers',
+    boolean: 'booleans',
+    object: 'objects',
+    step: 'steps (each a plugin name, or `{use, with, only, except}`)',
+  };
   return plurals[type] ?? type;
 }
 
@@ -164,7 +175,10 @@ function resolveRef(schema, node) {
 /** A value as YAML flow style, as a user would write it. */
 function flow(v) {
   if (Array.isArray(v)) return `[${v.map(flow).join(', ')}]`;
-  if (v && typeof v === 'object') return `{${Object.entries(v).map(([k, x]) => `${k}: ${flow(x)}`).join(', ')}}`;
+  if (v && typeof v === 'object')
+    return `{${Object.entries(v)
+      .map(([k, x]) => `${k}: ${flow(x)}`)
+      .join(', ')}}`;
   if (typeof v === 'string') return /^[A-Za-z0-9_./-][A-Za-z0-9_./:@-]*$/.test(v) && !/^(true|false|null|~|[0-9.]+)$/.test(v) ? v : JSON.stringify(v);
   return String(v);
 }
@@ -184,7 +198,10 @@ function text(description) {
 
 /** GitHub's heading anchor. */
 function slug(heading) {
-  return heading.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+  return heading
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

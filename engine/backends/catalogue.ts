@@ -100,7 +100,6 @@ export class Catalogue {
     }
   }
 
-
   clear(ep: Endpoint): void {
     if (!this.lists.delete(ep)) return;
     this.changed(ep.family);
@@ -204,9 +203,17 @@ export class Catalogue {
           const t = this.traitsOf(ep.profile, m.name);
           const embedding = m.kind === 'embeddings' || t.embedding;
           entry = {
-            id: m.name, family, digest: m.digest, names: [], endpoints: [], servedAs: new Map(),
-            embedding, vision: m.kind === 'vlm' || t.vision, code: t.code,
-            contextWindow: m.context ?? t.contextWindow, maxTokens: m.maxTokens ?? m.context ?? t.contextWindow,
+            id: m.name,
+            family,
+            digest: m.digest,
+            names: [],
+            endpoints: [],
+            servedAs: new Map(),
+            embedding,
+            vision: m.kind === 'vlm' || t.vision,
+            code: t.code,
+            contextWindow: m.context ?? t.contextWindow,
+            maxTokens: m.maxTokens ?? m.context ?? t.contextWindow,
           };
           byKey.set(key, entry);
         }

@@ -43,7 +43,12 @@ export class DiscoveryService {
   /** Aborts the requests under way at shutdown: stopping never waits on a backend that hangs. */
   private readonly halt = new AbortController();
 
-  constructor(protected readonly registry: EndpointRegistry, private readonly catalogue: Catalogue, config: GatewayConfig, private readonly log: Logger) {
+  constructor(
+    protected readonly registry: EndpointRegistry,
+    private readonly catalogue: Catalogue,
+    config: GatewayConfig,
+    private readonly log: Logger,
+  ) {
     this.configure(config);
     this.registry.on('recovered', (ep: Endpoint) => {
       if (this.started && this.enabled) void this.discover(ep);
@@ -144,7 +149,11 @@ export class DiscoveryService {
     if (missing.length === 0) return models;
     if (!gone()) this.catalogue.set(ep, models);
     const { learnt, errors } = await this.info.fetch(ep, path, missing, signal);
-    if (errors.length) this.log.debug({ endpoint: ep.name, errors: errors.slice(0, 5), failed: errors.length }, 'model info not read; the profile patterns apply until the next discovery');
+    if (errors.length)
+      this.log.debug(
+        { endpoint: ep.name, errors: errors.slice(0, 5), failed: errors.length },
+        'model info not read; the profile patterns apply until the next discovery',
+      );
     return learnt ? this.info.fromCache(ep, listed).models : models;
   }
 }

@@ -109,7 +109,12 @@ function secret(file: string | undefined, inline: string | undefined, field: str
   try {
     return readFileSync(resolve(file), 'utf8').replace(/\r?\n$/, '');
   } catch (err) {
-    throw new ConfigError(source, `${where}.auth.${field}_file`, `cannot read the ${field} file ${file} (${(err as NodeJS.ErrnoException).code})`, 'point it at a readable file holding only the secret');
+    throw new ConfigError(
+      source,
+      `${where}.auth.${field}_file`,
+      `cannot read the ${field} file ${file} (${(err as NodeJS.ErrnoException).code})`,
+      'point it at a readable file holding only the secret',
+    );
   }
 }
 
@@ -124,7 +129,12 @@ function authHeader(ep: EndpointConfig, where: string, source: string): string |
   const user = secret(a.username_file, a.username, 'username', where, source);
   const pass = secret(a.password_file, a.password, 'password', where, source);
   if (user === undefined || pass === undefined) {
-    throw new ConfigError(source, `${where}.auth`, 'a basic auth block needs a username and a password (or their *_file variants)', 'add username and password_file');
+    throw new ConfigError(
+      source,
+      `${where}.auth`,
+      'a basic auth block needs a username and a password (or their *_file variants)',
+      'add username and password_file',
+    );
   }
   return `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
 }
@@ -136,7 +146,12 @@ function userinfoError(ep: EndpointConfig, url: URL, where: string, source: stri
   const fix = usernameOnly
     ? `set url: ${host} and add either ${basic} or auth: { type: bearer, token_file: /run/secrets/${ep.name}-token }`
     : `set url: ${host} and add ${basic}`;
-  return new ConfigError(source, `${where}.url`, `endpoint "${ep.name}" has credentials embedded in its URL; the gateway refuses to start with them (they would leak into logs and status output)`, fix);
+  return new ConfigError(
+    source,
+    `${where}.url`,
+    `endpoint "${ep.name}" has credentials embedded in its URL; the gateway refuses to start with them (they would leak into logs and status output)`,
+    fix,
+  );
 }
 
 /** The profile of types no profile names: a generic OpenAI-compatible backend (profiles/auto.yaml). */
@@ -144,17 +159,28 @@ export const AUTO_TYPE = 'auto';
 
 /** Turn endpoint config into plans; throws a ConfigError naming the field and the fix. A type no
  *  profile names is taken as `auto`, with a warning that names the known families (a typo shows). */
-export function planEndpoint(ep: EndpointConfig, index: number, config: GatewayConfig, profiles: ProfileSet, source: string, warn: (p: Problem) => void = () => {}): EndpointPlan {
+export function planEndpoint(
+  ep: EndpointConfig,
+  index: number,
+  config: GatewayConfig,
+  profiles: ProfileSet,
+  source: string,
+  warn: (p: Problem) => void = () => {},
+): EndpointPlan {
   const where = `discovery.static.endpoints[${index}]`;
   let profile = profiles.byType.get(ep.type);
   if (!profile) {
     const guesses = suggestFamilies(ep.type, profiles);
     const guess = guesses.length ? `did you mean ${guesses.map((p) => familyLabel(p)).join(' or ')}? ` : '';
     profile = profiles.byType.get(AUTO_TYPE);
-    const known = `known families: ${[...profiles.list].sort((a, b) => a.name.localeCompare(b.name)).map((p) => familyLabel(p, true)).join(', ')}`;
+    const known = `known families: ${[...profiles.list]
+      .sort((a, b) => a.name.localeCompare(b.name))
+      .map((p) => familyLabel(p, true))
+      .join(', ')}`;
     if (!profile) throw new ConfigError(source, `${where}.type`, `unknown backend family "${ep.type}" for endpoint "${ep.name}"`, `${guess}${known}`);
     warn({
-      level: 'warn', field: `${where}.type`,
+      level: 'warn',
+      field: `${where}.type`,
       message: `unknown backend family "${ep.type}" for endpoint "${ep.name}"; treated as ${AUTO_TYPE} (a generic OpenAI-compatible backend: health /, models /v1/models, routes under /gw/${AUTO_TYPE}/)`,
       fix: `${guess}write type: ${AUTO_TYPE} to keep it so; ${known}`,
     });
@@ -241,11 +267,25 @@ function effectiveSettings(ep: EndpointConfig, profile: Profile, config: Gateway
     response_timeout: effective(ep.response_timeout, profile, c.timeout, config, 'proxy.response_timeout', p.response_timeout),
     stream_idle_timeout: effective(ep.stream_idle_timeout, profile, c.stream_idle_timeout, config, 'proxy.stream_idle_timeout', p.stream_idle_timeout),
     first_token_timeout: effective(ep.first_token_timeout, profile, c.first_token_timeout, config, 'proxy.first_token_timeout', p.first_token_timeout),
-    cold_first_token_timeout: effective(ep.cold_first_token_timeout, profile, c.cold_first_token_timeout, config, 'proxy.cold_first_token_timeout', p.cold_first_token_timeout),
+    cold_first_token_timeout: effective(
+      ep.cold_first_token_timeout,
+      profile,
+      c.cold_first_token_timeout,
+      config,
+      'proxy.cold_first_token_timeout',
+      p.cold_first_token_timeout,
+    ),
     retry_on_statuses: effective(ep.retry_on_statuses, profile, c.retry_on_statuses, config, 'proxy.retry.on_statuses', p.retry.on_statuses),
     continuation: effective(ep.continuation?.enabled, profile, c.continuation?.enabled, config, 'proxy.continuation.enabled', p.continuation.enabled),
     continuation_max: effective(ep.continuation?.max, profile, c.continuation?.max, config, 'proxy.continuation.max', p.continuation.max),
-    continuation_same_model_only: effective(ep.continuation?.same_model_only, profile, c.continuation?.same_model_only, config, 'proxy.continuation.same_model_only', p.continuation.same_model_only),
+    continuation_same_model_only: effective(
+      ep.continuation?.same_model_only,
+      profile,
+      c.continuation?.same_model_only,
+      config,
+      'proxy.continuation.same_model_only',
+      p.continuation.same_model_only,
+    ),
   };
 }
 
@@ -268,7 +308,12 @@ export function planEndpoints(config: GatewayConfig, profiles: ProfileSet, sourc
   const names = new Set<string>();
   config.discovery.static.endpoints.forEach((ep, i) => {
     if (names.has(ep.name)) {
-      problems.push({ level: 'fail', field: `discovery.static.endpoints[${i}].name`, message: `endpoint name "${ep.name}" is used twice`, fix: 'give every endpoint its own name' });
+      problems.push({
+        level: 'fail',
+        field: `discovery.static.endpoints[${i}].name`,
+        message: `endpoint name "${ep.name}" is used twice`,
+        fix: 'give every endpoint its own name',
+      });
     }
     names.add(ep.name);
     try {
@@ -276,7 +321,13 @@ export function planEndpoints(config: GatewayConfig, profiles: ProfileSet, sourc
       plans.push(plan);
       if (!plan.concurrency) {
         for (const field of ['max_queued_requests', 'queue_timeout'] as const) {
-          if (ep[field] !== undefined) problems.push({ level: 'warn', field: `discovery.static.endpoints[${i}].${field}`, message: `has no effect: endpoint "${ep.name}" has no concurrency limit (no max_concurrent_requests here or in the ${plan.profile.name} profile)`, fix: 'set max_concurrent_requests on the endpoint, or remove this key' });
+          if (ep[field] !== undefined)
+            problems.push({
+              level: 'warn',
+              field: `discovery.static.endpoints[${i}].${field}`,
+              message: `has no effect: endpoint "${ep.name}" has no concurrency limit (no max_concurrent_requests here or in the ${plan.profile.name} profile)`,
+              fix: 'set max_concurrent_requests on the endpoint, or remove this key',
+            });
         }
       }
     } catch (err) {
@@ -299,7 +350,10 @@ export function idsOf(plans: readonly EndpointPlan[]): string[] {
   for (const [shown, members] of groups) {
     const hash = fnv1a36(shown);
     if (members.length === 1) ids[members[0]] = hash;
-    else [...members].sort((a, b) => (plans[a].name < plans[b].name ? -1 : plans[a].name > plans[b].name ? 1 : 0)).forEach((m, k) => (ids[m] = `${hash}-${k + 1}`));
+    else
+      [...members]
+        .sort((a, b) => (plans[a].name < plans[b].name ? -1 : plans[a].name > plans[b].name ? 1 : 0))
+        .forEach((m, k) => (ids[m] = `${hash}-${k + 1}`));
   }
   return ids;
 }

@@ -15,7 +15,12 @@ import { sanitizeUrl, type EffectiveSettings, type EndpointPlan, type EndpointTi
 
 export type HealthState = 'unknown' | 'healthy' | 'busy' | 'warming' | 'offline' | 'unhealthy';
 export const ROUTABLE: Readonly<Record<HealthState, boolean>> = {
-  unknown: false, healthy: true, busy: true, warming: true, offline: false, unhealthy: false,
+  unknown: false,
+  healthy: true,
+  busy: true,
+  warming: true,
+  offline: false,
+  unhealthy: false,
 };
 
 /** Time to the reply head of proxied requests (from the inflight interceptor). */
@@ -110,7 +115,12 @@ export class Endpoint {
   connector!: buildConnector.connector;
 
   /** `makeQueue`: where its queue's slots are kept (the host scope's: sharing/host.ts). */
-  constructor(id: string, plan: EndpointPlan, breaker: BreakerSettings, readonly makeQueue: (ep: Endpoint, settings: QueueSettings) => EndpointQueue = (_, s) => new EndpointQueue(s)) {
+  constructor(
+    id: string,
+    plan: EndpointPlan,
+    breaker: BreakerSettings,
+    readonly makeQueue: (ep: Endpoint, settings: QueueSettings) => EndpointQueue = (_, s) => new EndpointQueue(s),
+  ) {
     this.id = id;
     this.idHash = fnv1a32(id);
     this.url = sanitizeUrl(plan.url);

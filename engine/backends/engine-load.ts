@@ -35,7 +35,11 @@ export class EngineLoad {
   onReport: ((ep: Endpoint) => void) | null = null;
   private readonly chosen = new WeakMap<Endpoint, { sources: readonly LoadSource[]; index: number; retryAt: number }>();
 
-  constructor(registry: EndpointRegistry, private readonly reader: EngineReports, private readonly log: Logger) {
+  constructor(
+    registry: EndpointRegistry,
+    private readonly reader: EngineReports,
+    private readonly log: Logger,
+  ) {
     this.inFlight = reader.singleFlight();
     registry.on('state', (ep: Endpoint) => {
       if (!ep.routable) ep.engineLoad = null;
@@ -75,19 +79,32 @@ export class EngineLoad {
         // It may have gone down while this was under way: a report of an unroutable endpoint is not kept.
         if (!ep.routable || ep.retired) return;
         const staleAfter = 2 * ep.checkIntervalMs + ep.checkTimeoutMs;
-        ep.engineLoad = { running, waiting, others: Math.max(0, running + waiting - activeThen), path: source.path, at: now, until: now + staleAfter, readAt: new Date() };
+        ep.engineLoad = {
+          running,
+          waiting,
+          others: Math.max(0, running + waiting - activeThen),
+          path: source.path,
+          at: now,
+          until: now + staleAfter,
+          readAt: new Date(),
+        };
         this.onReport?.(ep);
         return;
       } catch (err) {
         if (err instanceof NotServed) continue;
         ep.engineLoad = null;
-        if (!this.reader.stopped) this.log.debug({ endpoint: ep.name, path: source.path, err: err instanceof SyntaxError ? 'not JSON' : (err as Error).message }, 'engine load report failed; balancing counts only this gateway\'s requests');
+        if (!this.reader.stopped)
+          this.log.debug(
+            { endpoint: ep.name, path: source.path, err: err instanceof SyntaxError ? 'not JSON' : (err as Error).message },
+            "engine load report failed; balancing counts only this gateway's requests",
+          );
         return;
       }
     }
     ep.engineLoad = null;
     this.chosen.set(ep, { sources, index: 0, retryAt: performance.now() + RETRY_UNSERVED_MS });
-    if (!this.reader.stopped) this.log.debug({ endpoint: ep.name, paths: sources.map((s) => s.path) }, 'the engine serves none of its load report routes; asked again in 5 minutes');
+    if (!this.reader.stopped)
+      this.log.debug({ endpoint: ep.name, paths: sources.map((s) => s.path) }, 'the engine serves none of its load report routes; asked again in 5 minutes');
   }
 }
 

@@ -6,7 +6,9 @@
 function branded<T extends abstract new (...args: never[]) => Error>(cls: T, name: string): T {
   const brand = Symbol.for(`inference-gateway/${name}`);
   Object.defineProperty(cls.prototype, brand, { value: true });
-  Object.defineProperty(cls, Symbol.hasInstance, { value: (v: unknown) => typeof v === 'object' && v !== null && (v as Record<symbol, unknown>)[brand] === true });
+  Object.defineProperty(cls, Symbol.hasInstance, {
+    value: (v: unknown) => typeof v === 'object' && v !== null && (v as Record<symbol, unknown>)[brand] === true,
+  });
   return cls;
 }
 

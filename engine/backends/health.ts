@@ -78,7 +78,11 @@ export class HealthMonitor implements Health {
 
   /** `afterPass`: run (not awaited) after each passing check — the engine's own reports (residency, load), which must
    *  neither delay nor join the health check (a connection failure's re-check must not wait on it). */
-  constructor(private readonly registry: EndpointRegistry, private readonly log: Logger, private readonly afterPass?: (ep: Endpoint) => void) {}
+  constructor(
+    private readonly registry: EndpointRegistry,
+    private readonly log: Logger,
+    private readonly afterPass?: (ep: Endpoint) => void,
+  ) {}
 
   private started = false;
 

@@ -60,7 +60,11 @@ class Forwarding implements Handler {
 
 class BreakerWatch extends Forwarding {
   private status = 0;
-  constructor(private readonly ep: Endpoint, private ticket: Ticket, next: Handler) {
+  constructor(
+    private readonly ep: Endpoint,
+    private ticket: Ticket,
+    next: Handler,
+  ) {
     super(next);
   }
   override onResponseStart(c: Controller, status: number, headers: ReplyHeaders, message?: string): void {
@@ -91,20 +95,23 @@ class BreakerWatch extends Forwarding {
   }
 }
 
-export const breaker = (ep: Endpoint): Interceptor => (next) => (opts, handler) => {
-  const ticket = opts.lastResort ? ep.breaker.admitLastResort() : ep.breaker.admit();
-  if (!ticket) {
-    handler.onResponseError?.(null as unknown as Controller, new BreakerOpen(ep.name));
-    return true;
-  }
-  try {
-    return next(opts, new BreakerWatch(ep, ticket, handler));
-  } catch (err) {
-    // Refused before it went out: a test request's turn is given back, not held for ever.
-    ep.breaker.release(ticket);
-    throw err;
-  }
-};
+export const breaker =
+  (ep: Endpoint): Interceptor =>
+  (next) =>
+  (opts, handler) => {
+    const ticket = opts.lastResort ? ep.breaker.admitLastResort() : ep.breaker.admit();
+    if (!ticket) {
+      handler.onResponseError?.(null as unknown as Controller, new BreakerOpen(ep.name));
+      return true;
+    }
+    try {
+      return next(opts, new BreakerWatch(ep, ticket, handler));
+    } catch (err) {
+      // Refused before it went out: a test request's turn is given back, not held for ever.
+      ep.breaker.release(ticket);
+      throw err;
+    }
+  };
 
 // ---- inflight -----------------------------------------------------------------------------------
 
@@ -114,7 +121,10 @@ class InflightWatch extends Forwarding {
   /** A successful reply whose first body byte is still to come (its time is then recorded). */
   private awaitingBody = false;
   private answered = false;
-  constructor(private readonly ep: Endpoint, next: Handler) {
+  constructor(
+    private readonly ep: Endpoint,
+    next: Handler,
+  ) {
     super(next);
   }
   private finish(): void {
@@ -158,10 +168,13 @@ class InflightWatch extends Forwarding {
   }
 }
 
-export const inflight = (ep: Endpoint): Interceptor => (next) => (opts, handler) => {
-  ep.active++;
-  return next(opts, new InflightWatch(ep, handler));
-};
+export const inflight =
+  (ep: Endpoint): Interceptor =>
+  (next) =>
+  (opts, handler) => {
+    ep.active++;
+    return next(opts, new InflightWatch(ep, handler));
+  };
 
 /** Knows how far an attempt got: sent (undici started it on a connected socket), answered (a
  *  reply head arrived). */
@@ -189,7 +202,12 @@ export interface HealthReports {
 }
 
 class HealthWatch extends Tracking {
-  constructor(private readonly ep: Endpoint, private readonly reports: HealthReports, private readonly lastResort: boolean, next: Handler) {
+  constructor(
+    private readonly ep: Endpoint,
+    private readonly reports: HealthReports,
+    private readonly lastResort: boolean,
+    next: Handler,
+  ) {
     super(next);
   }
   override onResponseStart(c: Controller, status: number, headers: ReplyHeaders, message?: string): void {
@@ -209,14 +227,23 @@ class HealthWatch extends Tracking {
   }
 }
 
-export const health = (ep: Endpoint, reports: HealthReports): Interceptor => (next) => (opts, handler) => next(opts, new HealthWatch(ep, reports, opts.lastResort === true, handler));
+export const health =
+  (ep: Endpoint, reports: HealthReports): Interceptor =>
+  (next) =>
+  (opts, handler) =>
+    next(opts, new HealthWatch(ep, reports, opts.lastResort === true, handler));
 
 // ---- staleRetry ---------------------------------------------------------------------------------
 
 /** Holds a pooled attempt's failure back when the socket may have been stale, and replays the
  *  request once on a fresh connection with the same handler underneath. */
 class StaleWatch extends Tracking {
-  constructor(private readonly ep: Endpoint, private readonly dispatch: Dispatch, private readonly opts: SendOptions, next: Handler) {
+  constructor(
+    private readonly ep: Endpoint,
+    private readonly dispatch: Dispatch,
+    private readonly opts: SendOptions,
+    next: Handler,
+  ) {
     super(next);
   }
   override onResponseError(c: Controller, error: Error): void {
@@ -228,13 +255,20 @@ class StaleWatch extends Tracking {
   }
 }
 
-export const staleRetry = (ep: Endpoint): Interceptor => (next) => (opts, handler) => (opts.replaySafe ? next(opts, new StaleWatch(ep, next, opts, handler)) : next(opts, handler));
+export const staleRetry =
+  (ep: Endpoint): Interceptor =>
+  (next) =>
+  (opts, handler) =>
+    opts.replaySafe ? next(opts, new StaleWatch(ep, next, opts, handler)) : next(opts, handler);
 
 // ---- connection -------------------------------------------------------------------------------
 
 /** Closes a one-off connection once its one reply is over. */
 class CloseAfter extends Forwarding {
-  constructor(private readonly client: Client, next: Handler) {
+  constructor(
+    private readonly client: Client,
+    next: Handler,
+  ) {
     super(next);
   }
   private close(): void {
@@ -252,11 +286,13 @@ class CloseAfter extends Forwarding {
 
 /** The pool, or a connection of its own for a request that must never run twice (a stale pooled
  *  socket then cannot be what failed it) and for a stale-socket retry. */
-export const connection = (ep: Endpoint): Dispatch => (opts, handler) => {
-  if (opts.replaySafe && !opts.fresh) return ep.pool.dispatch(opts, handler);
-  const client = new Client(ep.origin, ep.dispatcherOptions());
-  return client.dispatch(opts, new CloseAfter(client, handler));
-};
+export const connection =
+  (ep: Endpoint): Dispatch =>
+  (opts, handler) => {
+    if (opts.replaySafe && !opts.fresh) return ep.pool.dispatch(opts, handler);
+    const client = new Client(ep.origin, ep.dispatcherOptions());
+    return client.dispatch(opts, new CloseAfter(client, handler));
+  };
 
 /** The endpoint's send path: breaker outermost, the connection innermost. */
 export function endpointDispatch(ep: Endpoint, reports: HealthReports): Dispatch {

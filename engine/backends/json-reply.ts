@@ -13,7 +13,10 @@ export class BoundedBody {
   private readonly chunks: Buffer[] = [];
   private size = 0;
 
-  constructor(private readonly limit: number, private readonly what: string) {}
+  constructor(
+    private readonly limit: number,
+    private readonly what: string,
+  ) {}
 
   add(chunk: Buffer): void {
     this.size += chunk.length;
@@ -81,7 +84,11 @@ class JsonReply implements Dispatcher.DispatchHandler {
   private readonly timer: NodeJS.Timeout;
   private readonly onAbort = () => this.abort(this.o.signal.reason as Error);
 
-  constructor(private readonly o: AskOptions, private readonly resolve: (v: unknown) => void, private readonly reject: (e: Error) => void) {
+  constructor(
+    private readonly o: AskOptions,
+    private readonly resolve: (v: unknown) => void,
+    private readonly reject: (e: Error) => void,
+  ) {
     o.signal.addEventListener('abort', this.onAbort, { once: true });
     this.timer = setTimeout(() => this.abort(new Error(`no reply within ${o.timeoutMs} ms`)), o.timeoutMs);
   }

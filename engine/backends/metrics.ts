@@ -35,7 +35,11 @@ export type Aggregator = 'sum' | 'max' | 'first';
 
 abstract class Metric {
   aggregator: Aggregator = 'sum';
-  constructor(readonly name: string, readonly help: string, readonly type: MetricType) {}
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly type: MetricType,
+  ) {}
   protected abstract values(): Exported[];
   get(): { name: string; help: string; type: MetricType; values: Exported[]; aggregator: string } {
     return { name: this.name, help: this.help, type: this.type, values: this.values(), aggregator: this.aggregator };
@@ -53,7 +57,10 @@ export class HistogramSeries {
   readonly counts: Float64Array;
   sum = 0;
   count = 0;
-  constructor(private readonly bounds: readonly number[], readonly labels: Labels) {
+  constructor(
+    private readonly bounds: readonly number[],
+    readonly labels: Labels,
+  ) {
     this.counts = new Float64Array(bounds.length + 1);
   }
   observe(value: number): void {
@@ -68,7 +75,12 @@ export class HistogramSeries {
 
 export class Histogram extends Metric {
   private readonly series = new Map<string, HistogramSeries>();
-  constructor(name: string, help: string, readonly labelNames: readonly string[], readonly bounds: readonly number[]) {
+  constructor(
+    name: string,
+    help: string,
+    readonly labelNames: readonly string[],
+    readonly bounds: readonly number[],
+  ) {
     super(name, help, 'histogram');
   }
   /** The series for these label values (labelNames order); cache it, it never changes. */
@@ -102,7 +114,11 @@ export interface CounterCell {
 
 export class Counter extends Metric {
   private readonly cells = new Map<string, CounterCell>();
-  constructor(name: string, help: string, readonly labelNames: readonly string[]) {
+  constructor(
+    name: string,
+    help: string,
+    readonly labelNames: readonly string[],
+  ) {
     super(name, help, 'counter');
   }
   with(...values: string[]): CounterCell {
@@ -118,7 +134,12 @@ export class Counter extends Metric {
 
 /** A series read at scrape time from state kept elsewhere. */
 class Collected extends Metric {
-  constructor(name: string, help: string, type: 'counter' | 'gauge', public read: () => Sample[]) {
+  constructor(
+    name: string,
+    help: string,
+    type: 'counter' | 'gauge',
+    public read: () => Sample[],
+  ) {
     super(name, help, type);
   }
   protected values(): Exported[] {

@@ -48,7 +48,25 @@ function llamaMeta(raw: Raw): { trained?: number; serving?: number; size?: numbe
   return meta ? { trained: num(meta.n_ctx_train), serving: num(meta.n_ctx), size: num(meta.size), params: num(meta.n_params) } : {};
 }
 
-const EXTRAS = ['max_model_len', 'max_context_length', 'loaded_context_length', 'radix_cache_size', 'speculative_decoding', 'checkpoint', 'recipe', 'permission', 'root', 'parent', 'pinned', 'estimated_size', 'publisher', 'arch', 'quantization', 'state', 'tokenizer'];
+const EXTRAS = [
+  'max_model_len',
+  'max_context_length',
+  'loaded_context_length',
+  'radix_cache_size',
+  'speculative_decoding',
+  'checkpoint',
+  'recipe',
+  'permission',
+  'root',
+  'parent',
+  'pinned',
+  'estimated_size',
+  'publisher',
+  'arch',
+  'quantization',
+  'state',
+  'tokenizer',
+];
 
 function one(raw: Raw): DiscoveredModel | null {
   const name = str(raw.name) ?? str(raw.id) ?? str(raw.model);
@@ -70,7 +88,14 @@ function one(raw: Raw): DiscoveredModel | null {
     modified: str(raw.modified_at),
     created: num(raw.created),
     ownedBy: str(raw.owned_by),
-    context: num(raw.max_model_len) ?? num(raw.max_context_length) ?? num(raw.context_length) ?? num(raw.context_window) ?? llama.serving ?? llama.trained ?? engine.context,
+    context:
+      num(raw.max_model_len) ??
+      num(raw.max_context_length) ??
+      num(raw.context_length) ??
+      num(raw.context_window) ??
+      llama.serving ??
+      llama.trained ??
+      engine.context,
     maxTokens: engine.maxTokens,
     kind: str(raw.type),
     loaded: bool(raw.loaded) ?? (raw.state === 'loaded' ? true : raw.state === 'not-loaded' ? false : undefined),
@@ -90,7 +115,7 @@ export function parseModelList(body: unknown, format = 'common'): DiscoveredMode
   const b = body as Raw | unknown[] | null;
   const models = Array.isArray((b as Raw)?.models) ? (b as Raw).models : null;
   const data = Array.isArray((b as Raw)?.data) ? (b as Raw).data : null;
-  const list = Array.isArray(b) ? b : format === 'localrunner' ? models ?? data : data ?? models;
+  const list = Array.isArray(b) ? b : format === 'localrunner' ? (models ?? data) : (data ?? models);
   if (!list) throw new ModelListError('the model list has neither a "models" nor a "data" array');
   const out: DiscoveredModel[] = [];
   for (const item of list as unknown[]) {

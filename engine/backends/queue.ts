@@ -103,8 +103,16 @@ export class EndpointQueue {
   counts(): QueueCounts {
     const w = this.waits;
     return {
-      held: this.held, queued: this.queued, admitted: this.admitted, rejectedFull: this.rejectedFull, timedOut: this.timedOut,
-      abandoned: this.abandoned, waited: w.total, waitedMs: w.totalMs, waitP50: w.percentile(50), waitP95: w.percentile(95),
+      held: this.held,
+      queued: this.queued,
+      admitted: this.admitted,
+      rejectedFull: this.rejectedFull,
+      timedOut: this.timedOut,
+      abandoned: this.abandoned,
+      waited: w.total,
+      waitedMs: w.totalMs,
+      waitP50: w.percentile(50),
+      waitP95: w.percentile(95),
     };
   }
 

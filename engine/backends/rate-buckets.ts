@@ -22,7 +22,6 @@ export interface BucketStore {
   readonly size: number;
 }
 
-
 interface Bucket {
   /** Tokens × UNIT. */
   units: number;
@@ -43,7 +42,10 @@ const capacityOf = (rate: Rate) => Math.max(1, rate.burst) * UNIT;
 export class MemoryBucketStore implements BucketStore {
   private readonly buckets = new Map<string, Bucket>();
 
-  constructor(public maxKeys: number, private readonly clock: () => number) {}
+  constructor(
+    public maxKeys: number,
+    private readonly clock: () => number,
+  ) {}
 
   get size(): number {
     return this.buckets.size;
@@ -128,7 +130,12 @@ export type LimitScope = 'global' | 'ip' | 'health' | 'internal' | 'endpoint';
 export class RateBuckets {
   readonly stores: Readonly<Record<LimitScope, MemoryBucketStore>>;
 
-  constructor(maxClients: number, clock: () => number, private readonly host: SharedBuckets | null, private readonly fleet: Fleet) {
+  constructor(
+    maxClients: number,
+    clock: () => number,
+    private readonly host: SharedBuckets | null,
+    private readonly fleet: Fleet,
+  ) {
     const store = (max: number) => new MemoryBucketStore(max, clock);
     this.stores = { global: store(1), ip: store(maxClients), health: store(maxClients), internal: store(maxClients), endpoint: store(Number.MAX_SAFE_INTEGER) };
   }
@@ -183,7 +190,11 @@ export class RateBuckets {
 
 /** An endpoint's per-endpoint limit, for the attempt loop (Endpoint.rateGate). */
 export class EndpointRateGate {
-  constructor(private readonly store: BucketStore, private readonly key: string, readonly rate: Rate) {}
+  constructor(
+    private readonly store: BucketStore,
+    private readonly key: string,
+    readonly rate: Rate,
+  ) {}
 
   /** True when the endpoint may take one more request now (a token was taken). */
   tryTake(): boolean {
@@ -198,4 +209,3 @@ export class EndpointRateGate {
     return this.store.peek(this.key, this.rate);
   }
 }
-

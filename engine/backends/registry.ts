@@ -27,7 +27,10 @@ export class EndpointRegistry extends EventEmitter {
 
   /** `health`: how what proxied requests saw (a connection failure, an answer from an endpoint
    *  out of rotation) reaches the health monitor. */
-  constructor(private readonly health: HealthReports, private readonly makeQueue?: (ep: Endpoint, settings: QueueSettings) => EndpointQueue) {
+  constructor(
+    private readonly health: HealthReports,
+    private readonly makeQueue?: (ep: Endpoint, settings: QueueSettings) => EndpointQueue,
+  ) {
     super();
   }
 

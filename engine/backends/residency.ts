@@ -27,7 +27,12 @@ export class Residency {
   private readonly listed = new WeakMap<readonly DiscoveredModel[], NameIndex<DiscoveredModel>>();
   private readonly inFlight;
 
-  constructor(registry: EndpointRegistry, private readonly catalogue: Catalogue, private readonly reader: EngineReports, private readonly log: Logger) {
+  constructor(
+    registry: EndpointRegistry,
+    private readonly catalogue: Catalogue,
+    private readonly reader: EngineReports,
+    private readonly log: Logger,
+  ) {
     this.inFlight = reader.singleFlight();
     registry.on('state', (ep: Endpoint) => {
       if (!ep.routable) this.forget(ep);
@@ -90,7 +95,11 @@ export class Residency {
       if (ep.routable && !ep.retired) this.accept(ep, entries);
     } catch (err) {
       this.forget(ep);
-      if (!this.reader.stopped) this.log.debug({ endpoint: ep.name, path, err: err instanceof SyntaxError ? 'not JSON' : (err as Error).message }, 'residency report failed; loaded models unknown');
+      if (!this.reader.stopped)
+        this.log.debug(
+          { endpoint: ep.name, path, err: err instanceof SyntaxError ? 'not JSON' : (err as Error).message },
+          'residency report failed; loaded models unknown',
+        );
     }
   }
 }

@@ -25,7 +25,10 @@ export class RetryBudget {
   /** Retries taken since start. */
   taken = 0;
 
-  constructor(settings: RetryBudgetSettings, private readonly now: () => number = () => performance.now()) {
+  constructor(
+    settings: RetryBudgetSettings,
+    private readonly now: () => number = () => performance.now(),
+  ) {
     this.configure(settings);
   }
 
@@ -59,7 +62,7 @@ export class RetryBudget {
   private balance(): number {
     let sum = 0;
     for (let i = 0; i < this.slots.length; i++) sum += this.slots[i];
-    return sum + Math.round(this.settings.minPerSecond * (this.slots.length * SLOT_MS / 1000) * MILLI);
+    return sum + Math.round(this.settings.minPerSecond * ((this.slots.length * SLOT_MS) / 1000) * MILLI);
   }
 
   /** Would a retry be allowed now? (Nothing taken.) */

@@ -46,14 +46,27 @@ export class Backends {
   /** `clock`: milliseconds, monotonic; the rate limits' time (tests pass one they move by hand).
    *  `host`: where what is host-wide is kept — this process (a gateway of one process), or the
    *  host process of a worker of gw serve --workers N (its WorkerLink). */
-  constructor(config: GatewayConfig, plans: readonly EndpointPlan[], log: Logger, clock: () => number = () => performance.now(), readonly host: HostScope = new OwnHost()) {
-    this.fleet = new Fleet(log, () => this.stats.rateLimitStoreFailures++, (e) => this.evidence(e));
+  constructor(
+    config: GatewayConfig,
+    plans: readonly EndpointPlan[],
+    log: Logger,
+    clock: () => number = () => performance.now(),
+    readonly host: HostScope = new OwnHost(),
+  ) {
+    this.fleet = new Fleet(
+      log,
+      () => this.stats.rateLimitStoreFailures++,
+      (e) => this.evidence(e),
+    );
     this.buckets = new RateBuckets(config.server.rate_limits.max_tracked_clients, clock, host.buckets, this.fleet);
     this.retries = new RetryBudget(fleetOf(config));
-    this.endpoints = new EndpointRegistry({
-      markFailed: (ep, reason) => this.health.markFailed(ep, reason),
-      markAnswered: (ep, status) => this.health.markAnswered(ep, status),
-    }, (ep, settings) => host.queue(ep, settings));
+    this.endpoints = new EndpointRegistry(
+      {
+        markFailed: (ep, reason) => this.health.markFailed(ep, reason),
+        markAnswered: (ep, status) => this.health.markAnswered(ep, status),
+      },
+      (ep, settings) => host.queue(ep, settings),
+    );
     this.catalogue = new Catalogue(() => this.endpoints.all);
     this.residency = new Residency(this.endpoints, this.catalogue, this.reports, log);
     this.engineLoad = new EngineLoad(this.endpoints, this.reports, log);

@@ -56,7 +56,18 @@ export interface StatsSnapshot {
   active: [string, number][];
 }
 
-const SUMMED = ['requestsTotal', 'inFlight', 'requestsFailed', 'requestsClientErrors', 'rateLimitStoreFailures', 'totalLatencyMs', 'connectionsOpen', 'connectionsTotal', 'gcRuns', 'gcPauseMs'] as const;
+const SUMMED = [
+  'requestsTotal',
+  'inFlight',
+  'requestsFailed',
+  'requestsClientErrors',
+  'rateLimitStoreFailures',
+  'totalLatencyMs',
+  'connectionsOpen',
+  'connectionsTotal',
+  'gcRuns',
+  'gcPauseMs',
+] as const;
 
 const WINDOW = 2048;
 const MAX_MODELS = 1000;
@@ -138,8 +149,18 @@ export class Stats {
     let t = this.translators.get(name);
     if (!t) {
       t = {
-        total: 0, succeeded: 0, failed: 0, passthrough: 0, translation: 0, streaming: 0, nonStreaming: 0, totalLatencyMs: 0,
-        malformedChunks: 0, fallbackNoCompatibleEndpoints: 0, fallbackTranslatorDoesNotSupportPassthrough: 0, fallbackCannotPassthrough: 0,
+        total: 0,
+        succeeded: 0,
+        failed: 0,
+        passthrough: 0,
+        translation: 0,
+        streaming: 0,
+        nonStreaming: 0,
+        totalLatencyMs: 0,
+        malformedChunks: 0,
+        fallbackNoCompatibleEndpoints: 0,
+        fallbackTranslatorDoesNotSupportPassthrough: 0,
+        fallbackCannotPassthrough: 0,
       };
       this.translators.set(name, t);
     }
@@ -175,11 +196,19 @@ export class Stats {
     const counters = {} as StatsSnapshot['counters'];
     for (const k of SUMMED) counters[k] = this[k];
     return {
-      worker, pid: process.pid, uptimeS: Math.round(process.uptime()), rssBytes: mem.rss, heapUsedBytes: mem.heapUsed,
-      counters, rateLimited: { ...this.rateLimited }, refused: { ...this.refused },
+      worker,
+      pid: process.pid,
+      uptimeS: Math.round(process.uptime()),
+      rssBytes: mem.rss,
+      heapUsedBytes: mem.heapUsed,
+      counters,
+      rateLimited: { ...this.rateLimited },
+      refused: { ...this.refused },
       recent: Array.from(this.recent.subarray(0, Math.min(this.samples, WINDOW))),
       judged: { count: n, failures: this.judgedFailures },
-      perEndpoint: [...this.perEndpoint], perModel: [...this.perModel], translators: [...this.translators],
+      perEndpoint: [...this.perEndpoint],
+      perModel: [...this.perModel],
+      translators: [...this.translators],
       active: endpoints.map((ep) => [ep.name, ep.active]),
     };
   }
@@ -210,7 +239,10 @@ export class HostStats extends Stats {
   private judgedF = 0;
   private readonly activeByName = new Map<string, number>();
 
-  constructor(readonly workers: readonly StatsSnapshot[], private readonly queues: ReadonlyMap<string, QueueCounts> = new Map()) {
+  constructor(
+    readonly workers: readonly StatsSnapshot[],
+    private readonly queues: ReadonlyMap<string, QueueCounts> = new Map(),
+  ) {
     super();
     for (const w of workers) {
       for (const k of SUMMED) this[k] += w.counters[k];
@@ -220,7 +252,11 @@ export class HostStats extends Stats {
       this.judgedN += w.judged.count;
       this.judgedF += w.judged.failures;
       for (const [name, c] of w.perEndpoint) addInto(this.endpoint(name), c);
-      for (const [name, c] of w.perModel) addInto(getOr(this.perModel, name, () => ({ requests: 0, errors: 0, clientErrors: 0, totalLatencyMs: 0 })), c);
+      for (const [name, c] of w.perModel)
+        addInto(
+          getOr(this.perModel, name, () => ({ requests: 0, errors: 0, clientErrors: 0, totalLatencyMs: 0 })),
+          c,
+        );
       for (const [name, t] of w.translators) addInto(this.translator(name), t);
       for (const [name, n] of w.active) this.activeByName.set(name, (this.activeByName.get(name) ?? 0) + n);
     }

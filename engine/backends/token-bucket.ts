@@ -54,4 +54,3 @@ export function reportOf(units: number, capacity: number, perMs: number, allowed
     resetS: secondsFor(capacity - units, perMs),
   };
 }
-

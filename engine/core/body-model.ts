@@ -109,7 +109,11 @@ export function replaceModel(buf: Buffer, field: ModelField, model: string): Buf
  *  itself when `model` is undefined, the body has no model string, or it names `model` already.
  *  `request`: the client's request, whose own body's model field is found already (by the route's
  *  model keys); a body a step built is searched for `model`. */
-export function withModel(body: Buffer | null, model: string | undefined, request?: { readonly body: Buffer | null; modelSpan(): ModelField | null }): Buffer | null {
+export function withModel(
+  body: Buffer | null,
+  model: string | undefined,
+  request?: { readonly body: Buffer | null; modelSpan(): ModelField | null },
+): Buffer | null {
   if (!model || !body) return body;
   const field = request && body === request.body ? request.modelSpan() : findModelField(body);
   return !field || field.value === model ? body : replaceModel(body, field, model);

@@ -2,7 +2,11 @@
 // load, compiled once into node's BlockList, which matches IPv4, IPv6 and IPv4-mapped IPv6.
 import { BlockList, isIP } from 'node:net';
 
-export interface Cidr { address: string; prefix: number; family: 'ipv4' | 'ipv6' }
+export interface Cidr {
+  address: string;
+  prefix: number;
+  family: 'ipv4' | 'ipv6';
+}
 
 /** "10.0.0.0/8", "fd00::/8", or one address (a /32 or /128); a string saying what is wrong otherwise. */
 export function parseCidr(text: string): Cidr | string {

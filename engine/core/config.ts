@@ -12,42 +12,87 @@ import { readYaml } from './yaml-file.js';
 export type Duration = string;
 export interface AuthConfig {
   type: 'basic' | 'bearer';
-  username?: string; password?: string; username_file?: string; password_file?: string;
-  token?: string; token_file?: string;
+  username?: string;
+  password?: string;
+  username_file?: string;
+  password_file?: string;
+  token?: string;
+  token_file?: string;
 }
 export interface EndpointConfig {
-  name: string; type: string; url: string; priority?: number; weight: number; version?: string;
-  health_check_url?: string; model_url?: string;
-  check_interval: Duration; check_timeout: Duration;
-  headers: Record<string, string>; auth?: AuthConfig;
-  max_concurrent_requests?: number; max_queued_requests?: number; queue_timeout?: Duration;
+  name: string;
+  type: string;
+  url: string;
+  priority?: number;
+  weight: number;
+  version?: string;
+  health_check_url?: string;
+  model_url?: string;
+  check_interval: Duration;
+  check_timeout: Duration;
+  headers: Record<string, string>;
+  auth?: AuthConfig;
+  max_concurrent_requests?: number;
+  max_queued_requests?: number;
+  queue_timeout?: Duration;
   requests_per_minute?: number;
-  retry_on_statuses?: number[]; response_timeout?: Duration; stream_idle_timeout?: Duration;
-  first_token_timeout?: Duration; cold_first_token_timeout?: Duration;
+  retry_on_statuses?: number[];
+  response_timeout?: Duration;
+  stream_idle_timeout?: Duration;
+  first_token_timeout?: Duration;
+  cold_first_token_timeout?: Duration;
   continuation?: Partial<ContinuationConfig>;
 }
 /** proxy.continuation: a stream that breaks after its content is finished by another candidate. */
-export interface ContinuationConfig { enabled: boolean; max: number; same_model_only: boolean }
+export interface ContinuationConfig {
+  enabled: boolean;
+  max: number;
+  same_model_only: boolean;
+}
 /** proxy.affinity: a conversation's requests go where its prompt is cached. */
-export interface AffinityConfig { enabled: boolean; max_load_factor: number; session_headers: string[] }
+export interface AffinityConfig {
+  enabled: boolean;
+  max_load_factor: number;
+  session_headers: string[];
+}
 export interface GatewayConfig {
   server: {
-    host: string; port: number; workers: number | 'auto'; shutdown_timeout: Duration;
-    read_header_timeout: Duration; body_idle_timeout: Duration; read_timeout: Duration; idle_timeout: Duration;
+    host: string;
+    port: number;
+    workers: number | 'auto';
+    shutdown_timeout: Duration;
+    read_header_timeout: Duration;
+    body_idle_timeout: Duration;
+    read_timeout: Duration;
+    idle_timeout: Duration;
     request_limits: { max_body_size: number; max_header_size: number };
     rate_limits: {
-      global_requests_per_minute: number; per_ip_requests_per_minute: number;
-      health_requests_per_minute: number; internal_requests_per_minute: number; burst_size: number;
+      global_requests_per_minute: number;
+      per_ip_requests_per_minute: number;
+      health_requests_per_minute: number;
+      internal_requests_per_minute: number;
+      burst_size: number;
       per_endpoint: { default_requests_per_minute: number };
-      trust_proxy_headers: boolean; trusted_proxy_cidrs: string[]; max_tracked_clients: number;
-      store: 'memory' | 'redis'; redis: { url: string; password_file?: string; key_prefix: string; timeout: Duration };
+      trust_proxy_headers: boolean;
+      trusted_proxy_cidrs: string[];
+      max_tracked_clients: number;
+      store: 'memory' | 'redis';
+      redis: { url: string; password_file?: string; key_prefix: string; timeout: Duration };
     };
   };
   proxy: {
-    load_balancer: string; affinity: AffinityConfig; degraded_traffic: { busy_one_in: number; warming_one_in: number }; connection_timeout: Duration; response_timeout: Duration; stream_idle_timeout: Duration;
-    max_retries: number; profiles_dir: string;
+    load_balancer: string;
+    affinity: AffinityConfig;
+    degraded_traffic: { busy_one_in: number; warming_one_in: number };
+    connection_timeout: Duration;
+    response_timeout: Duration;
+    stream_idle_timeout: Duration;
+    max_retries: number;
+    profiles_dir: string;
     retry: { on_statuses: number[]; budget: Duration; backoff: Duration; fleet: { ratio: number; min_per_second: number; window: Duration } };
-    first_token_timeout: Duration; cold_first_token_timeout: Duration; enable_optional_prefixes: boolean;
+    first_token_timeout: Duration;
+    cold_first_token_timeout: Duration;
+    enable_optional_prefixes: boolean;
     continuation: ContinuationConfig;
     circuit_breaker: { health_failures: number; proxy_failures: number; open_timeout: Duration; initial_open_timeout: Duration; jitter: number };
   };
@@ -108,7 +153,12 @@ const durationRe = new RegExp(DURATION_PATTERN);
 const ENV_OVERRIDES: Record<string, Override> = {
   GW_SERVER_HOST: (c, v) => (v.trim() ? void (c.server.host = v.trim()) : 'must not be empty'),
   GW_SERVER_PORT: (c, v) => (/^\d+$/.test(v) && +v <= 65535 ? void (c.server.port = +v) : 'must be a port number 0-65535'),
-  GW_SERVER_WORKERS: (c, v) => (v.trim() === 'auto' ? void (c.server.workers = 'auto') : /^\d+$/.test(v.trim()) && +v >= 1 && +v <= 256 ? void (c.server.workers = +v) : 'must be a number 1-256 or auto'),
+  GW_SERVER_WORKERS: (c, v) =>
+    v.trim() === 'auto'
+      ? void (c.server.workers = 'auto')
+      : /^\d+$/.test(v.trim()) && +v >= 1 && +v <= 256
+        ? void (c.server.workers = +v)
+        : 'must be a number 1-256 or auto',
   GW_LOGGING_LEVEL: (c, v) => {
     const level = normaliseLevel(v);
     return level ? void (c.logging.level = level) : 'must be one of debug, info, warn, error';
@@ -117,7 +167,10 @@ const ENV_OVERRIDES: Record<string, Override> = {
     const b = { true: true, '1': true, yes: true, false: false, '0': false, no: false }[v.trim().toLowerCase()];
     return b === undefined ? 'must be true or false' : void (c.discovery.model_discovery.enabled = b);
   },
-  GW_DISCOVERY_MODEL_DISCOVERY_INTERVAL: (c, v) => (durationRe.test(v.trim()) && parseDuration(v.trim()) > 0 ? void (c.discovery.model_discovery.interval = v.trim()) : 'must be a duration above zero, such as 5m'),
+  GW_DISCOVERY_MODEL_DISCOVERY_INTERVAL: (c, v) =>
+    durationRe.test(v.trim()) && parseDuration(v.trim()) > 0
+      ? void (c.discovery.model_discovery.interval = v.trim())
+      : 'must be a duration above zero, such as 5m',
 };
 
 /** A config value by dotted path ("translators.msgapi.enabled"), for YAML that names config keys. */
@@ -162,7 +215,16 @@ export function checkConfig(file: string | null, env: NodeJS.ProcessEnv = proces
     throw err;
   }
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-    return { problems: [{ level: 'fail', field: '(top level)', message: 'the file must hold a YAML mapping of keys', fix: 'start with keys such as server:, proxy:, discovery:' }] };
+    return {
+      problems: [
+        {
+          level: 'fail',
+          field: '(top level)',
+          message: 'the file must hold a YAML mapping of keys',
+          fix: 'start with keys such as server:, proxy:, discovery:',
+        },
+      ],
+    };
   }
   const problems = explain(checkStrict, structuredClone(raw));
   if (problems.some((p) => p.level === 'fail')) return { problems };
@@ -170,26 +232,54 @@ export function checkConfig(file: string | null, env: NodeJS.ProcessEnv = proces
   fillDefaults(cfg);
   // logging.level: environment, then file, then default; an invalid value warns and falls back.
   const fileLevel = normaliseLevel(cfg.logging.level);
-  if (!fileLevel) problems.push({ level: 'warn', field: 'logging.level', message: `${JSON.stringify(cfg.logging.level)} is not a log level; using info`, fix: 'use debug, info, warn or error' });
+  if (!fileLevel)
+    problems.push({
+      level: 'warn',
+      field: 'logging.level',
+      message: `${JSON.stringify(cfg.logging.level)} is not a log level; using info`,
+      fix: 'use debug, info, warn or error',
+    });
   cfg.logging.level = fileLevel ?? 'info';
   const given = raw as { proxy?: { profiles_dir?: unknown }; pipelines?: { dir?: unknown } };
   problems.push(...folderProblems('proxy.profiles_dir', cfg.proxy.profiles_dir, given.proxy?.profiles_dir !== undefined, 'profiles'));
   problems.push(...folderProblems('pipelines.dir', cfg.pipelines.dir, given.pipelines?.dir !== undefined, 'pipelines'));
   if (parseDuration(cfg.server.read_header_timeout) > parseDuration(cfg.server.read_timeout)) {
-    problems.push({ level: 'fail', field: 'server.read_header_timeout', message: `${cfg.server.read_header_timeout} is longer than server.read_timeout (${cfg.server.read_timeout}), which covers the head too`, fix: 'make read_header_timeout shorter than read_timeout' });
+    problems.push({
+      level: 'fail',
+      field: 'server.read_header_timeout',
+      message: `${cfg.server.read_header_timeout} is longer than server.read_timeout (${cfg.server.read_timeout}), which covers the head too`,
+      fix: 'make read_header_timeout shorter than read_timeout',
+    });
   }
   cfg.server.rate_limits.trusted_proxy_cidrs.forEach((text, i) => {
     const c = parseCidr(text);
-    if (typeof c === 'string') problems.push({ level: 'fail', field: `server.rate_limits.trusted_proxy_cidrs[${i}]`, message: `"${text}": ${c}`, fix: 'write a range such as 10.0.0.0/8 or fd00::/8, or one address' });
+    if (typeof c === 'string')
+      problems.push({
+        level: 'fail',
+        field: `server.rate_limits.trusted_proxy_cidrs[${i}]`,
+        message: `"${text}": ${c}`,
+        fix: 'write a range such as 10.0.0.0/8 or fd00::/8, or one address',
+      });
   });
   const redis = cfg.server.rate_limits.redis;
   const redisUrl = redisUrlProblem(redis.url);
-  if (redisUrl) problems.push({ level: 'fail', field: 'server.rate_limits.redis.url', message: redisUrl, fix: 'write redis://host:6379 (rediss:// for TLS); put the password in password_file rather than in the URL' });
+  if (redisUrl)
+    problems.push({
+      level: 'fail',
+      field: 'server.rate_limits.redis.url',
+      message: redisUrl,
+      fix: 'write redis://host:6379 (rediss:// for TLS); put the password in password_file rather than in the URL',
+    });
   if (redis.password_file !== undefined) {
     try {
       readFileSync(resolve(redis.password_file), 'utf8');
     } catch (err) {
-      problems.push({ level: 'fail', field: 'server.rate_limits.redis.password_file', message: `cannot read ${redis.password_file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, fix: 'name a file the gateway can read (a mounted secret)' });
+      problems.push({
+        level: 'fail',
+        field: 'server.rate_limits.redis.password_file',
+        message: `cannot read ${redis.password_file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+        fix: 'name a file the gateway can read (a mounted secret)',
+      });
     }
   }
   if (problems.some((p) => p.level === 'fail')) return { problems };
@@ -208,7 +298,16 @@ export function checkConfig(file: string | null, env: NodeJS.ProcessEnv = proces
 function folderProblems(field: string, dir: string, explicit: boolean, what: string): Problem[] {
   const abs = resolve(dir);
   if (!existsSync(abs)) {
-    return explicit ? [{ level: 'warn', field, message: `folder ${abs} does not exist; no custom ${what} are loaded`, fix: `create it, or correct the path (relative paths resolve against the working directory, ${process.cwd()})` }] : [];
+    return explicit
+      ? [
+          {
+            level: 'warn',
+            field,
+            message: `folder ${abs} does not exist; no custom ${what} are loaded`,
+            fix: `create it, or correct the path (relative paths resolve against the working directory, ${process.cwd()})`,
+          },
+        ]
+      : [];
   }
   if (!statSync(abs).isDirectory()) return [{ level: 'fail', field, message: `${abs} is not a folder`, fix: `point ${field} at a folder of YAML files` }];
   return [];
@@ -220,7 +319,10 @@ export function loadConfig(file: string | null, env: NodeJS.ProcessEnv = process
   if (!loaded) {
     const fails = problems.filter((p) => p.level === 'fail');
     const first = fails[0];
-    const more = fails.slice(1).map((p) => `\n  also ${p.field}: ${p.message}${p.fix ? ` — ${p.fix}` : ''}`).join('');
+    const more = fails
+      .slice(1)
+      .map((p) => `\n  also ${p.field}: ${p.message}${p.fix ? ` — ${p.fix}` : ''}`)
+      .join('');
     throw new ConfigError(file ?? BUILTIN_DEFAULT, first.field, first.message + more, first.fix);
   }
   return loaded;
@@ -242,4 +344,3 @@ function redisUrlProblem(text: string): string | undefined {
   if (db !== '' && !/^\d+$/.test(db)) return 'the path must be a database number, such as /0';
   return undefined;
 }
-

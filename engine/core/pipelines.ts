@@ -73,11 +73,21 @@ export function checkPipelines(customDir: string): PipelineLoad {
       return;
     }
     if (def.mount.fills && !def.mount.per_profile) {
-      problems.push({ level: 'fail', field: 'mount.fills', message: 'fills applies to per-profile mounts only', fix: 'add mount.per_profile: true, or list the route in mount.paths' });
+      problems.push({
+        level: 'fail',
+        field: 'mount.fills',
+        message: 'fills applies to per-profile mounts only',
+        fix: 'add mount.per_profile: true, or list the route in mount.paths',
+      });
       return;
     }
     if (def.mount.families && !def.mount.per_profile) {
-      problems.push({ level: 'fail', field: 'mount.families', message: 'families applies to per-profile mounts only', fix: 'add mount.per_profile: true, or remove mount.families' });
+      problems.push({
+        level: 'fail',
+        field: 'mount.families',
+        message: 'families applies to per-profile mounts only',
+        fix: 'add mount.per_profile: true, or remove mount.families',
+      });
       return;
     }
     const existing = byName.get(def.name);
@@ -92,11 +102,19 @@ export function checkPipelines(customDir: string): PipelineLoad {
 }
 
 function yamlFiles(dir: string): string[] {
-  return readdirSync(dir).filter((f) => /\.ya?ml$/.test(f)).sort().map((f) => join(dir, f));
+  return readdirSync(dir)
+    .filter((f) => /\.ya?ml$/.test(f))
+    .sort()
+    .map((f) => join(dir, f));
 }
 
 /** Does the pipeline name match a shared step's `only`/`except` pattern (`*` matches any run)? */
 export function nameMatches(pattern: string, name: string): boolean {
   if (!pattern.includes('*')) return pattern === name;
-  return new RegExp(`^${pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`).test(name);
+  return new RegExp(
+    `^${pattern
+      .split('*')
+      .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+  ).test(name);
 }

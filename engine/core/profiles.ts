@@ -58,14 +58,21 @@ export interface Profile {
     continuation: { routes: Record<string, ContinuationKind>; chat_fields?: Record<string, unknown>; note?: string };
   };
   characteristics: {
-    timeout?: string; max_concurrent_requests?: number; max_queued_requests: number; queue_timeout: string;
-    default_priority: number; streaming_support: boolean;
+    timeout?: string;
+    max_concurrent_requests?: number;
+    max_queued_requests: number;
+    queue_timeout: string;
+    default_priority: number;
+    streaming_support: boolean;
     /** A hosted API service rather than an engine you run (plugins/apis/msgapi/billing.ts). */
     hosted_service: boolean;
     /** Its endpoints take server.rate_limits.per_endpoint.default_requests_per_minute (hosted quotas). */
     endpoint_rate_limit: boolean;
     /** Failover settings (precedence: backends/endpoint-plans.ts). */
-    retry_on_statuses?: number[]; stream_idle_timeout?: string; first_token_timeout?: string; cold_first_token_timeout?: string;
+    retry_on_statuses?: number[];
+    stream_idle_timeout?: string;
+    first_token_timeout?: string;
+    cold_first_token_timeout?: string;
     continuation?: Partial<ContinuationConfig>;
   };
   /** `passing`: which health-check answers mean alive — 2xx, or any below 500 (`auto`: a generic
@@ -130,7 +137,10 @@ export interface ProfileLoad {
 const validate = validatorOf('profile', { useDefaults: true });
 
 function yamlFiles(dir: string): string[] {
-  return readdirSync(dir).filter((f) => /\.ya?ml$/.test(f)).sort().map((f) => join(dir, f));
+  return readdirSync(dir)
+    .filter((f) => /\.ya?ml$/.test(f))
+    .sort()
+    .map((f) => join(dir, f));
 }
 
 const inModels = (p: Problem) => p.field === 'models' || p.field.startsWith('models.') || p.field.startsWith('models[');
@@ -142,11 +152,13 @@ const inModels = (p: Problem) => p.field === 'models' || p.field.startsWith('mod
 function withoutBrokenPatterns(raw: unknown, problems: Problem[]): Problem[] {
   const fails = problems.filter((p) => p.level === 'fail');
   if (fails.length === 0 || !fails.every(inModels) || !raw || typeof raw !== 'object') return problems;
-  const ignored = problems.filter(inModels).map((p): Problem => ({
-    ...p,
-    level: 'warn',
-    message: `${p.message}; the model patterns of this profile are ignored (capabilities and context windows come from what backends report, else the platform default)`,
-  }));
+  const ignored = problems.filter(inModels).map(
+    (p): Problem => ({
+      ...p,
+      level: 'warn',
+      message: `${p.message}; the model patterns of this profile are ignored (capabilities and context windows come from what backends report, else the platform default)`,
+    }),
+  );
   delete (raw as Record<string, unknown>).models;
   return [...explain(validate, raw), ...ignored];
 }
@@ -166,7 +178,13 @@ function loadOne(file: string): { profile?: Profile; problems: Problem[]; notes?
   const api = profile.api;
   const unlisted = (field: string, paths: string[]) => {
     const missing = api.forward_all ? [] : paths.filter((p) => !api.paths.includes(p));
-    if (missing.length) problems.push({ level: 'warn', field, message: `${missing.join(', ')} not in api.paths: the allowlist refuses them anyway`, fix: 'add them to api.paths or remove them here' });
+    if (missing.length)
+      problems.push({
+        level: 'warn',
+        field,
+        message: `${missing.join(', ')} not in api.paths: the allowlist refuses them anyway`,
+        fix: 'add them to api.paths or remove them here',
+      });
   };
   unlisted('api.replay_safe_paths', api.replay_safe_paths);
   for (const kind of ['generation_paths', 'embedding_paths', 'management_paths'] as const) unlisted(`request.${kind}`, profile.request[kind]);
@@ -179,17 +197,36 @@ function fieldProblems(p: Profile): Problem[] {
   const problems: Problem[] = [];
   const fail = (field: string, message: string, fix: string) => problems.push({ level: 'fail', field, message, fix });
   const fields = p.request.model_field_paths;
-  if (fields.length === 0) fail('request.model_field_paths', 'is empty: no request of this family could be routed by its model', 'list the top-level body field that names the model, e.g. [model]');
+  if (fields.length === 0)
+    fail(
+      'request.model_field_paths',
+      'is empty: no request of this family could be routed by its model',
+      'list the top-level body field that names the model, e.g. [model]',
+    );
   fields.forEach((f, i) => {
-    if (!TOP_LEVEL_FIELD.test(f)) fail(`request.model_field_paths[${i}]`, `${JSON.stringify(f)} is not a top-level field name: the gateway reads the model from top-level body fields only (nested paths are not supported)`, 'name a top-level field such as model');
+    if (!TOP_LEVEL_FIELD.test(f))
+      fail(
+        `request.model_field_paths[${i}]`,
+        `${JSON.stringify(f)} is not a top-level field name: the gateway reads the model from top-level body fields only (nested paths are not supported)`,
+        'name a top-level field such as model',
+      );
   });
   const format = p.models.name_format;
   if (format !== undefined && !NAME_FORMATS.includes(format)) {
-    fail('models.name_format', `template ${JSON.stringify(format)} is not supported: the gateway shows model names exactly as the backend lists them`, `use ${NAME_FORMATS.map((f) => JSON.stringify(f)).join(' or ')} (both mean the listed name), or remove the field`);
+    fail(
+      'models.name_format',
+      `template ${JSON.stringify(format)} is not supported: the gateway shows model names exactly as the backend lists them`,
+      `use ${NAME_FORMATS.map((f) => JSON.stringify(f)).join(' or ')} (both mean the listed name), or remove the field`,
+    );
   }
   const last = p.api.paths.length - 1;
   for (const [name, index] of Object.entries(p.path_indices ?? {})) {
-    if (index > last) fail(`path_indices.${name}`, `index ${index} is outside api.paths, which has ${p.api.paths.length} entr${p.api.paths.length === 1 ? 'y' : 'ies'}`, last < 0 ? 'api.paths is empty: remove path_indices or list the paths' : `use an index from 0 to ${last}`);
+    if (index > last)
+      fail(
+        `path_indices.${name}`,
+        `index ${index} is outside api.paths, which has ${p.api.paths.length} entr${p.api.paths.length === 1 ? 'y' : 'ies'}`,
+        last < 0 ? 'api.paths is empty: remove path_indices or list the paths' : `use an index from 0 to ${last}`,
+      );
   }
   const shapes = new Map<string, string>();
   for (const [format, paths] of Object.entries(p.api.error_formats)) {
@@ -216,7 +253,9 @@ const NAME_FORMATS = ['{{.Name}}', '{{.Namespace}}/{{.Name}}'];
 
 /** What gw validate says of fields the gateway accepts but does not act on. */
 function informational(p: Profile): string[] {
-  const on = Object.entries(p.features ?? {}).filter(([, f]) => f?.enabled).map(([name]) => `features.${name}`);
+  const on = Object.entries(p.features ?? {})
+    .filter(([, f]) => f?.enabled)
+    .map(([name]) => `features.${name}`);
   return on.length ? [`${on.join(', ')} informational: the gateway does not act on ${on.length === 1 ? 'it' : 'them'}`] : [];
 }
 
@@ -231,7 +270,12 @@ export function checkProfiles(customDir: string): ProfileLoad {
     if (!profile) return;
     const existing = byName.get(profile.name);
     if (existing && !custom) {
-      problems.push({ level: 'fail', field: 'name', message: `profile name "${profile.name}" is also used by ${existing.source}`, fix: 'give each built-in profile its own name' });
+      problems.push({
+        level: 'fail',
+        field: 'name',
+        message: `profile name "${profile.name}" is also used by ${existing.source}`,
+        fix: 'give each built-in profile its own name',
+      });
     }
     if (existing && custom) entry.replaces = existing.source;
     byName.set(profile.name, profile);
@@ -246,12 +290,24 @@ export function checkProfiles(customDir: string): ProfileLoad {
     const entry = files.find((f) => f.file === p.source)!;
     for (const token of [p.name, ...p.type_aliases]) {
       const other = byType.get(token);
-      if (other && other !== p) entry.problems.push({ level: 'fail', field: 'type_aliases', message: `type "${token}" is already claimed by profile ${other.name} (${other.source})`, fix: 'remove it from one of the two profiles' });
+      if (other && other !== p)
+        entry.problems.push({
+          level: 'fail',
+          field: 'type_aliases',
+          message: `type "${token}" is already claimed by profile ${other.name} (${other.source})`,
+          fix: 'remove it from one of the two profiles',
+        });
       byType.set(token, p);
     }
     for (const prefix of [...p.routing.prefixes, ...p.routing.optional_prefixes]) {
       const other = prefixOwner.get(prefix);
-      if (other && other !== p) entry.problems.push({ level: 'fail', field: 'routing.prefixes', message: `prefix "${prefix}" is already used by profile ${other.name} (${other.source})`, fix: 'each prefix may name one family only' });
+      if (other && other !== p)
+        entry.problems.push({
+          level: 'fail',
+          field: 'routing.prefixes',
+          message: `prefix "${prefix}" is already used by profile ${other.name} (${other.source})`,
+          fix: 'each prefix may name one family only',
+        });
       prefixOwner.set(prefix, p);
     }
   }
@@ -314,5 +370,8 @@ export function suggestFamilies(type: string, set: ProfileSet): Profile[] {
     }
     if (score < Infinity) scored.push({ p, score });
   }
-  return scored.sort((a, b) => a.score - b.score).slice(0, 3).map((s) => s.p);
+  return scored
+    .sort((a, b) => a.score - b.score)
+    .slice(0, 3)
+    .map((s) => s.p);
 }

@@ -25,7 +25,12 @@ const AJV_OPTIONS = { allErrors: true, verbose: true, strict: false } as const;
 
 /** `code`: ajv's code options (the build's standalone validators: schemas/precompile.js). */
 export function createAjv(opts: AjvOptions & { code?: { source: boolean } } = {}) {
-  const ajv = new Ajv({ ...AJV_OPTIONS, useDefaults: opts.useDefaults ?? false, removeAdditional: opts.removeAdditional ?? false, ...(opts.code ? { code: opts.code } : {}) });
+  const ajv = new Ajv({
+    ...AJV_OPTIONS,
+    useDefaults: opts.useDefaults ?? false,
+    removeAdditional: opts.removeAdditional ?? false,
+    ...(opts.code ? { code: opts.code } : {}),
+  });
   // The config refers to the shared-step form (pipelines.before/after).
   ajv.addSchema(loadSchema('shared-steps'));
   return ajv;
@@ -47,7 +52,8 @@ export const PRECOMPILED: readonly [name: string, opts: AjvOptions][] = [
   ['shared-steps', { useDefaults: true }],
 ];
 
-export const precompiledFile = (name: string, opts: AjvOptions) => join(PACKAGE_ROOT, 'dist', 'schemas', `${name}${opts.useDefaults ? '.defaults' : ''}${opts.removeAdditional ? '.strip' : ''}.cjs`);
+export const precompiledFile = (name: string, opts: AjvOptions) =>
+  join(PACKAGE_ROOT, 'dist', 'schemas', `${name}${opts.useDefaults ? '.defaults' : ''}${opts.removeAdditional ? '.strip' : ''}.cjs`);
 
 /** What a precompiled validator was made from: the schema files, ajv's version and options. */
 export function schemaDigest(name: string, opts: AjvOptions = {}): string {
@@ -168,24 +174,43 @@ function homeOf(key: string, field: string, root: SchemaNode | undefined): strin
 }
 
 /** The dotted home as YAML, to paste: discovery.static.endpoints → "discovery: static: endpoints:". */
-const asYaml = (home: string) => home.split('.').map((k) => `${k}:`).join(' ');
+const asYaml = (home: string) =>
+  home
+    .split('.')
+    .map((k) => `${k}:`)
+    .join(' ');
 
 function describe(e: ErrorObject, base: string, root?: SchemaNode): Problem {
   const field = fieldName(e.instancePath, base);
   const where = field || '(top level)';
   // Objects and arrays are never printed: a misplaced endpoint would bring its headers along.
-  const shown = isSecret(e.instancePath) ? `${kindOf(e.data)} (value not shown: it may be a secret)`
-    : typeof e.data === 'object' && e.data !== null ? kindOf(e.data) : JSON.stringify(e.data);
+  const shown = isSecret(e.instancePath)
+    ? `${kindOf(e.data)} (value not shown: it may be a secret)`
+    : typeof e.data === 'object' && e.data !== null
+      ? kindOf(e.data)
+      : JSON.stringify(e.data);
   switch (e.keyword) {
     case 'additionalProperties': {
       const key = String(e.params.additionalProperty);
       const known = Object.keys((e.parentSchema as { properties?: object })?.properties ?? {});
       const full = field ? `${field}.${key}` : key;
       const guess = closest(key, known);
-      if (guess) return { level: 'fail', field: full, message: `unknown key "${key}"`, fix: `did you mean "${guess}"? rename it to ${field ? `${field}.` : ''}${guess}` };
+      if (guess)
+        return {
+          level: 'fail',
+          field: full,
+          message: `unknown key "${key}"`,
+          fix: `did you mean "${guess}"? rename it to ${field ? `${field}.` : ''}${guess}`,
+        };
       // A key with a home elsewhere is misplaced, not extra: ignoring it would run without it.
       const home = homeOf(key, field, root);
-      if (home) return { level: 'fail', field: full, message: `unknown key "${key}" ${field ? `under ${field}` : 'at the top level'}`, fix: `did you mean ${home}? move it there (${asYaml(home)} …)` };
+      if (home)
+        return {
+          level: 'fail',
+          field: full,
+          message: `unknown key "${key}" ${field ? `under ${field}` : 'at the top level'}`,
+          fix: `did you mean ${home}? move it there (${asYaml(home)} …)`,
+        };
       return { level: 'warn', field: full, message: `unknown key "${key}" is ignored`, fix: known.length ? `known keys here: ${known.join(', ')}` : undefined };
     }
     case 'enum':
@@ -193,13 +218,19 @@ function describe(e: ErrorObject, base: string, root?: SchemaNode): Problem {
     case 'const':
       return { level: 'fail', field: where, message: `value ${shown} is not allowed`, fix: `use ${JSON.stringify(e.params.allowedValue)}` };
     case 'required':
-      return { level: 'fail', field: where, message: `missing required key "${e.params.missingProperty}"`, fix: `add ${field ? `${field}.` : ''}${e.params.missingProperty}` };
+      return {
+        level: 'fail',
+        field: where,
+        message: `missing required key "${e.params.missingProperty}"`,
+        fix: `add ${field ? `${field}.` : ''}${e.params.missingProperty}`,
+      };
     case 'type':
       // A duration written as a bare number: say which unit to add.
       if (isDurationPattern((e.parentSchema as { pattern?: unknown })?.pattern)) {
         const number = typeof e.data === 'number' && !isSecret(e.instancePath);
         return {
-          level: 'fail', field: where,
+          level: 'fail',
+          field: where,
           message: `must be a duration string such as "5s" (got ${number ? `the number ${shown}; ${durationHint(e.data as number)}` : shown})`,
           fix: 'a duration is a number with a unit: 500ms, 5s, 5m, 1h',
         };
@@ -208,7 +239,12 @@ function describe(e: ErrorObject, base: string, root?: SchemaNode): Problem {
     case 'pattern':
       if (isDurationPattern(e.params.pattern)) {
         if (typeof e.data === 'string' && DURATION.test(e.data)) {
-          return { level: 'fail', field: where, message: `${shown} must be more than zero`, fix: 'write a duration above zero, such as 5s; zero would make the gateway spin or time out at once' };
+          return {
+            level: 'fail',
+            field: where,
+            message: `${shown} must be more than zero`,
+            fix: 'write a duration above zero, such as 5s; zero would make the gateway spin or time out at once',
+          };
         }
         return { level: 'fail', field: where, message: `${shown} is not a duration`, fix: 'write a number with a unit: 500ms, 5s, 5m, 1h' };
       }

@@ -197,8 +197,14 @@ export class FakeBackend {
         return;
       }
       if (b.status && handler?.kind === 'generate') {
-        const err = b.errorBody?.body ?? JSON.stringify({ error: { message: `fake ${this.name} failing with ${b.status}`, type: 'server_error', code: b.status } });
-        res.writeHead(b.status, { ...b.replyHeaders, 'content-type': b.errorBody?.contentType ?? 'application/json', 'content-length': Buffer.byteLength(err), 'x-fake-backend': this.name });
+        const err =
+          b.errorBody?.body ?? JSON.stringify({ error: { message: `fake ${this.name} failing with ${b.status}`, type: 'server_error', code: b.status } });
+        res.writeHead(b.status, {
+          ...b.replyHeaders,
+          'content-type': b.errorBody?.contentType ?? 'application/json',
+          'content-length': Buffer.byteLength(err),
+          'x-fake-backend': this.name,
+        });
         if (b.cutBodyAt >= 0) this.cutAfter(res, err);
         else res.end(err);
         return;
@@ -224,7 +230,13 @@ export class FakeBackend {
       res.end(JSON.stringify({ fake: this.name, method: rec.method, path: rec.url }));
       return;
     }
-    if (handler.kind !== 'generate' && handler.kind !== 'other' && b.listFailures > 0 && rec.headers['x-gw-request-id'] === undefined && /models/.test(rec.url)) {
+    if (
+      handler.kind !== 'generate' &&
+      handler.kind !== 'other' &&
+      b.listFailures > 0 &&
+      rec.headers['x-gw-request-id'] === undefined &&
+      /models/.test(rec.url)
+    ) {
       b.listFailures--;
       res.writeHead(500, { 'content-type': 'application/json' });
       res.end('{"error":"list failed"}');

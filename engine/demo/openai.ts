@@ -17,14 +17,19 @@ export function pieces(text: string): string[] {
   return text.split(/(?= )/);
 }
 
-const modelOf = (fake: FakeBackend, rec: Recorded) => (typeof rec.json?.model === 'string' ? rec.json.model : fake.models[0]?.name ?? 'fake');
+const modelOf = (fake: FakeBackend, rec: Recorded) => (typeof rec.json?.model === 'string' ? rec.json.model : (fake.models[0]?.name ?? 'fake'));
 
 /** With a prefill, the prompt's tokens and those found cached, as vLLM, SGLang and llama.cpp report them. */
 function usage(rec: Recorded, text: string) {
   const p = rec.prefill;
   const prompt = p ? p.cached + p.evaluated : Math.max(1, tokensOf(rec.text));
   const completion = Math.max(1, tokensOf(text));
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, ...(p ? { prompt_tokens_details: { cached_tokens: p.cached } } : {}) };
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    ...(p ? { prompt_tokens_details: { cached_tokens: p.cached } } : {}),
+  };
 }
 
 /** llama.cpp's `timings`: the prompt tokens found cached (cache_n) and evaluated (prompt_n). */
@@ -34,8 +39,15 @@ export function llamaTimings(fake: FakeBackend, rec: Recorded, text: string) {
   const promptMs = p.evaluated * fake.behaviour.prefillMsPerToken || 1;
   const predictedMs = pieces(text).length * fake.behaviour.chunkDelayMs || 3;
   return {
-    cache_n: p.cached, prompt_n: p.evaluated, prompt_ms: promptMs, prompt_per_token_ms: promptMs / Math.max(1, p.evaluated), prompt_per_second: (p.evaluated * 1000) / promptMs,
-    predicted_n: predicted, predicted_ms: predictedMs, predicted_per_token_ms: predictedMs / Math.max(1, predicted), predicted_per_second: (predicted * 1000) / predictedMs,
+    cache_n: p.cached,
+    prompt_n: p.evaluated,
+    prompt_ms: promptMs,
+    prompt_per_token_ms: promptMs / Math.max(1, p.evaluated),
+    prompt_per_second: (p.evaluated * 1000) / promptMs,
+    predicted_n: predicted,
+    predicted_ms: predictedMs,
+    predicted_per_token_ms: predictedMs / Math.max(1, predicted),
+    predicted_per_second: (predicted * 1000) / predictedMs,
   };
 }
 
@@ -55,13 +67,22 @@ export async function chatCompletion(fake: FakeBackend, rec: Recorded, res: Serv
     const message: Record<string, unknown> = { role: 'assistant', content: text || null };
     if (fake.reasoning) message.reasoning_content = fake.reasoning;
     if (calls.length) message.tool_calls = calls.map((c, i) => ({ id: callId(i), type: 'function', function: { name: c.name, arguments: c.arguments } }));
-    sendJson(res, 200, {
-      id, object: 'chat.completion', created: CREATED, model, system_fingerprint: 'fp_fake',
-      choices: [{ index: 0, message, logprobs: null, finish_reason: finish, ...stopReason }],
-      usage: usage(rec, text),
-      ...timings,
-      ...extra,
-    }, fake);
+    sendJson(
+      res,
+      200,
+      {
+        id,
+        object: 'chat.completion',
+        created: CREATED,
+        model,
+        system_fingerprint: 'fp_fake',
+        choices: [{ index: 0, message, logprobs: null, finish_reason: finish, ...stopReason }],
+        usage: usage(rec, text),
+        ...timings,
+        ...extra,
+      },
+      fake,
+    );
     return;
   }
   const chunk = (delta: object, finishReason: string | null, extra: object = {}) =>
@@ -72,17 +93,20 @@ export async function chatCompletion(fake: FakeBackend, rec: Recorded, res: Serv
     if (fake.reasoning) out.push(...pieces(fake.reasoning).map((p) => chunk({ reasoning_content: p }, null)));
     if (b.malformedChunk) out.push('data: {"this is not": json\n\n');
     // llama.cpp's chat route repeats a prefill at the start of its answer.
-    const echo = fake.family === 'cppengine' ? fake.prefillOf(rec) ?? '' : '';
+    const echo = fake.family === 'cppengine' ? (fake.prefillOf(rec) ?? '') : '';
     if (text) out.push(...pieces(text).map((p, i) => chunk({ content: i === 0 ? echo + p : p }, null)));
     calls.forEach((c, i) => {
       out.push(chunk({ tool_calls: [{ index: i, id: callId(i), type: 'function', function: { name: c.name, arguments: '' } }] }, null));
       // Arguments arrive in small pieces, as real backends send them.
-      for (let k = 0; k < c.arguments.length; k += 7) out.push(chunk({ tool_calls: [{ index: i, function: { arguments: c.arguments.slice(k, k + 7) } }] }, null));
+      for (let k = 0; k < c.arguments.length; k += 7)
+        out.push(chunk({ tool_calls: [{ index: i, function: { arguments: c.arguments.slice(k, k + 7) } }] }, null));
     });
     const withUsage = rec.json?.stream_options?.include_usage;
     out.push(chunk({}, finish, withUsage ? {} : timings));
     if (withUsage) {
-      out.push(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: CREATED, model, choices: [], usage: usage(rec, text), ...timings })}\n\n`);
+      out.push(
+        `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: CREATED, model, choices: [], usage: usage(rec, text), ...timings })}\n\n`,
+      );
     }
   }
   out.push('data: [DONE]\n\n');
@@ -96,8 +120,13 @@ export async function nativeMessages(fake: FakeBackend, rec: Recorded, res: Serv
   const p = fake.family === 'cppengine' ? rec.prefill : undefined;
   const input = p ? { cache_read_input_tokens: p.cached, input_tokens: p.evaluated } : { input_tokens: 7 };
   const message = {
-    id: `msg_01native${fake.executions}`, type: 'message', role: 'assistant', model,
-    content: [{ type: 'text', text: fake.replyFor(rec) }], stop_reason: 'end_turn', stop_sequence: null,
+    id: `msg_01native${fake.executions}`,
+    type: 'message',
+    role: 'assistant',
+    model,
+    content: [{ type: 'text', text: fake.replyFor(rec) }],
+    stop_reason: 'end_turn',
+    stop_sequence: null,
     usage: { ...input, output_tokens: 5 },
   };
   if (!rec.json?.stream) {
@@ -105,14 +134,18 @@ export async function nativeMessages(fake: FakeBackend, rec: Recorded, res: Serv
     return;
   }
   const ev = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
-  await fake.writeStream(res, [
-    ev('message_start', { message: { ...message, content: [], stop_reason: null, usage: { ...input, output_tokens: 1 } } }),
-    ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
-    ...pieces(fake.replyFor(rec)).map((p) => ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text: p } })),
-    ev('content_block_stop', { index: 0 }),
-    ev('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 5 } }),
-    ev('message_stop', {}),
-  ], 'text/event-stream');
+  await fake.writeStream(
+    res,
+    [
+      ev('message_start', { message: { ...message, content: [], stop_reason: null, usage: { ...input, output_tokens: 1 } } }),
+      ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+      ...pieces(fake.replyFor(rec)).map((p) => ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text: p } })),
+      ev('content_block_stop', { index: 0 }),
+      ev('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 5 } }),
+      ev('message_stop', {}),
+    ],
+    'text/event-stream',
+  );
 }
 
 /** The C++ engine's count_tokens: {input_tokens} only. Its own "tokenizer": one token per word of
@@ -133,12 +166,29 @@ export async function completion(fake: FakeBackend, rec: Recorded, res: ServerRe
   const id = `cmpl-${fake.name}-${fake.executions}`;
   const text = fake.replyFor(rec);
   if (!rec.json?.stream) {
-    sendJson(res, 200, { id, object: 'text_completion', created: CREATED, model, choices: [{ text, index: 0, logprobs: null, finish_reason: 'stop' }], usage: usage(rec, text), ...extra }, fake);
+    sendJson(
+      res,
+      200,
+      {
+        id,
+        object: 'text_completion',
+        created: CREATED,
+        model,
+        choices: [{ text, index: 0, logprobs: null, finish_reason: 'stop' }],
+        usage: usage(rec, text),
+        ...extra,
+      },
+      fake,
+    );
     return;
   }
   const chunk = (t: string, finish: string | null, extra: object = {}) =>
     `data: ${JSON.stringify({ id, object: 'text_completion', created: CREATED, model, choices: [{ text: t, index: 0, logprobs: null, finish_reason: finish }], ...extra })}\n\n`;
-  await fake.writeStream(res, [...pieces(text).map((p) => chunk(p, null)), chunk('', 'stop', { usage: usage(rec, text) }), 'data: [DONE]\n\n'], 'text/event-stream');
+  await fake.writeStream(
+    res,
+    [...pieces(text).map((p) => chunk(p, null)), chunk('', 'stop', { usage: usage(rec, text) }), 'data: [DONE]\n\n'],
+    'text/event-stream',
+  );
 }
 
 /** A deterministic small vector per input string. */
@@ -156,24 +206,47 @@ function base64Vector(v: number[]): string {
 export function embeddings(fake: FakeBackend, rec: Recorded, res: ServerResponse): void {
   const input: string[] = Array.isArray(rec.json?.input) ? rec.json.input : [String(rec.json?.input ?? '')];
   const tokens = input.reduce((n, s) => n + Math.ceil(s.length / 4), 0);
-  sendJson(res, 200, {
-    object: 'list', model: modelOf(fake, rec),
-    data: input.map((s, index) => ({ object: 'embedding', index, embedding: rec.json?.encoding_format === 'base64' ? base64Vector(vector(s)) : vector(s) })),
-    usage: { prompt_tokens: tokens, total_tokens: tokens },
-  }, fake);
+  sendJson(
+    res,
+    200,
+    {
+      object: 'list',
+      model: modelOf(fake, rec),
+      data: input.map((s, index) => ({ object: 'embedding', index, embedding: rec.json?.encoding_format === 'base64' ? base64Vector(vector(s)) : vector(s) })),
+      usage: { prompt_tokens: tokens, total_tokens: tokens },
+    },
+    fake,
+  );
 }
 
 /** GET /v1/models/{id}: one entry of the common list, or OpenAI's 404 for a model not served. */
 export function modelObject(fake: FakeBackend, rec: Recorded, res: ServerResponse, prefix: string): void {
   const id = decodeURIComponent(rec.url.split('?')[0].slice(prefix.length));
   if (!fake.models.some((m) => m.name === id)) {
-    sendJson(res, 404, { error: { message: `The model '${id}' does not exist`, type: 'invalid_request_error', param: 'model', code: 'model_not_found' } }, fake);
+    sendJson(
+      res,
+      404,
+      { error: { message: `The model '${id}' does not exist`, type: 'invalid_request_error', param: 'model', code: 'model_not_found' } },
+      fake,
+    );
     return;
   }
   sendJson(res, 200, { id, object: 'model', created: CREATED, owned_by: fake.family }, fake);
 }
 
-export type ListFormat = 'common' | 'hosted' | 'multigateway' | 'pagedengine' | 'radixengine' | 'mlxmulti' | 'cppengine' | 'deskrunner' | 'deskrunner-legacy' | 'localrunner' | 'npuengine' | 'mlxmulti-status';
+export type ListFormat =
+  | 'common'
+  | 'hosted'
+  | 'multigateway'
+  | 'pagedengine'
+  | 'radixengine'
+  | 'mlxmulti'
+  | 'cppengine'
+  | 'deskrunner'
+  | 'deskrunner-legacy'
+  | 'localrunner'
+  | 'npuengine'
+  | 'mlxmulti-status';
 
 /** The models loaded now: those marked loaded, else the first (api/ps, v1/models/status). */
 export function loadedModels(fake: FakeBackend): FakeModel[] {
@@ -191,22 +264,47 @@ export function modelList(fake: FakeBackend, format: ListFormat): unknown {
       // window a request can use.
       return {
         models: m.map((x) => ({
-          name: x.name, model: x.name, modified_at: '', size: '', digest: '', type: 'model', description: '', tags: [''], capabilities: ['completion'], parameters: '',
+          name: x.name,
+          model: x.name,
+          modified_at: '',
+          size: '',
+          digest: '',
+          type: 'model',
+          description: '',
+          tags: [''],
+          capabilities: ['completion'],
+          parameters: '',
           details: { parent_model: '', format: 'gguf', family: '', families: [''], parameter_size: '', quantization_level: '' },
         })),
         object: 'list',
         data: m.map((x) => {
           const trained = x.context ?? 4096;
           return {
-            id: x.name, aliases: [x.name], tags: [], object: 'model', created: CREATED, owned_by: 'llamacpp',
-            meta: { vocab_type: 1, n_vocab: 32000, n_ctx: x.servingContext ?? trained, n_ctx_train: trained, n_embd: 4096, n_params: 8_030_261_248, size: x.size ?? 4_920_734_208 },
+            id: x.name,
+            aliases: [x.name],
+            tags: [],
+            object: 'model',
+            created: CREATED,
+            owned_by: 'llamacpp',
+            meta: {
+              vocab_type: 1,
+              n_vocab: 32000,
+              n_ctx: x.servingContext ?? trained,
+              n_ctx_train: trained,
+              n_embd: 4096,
+              n_params: 8_030_261_248,
+              size: x.size ?? 4_920_734_208,
+            },
           };
         }),
       };
     case 'localrunner':
       return {
         models: m.map((x) => ({
-          name: x.name, model: x.name, modified_at: '2026-11-01T10:00:00Z', size: x.size ?? 4_000_000_000,
+          name: x.name,
+          model: x.name,
+          modified_at: '2026-11-01T10:00:00Z',
+          size: x.size ?? 4_000_000_000,
           digest: (x.digest ?? `sha256:${x.name}`).replace(/^sha256:/, ''),
           details: { parent_model: '', format: 'gguf', family: 'llama', families: ['llama'], parameter_size: '8B', quantization_level: 'Q4_K_M' },
         })),
@@ -214,15 +312,26 @@ export function modelList(fake: FakeBackend, format: ListFormat): unknown {
     case 'deskrunner-legacy':
       return {
         models: m.map((x) => ({
-          id: x.name, object: 'model', owned_by: 'organization-owner', permission: [],
+          id: x.name,
+          object: 'model',
+          owned_by: 'organization-owner',
+          permission: [],
           engines: { chat_completions: { context_length: x.context ?? 8192, max_tokens: 4096, tokenizer: 'bpe' } },
         })),
       };
     case 'mlxmulti-status': {
       const loaded = loadedModels(fake);
       return {
-        model_count: m.length, loaded_count: loaded.length,
-        models: m.map((x) => ({ id: x.name, loaded: loaded.includes(x), is_loading: false, pinned: false, estimated_size: x.size ?? 2_000_000_000, last_access: loaded.includes(x) ? CREATED : null })),
+        model_count: m.length,
+        loaded_count: loaded.length,
+        models: m.map((x) => ({
+          id: x.name,
+          loaded: loaded.includes(x),
+          is_loading: false,
+          pinned: false,
+          estimated_size: x.size ?? 2_000_000_000,
+          last_access: loaded.includes(x) ? CREATED : null,
+        })),
       };
     }
     default:
@@ -230,7 +339,10 @@ export function modelList(fake: FakeBackend, format: ListFormat): unknown {
         object: 'list',
         data: m.map((x) => ({
           // A multi-provider gateway names the provider in owned_by.
-          id: x.name, object: 'model', created: CREATED, owned_by: format === 'multigateway' ? (x.name.includes('/') ? x.name.split('/')[0] : 'openai') : fake.family,
+          id: x.name,
+          object: 'model',
+          created: CREATED,
+          owned_by: format === 'multigateway' ? (x.name.includes('/') ? x.name.split('/')[0] : 'openai') : fake.family,
           ...(format === 'hosted' ? { permission: [], root: x.name, parent: null } : {}),
           // Some hosted services name the context window (Groq: context_window), others do not.
           ...(format === 'hosted' && x.context ? { context_window: x.context } : {}),

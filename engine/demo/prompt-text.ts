@@ -18,7 +18,9 @@ export function promptText(j: any): string | undefined {
   const system = j.system !== undefined ? turn('system', contentText(j.system)) : '';
   const tools = Array.isArray(j.tools) && j.tools.length ? turn('tools', JSON.stringify(j.tools)) : '';
   if (Array.isArray(j.messages)) {
-    return system + tools + j.messages.map((m: any) => turn(String(m?.role), contentText(m?.content) + (m?.tool_calls ? JSON.stringify(m.tool_calls) : ''))).join('');
+    return (
+      system + tools + j.messages.map((m: any) => turn(String(m?.role), contentText(m?.content) + (m?.tool_calls ? JSON.stringify(m.tool_calls) : ''))).join('')
+    );
   }
   const prompt = j.prompt ?? j.text ?? j.inputs ?? (j.input_prefix !== undefined ? `${contentText(j.input_prefix)}${contentText(j.input_suffix)}` : undefined);
   return prompt === undefined ? undefined : system + contentText(prompt);

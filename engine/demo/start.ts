@@ -8,17 +8,24 @@ import { FakeBackend, FAKE_FAMILIES } from './index.js';
 import { Gateway } from '../kernel/gateway.js';
 import type { Plugin } from '../kernel/plugin.js';
 
-export async function startDemo(port: number, plugins: readonly Plugin[], host = 'localhost'): Promise<{ gateway: Gateway; fakes: FakeBackend[]; stop(): Promise<void> }> {
+export async function startDemo(
+  port: number,
+  plugins: readonly Plugin[],
+  host = 'localhost',
+): Promise<{ gateway: Gateway; fakes: FakeBackend[]; stop(): Promise<void> }> {
   const fakes: FakeBackend[] = [];
   for (const family of FAKE_FAMILIES) {
     fakes.push(await new FakeBackend({ family, name: `demo-${family}`, reply: `Hello from the simulated ${family} backend.` }).start());
   }
   const dir = mkdtempSync(join(tmpdir(), 'gw-demo-'));
   const configFile = join(dir, 'config.yaml');
-  writeFileSync(configFile, stringify({
-    server: { host, port },
-    discovery: { static: { endpoints: fakes.map((f) => ({ name: f.name, type: f.family, url: f.url })) } },
-  }));
+  writeFileSync(
+    configFile,
+    stringify({
+      server: { host, port },
+      discovery: { static: { endpoints: fakes.map((f) => ({ name: f.name, type: f.family, url: f.url })) } },
+    }),
+  );
   const gateway = await Gateway.create({ configFile, env: {}, plugins });
   await gateway.listen();
   return {

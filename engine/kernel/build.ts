@@ -42,7 +42,8 @@ export async function loadInputs(o: BuildOptions): Promise<Inputs> {
   const registry = new PluginRegistry(o.plugins);
   const loaded = await registry.loadThirdParty(config.plugins, process.cwd());
   loaded.forEach((r, i) => {
-    if (r.error) throw new ConfigError(source, `plugins[${i}]`, `plugin ${r.spec}: ${r.error}`, r.fix ?? 'fix the plugin, or remove it from plugins: in the config');
+    if (r.error)
+      throw new ConfigError(source, `plugins[${i}]`, `plugin ${r.spec}: ${r.error}`, r.fix ?? 'fix the plugin, or remove it from plugins: in the config');
   });
   const pipelines = checkPipelines(config.pipelines.dir);
   for (const f of pipelines.files) {

@@ -90,7 +90,13 @@ function checkSteps(def: PipelineDef, steps: Omit<Placed, 'options'>[], registry
     const reg = registry.get(s.step.use);
     if (!reg) {
       const fix = unknownPluginFix(s.step.use, registry);
-      problems.push({ level: 'fail', field: `${s.field}/use`, message: `unknown plugin "${s.step.use}"`, fix, consequence: fix.endsWith(NOT_LOADED) || undefined });
+      problems.push({
+        level: 'fail',
+        field: `${s.field}/use`,
+        message: `unknown plugin "${s.step.use}"`,
+        fix,
+        consequence: fix.endsWith(NOT_LOADED) || undefined,
+      });
       continue;
     }
     const options = structuredClone(s.step.with ?? {});
@@ -103,7 +109,8 @@ function checkSteps(def: PipelineDef, steps: Omit<Placed, 'options'>[], registry
   }
   if (terminals.length !== 1) {
     problems.push({
-      level: 'fail', field: '/steps',
+      level: 'fail',
+      field: '/steps',
       message: terminals.length === 0 ? 'no terminal step: nothing answers the request' : `${terminals.length} terminal steps: ${terminals.join(', ')}`,
       fix: 'a pipeline has exactly one terminal step (forward, translate, a status report…)',
     });
@@ -129,7 +136,8 @@ function checkFacts(placed: Placed[], registry: PluginRegistry, given: readonly 
   const providerOf = new Map<string, { index: number; label: string }>();
   for (const fact of given) providerOf.set(fact, { index: -1, label: 'the route' });
   placed.forEach((p, index) => {
-    for (const fact of factsOf(registry.get(p.step.use)!.plugin.provides, p.options)) if (!providerOf.has(fact)) providerOf.set(fact, { index, label: p.label });
+    for (const fact of factsOf(registry.get(p.step.use)!.plugin.provides, p.options))
+      if (!providerOf.has(fact)) providerOf.set(fact, { index, label: p.label });
   });
   placed.forEach((p, index) => {
     const plugin = registry.get(p.step.use)!.plugin;
@@ -137,10 +145,20 @@ function checkFacts(placed: Placed[], registry: PluginRegistry, given: readonly 
       const provider = providerOf.get(fact);
       if (provider && provider.index < index) return;
       if (provider) {
-        problems.push({ level: 'fail', field: p.field, message: `${p.step.use} ${hard ? 'needs' : 'uses'} ${fact}, which ${provider.label} provides only later`, fix: `move ${provider.label.split(' ')[0]} above ${p.step.use}: YAML order is the order steps run` });
+        problems.push({
+          level: 'fail',
+          field: p.field,
+          message: `${p.step.use} ${hard ? 'needs' : 'uses'} ${fact}, which ${provider.label} provides only later`,
+          fix: `move ${provider.label.split(' ')[0]} above ${p.step.use}: YAML order is the order steps run`,
+        });
       } else if (hard) {
         const candidates = registry.names().filter((n) => factsOf(registry.get(n)!.plugin.provides, {} as never).includes(fact));
-        problems.push({ level: 'fail', field: p.field, message: `${p.step.use} needs ${fact}, which no earlier step provides`, fix: candidates.length ? `add ${candidates.join(' or ')} above it` : `add a step that provides ${fact} above it` });
+        problems.push({
+          level: 'fail',
+          field: p.field,
+          message: `${p.step.use} needs ${fact}, which no earlier step provides`,
+          fix: candidates.length ? `add ${candidates.join(' or ')} above it` : `add a step that provides ${fact} above it`,
+        });
       }
     };
     for (const fact of factsOf(plugin.needs, p.options)) check(fact, !p.shared);
@@ -173,7 +191,8 @@ function checkPhases(placed: Placed[], phases: (number | undefined)[]): Problem[
     const before = latest.get(p.shared);
     if (before && phase < before.phase) {
       problems.push({
-        level: 'fail', field: p.field,
+        level: 'fail',
+        field: p.field,
         message: `${p.step.use} runs in the ${HOOK_PHASES[phase].name} phase, but is listed after ${before.label}, which runs later (${HOOK_PHASES[before.phase].name})`,
         fix: `move ${p.step.use} above ${before.label.split(' ')[0]}: YAML order is the order steps run`,
       });
@@ -186,27 +205,46 @@ function checkPhases(placed: Placed[], phases: (number | undefined)[]): Problem[
 /** Which per-profile pipeline serves which family: one naming it in mount.families, else the one
  *  naming none. A pipeline that fills one route claims nothing: it serves the families (of its
  *  list, if it has one) whose engine lacks that route. */
-function familyClaims(pipelines: readonly PipelineDef[], profiles: readonly Profile[], report: (def: PipelineDef, p: Problem) => void): Map<PipelineDef, Profile[]> {
+function familyClaims(
+  pipelines: readonly PipelineDef[],
+  profiles: readonly Profile[],
+  report: (def: PipelineDef, p: Problem) => void,
+): Map<PipelineDef, Profile[]> {
   const claimed = new Map<string, PipelineDef>();
   const out = new Map<PipelineDef, Profile[]>();
   const names = profiles.map((p) => p.name);
   for (const def of pipelines) {
-    for (const family of def.mount.per_profile ? def.mount.families ?? [] : []) {
+    for (const family of def.mount.per_profile ? (def.mount.families ?? []) : []) {
       if (def.mount.fills && names.includes(family)) continue;
       if (!names.includes(family)) {
         const guess = closest(family, names);
-        report(def, { level: 'fail', field: '/mount/families', message: `unknown family "${family}"`, fix: guess ? `did you mean "${guess}"?` : `families: ${names.join(', ')}` });
+        report(def, {
+          level: 'fail',
+          field: '/mount/families',
+          message: `unknown family "${family}"`,
+          fix: guess ? `did you mean "${guess}"?` : `families: ${names.join(', ')}`,
+        });
         continue;
       }
       const other = claimed.get(family);
-      if (other && other !== def) report(def, { level: 'fail', field: '/mount/families', message: `family ${family} is already claimed by pipeline ${other.name} (${other.file})`, fix: 'give each family to one specialised pipeline' });
+      if (other && other !== def)
+        report(def, {
+          level: 'fail',
+          field: '/mount/families',
+          message: `family ${family} is already claimed by pipeline ${other.name} (${other.file})`,
+          fix: 'give each family to one specialised pipeline',
+        });
       claimed.set(family, def);
     }
   }
   for (const def of pipelines) {
     if (!def.mount.per_profile) continue;
     const { fills, families } = def.mount;
-    if (fills) out.set(def, profiles.filter((p) => (!families || families.includes(p.name)) && familyPath(p, fills) === undefined));
+    if (fills)
+      out.set(
+        def,
+        profiles.filter((p) => (!families || families.includes(p.name)) && familyPath(p, fills) === undefined),
+      );
     else out.set(def, families ? profiles.filter((p) => claimed.get(p.name) === def) : profiles.filter((p) => !claimed.has(p.name)));
   }
   return out;
@@ -243,7 +281,12 @@ export function compileGraph(load: PipelineLoad, registry: PluginRegistry, runti
         const key = `${method} ${path}`;
         const other = owner.get(key);
         if (other) {
-          entry.problems.push({ level: 'fail', field: '/mount', message: `route ${key} is already mounted by pipeline ${other}`, fix: 'give each route to one pipeline' });
+          entry.problems.push({
+            level: 'fail',
+            field: '/mount',
+            message: `route ${key} is already mounted by pipeline ${other}`,
+            fix: 'give each route to one pipeline',
+          });
           continue;
         }
         owner.set(key, def.name);
@@ -251,7 +294,13 @@ export function compileGraph(load: PipelineLoad, registry: PluginRegistry, runti
         routes.push({ method, path, pipeline: def.name });
       }
     };
-    const route = (hooks: Hooks, extra: Partial<RouteInfo> = {}): RouteInfo => ({ pipeline: def.name, hooks, errorFormat: def.error_format, log: runtime.log, ...extra });
+    const route = (hooks: Hooks, extra: Partial<RouteInfo> = {}): RouteInfo => ({
+      pipeline: def.name,
+      hooks,
+      errorFormat: def.error_format,
+      log: runtime.log,
+      ...extra,
+    });
     try {
       let phasesChecked = false;
       const applied = (env: PluginEnv) => {

@@ -80,7 +80,11 @@ export class RequestContext implements Exchange {
   private modelField: ModelField | null | typeof NOT_PARSED = NOT_PARSED;
   private extras: Record<string, unknown> | null = null;
 
-  constructor(readonly req: IncomingMessage, readonly res: GatewayResponse, readonly route: RouteInfo) {
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: GatewayResponse,
+    readonly route: RouteInfo,
+  ) {
     const callerId = req.headers['x-request-id'];
     this.id = typeof callerId === 'string' && CALLER_ID.test(callerId) ? callerId : `req-${randomUUID()}`;
     const url = req.url ?? '/';
@@ -125,7 +129,7 @@ export class RequestContext implements Exchange {
   /** The shape of this request's errors: its path's (a family's native routes), else the route's. */
   get errorFormat(): ErrorFormat {
     const { errorFormats, prefix, errorFormat } = this.route;
-    return (errorFormats?.formatOf(this.requestPath, prefix ?? '')) ?? errorFormat;
+    return errorFormats?.formatOf(this.requestPath, prefix ?? '') ?? errorFormat;
   }
 
   /** Where the request may go: written once, by endpoint selection (select-endpoint). */

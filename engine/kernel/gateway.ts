@@ -116,17 +116,20 @@ export class Gateway {
     await this.backends.start();
     const srv = config.server;
     const headerMs = parseDuration(srv.read_header_timeout);
-    const server = createServer({
-      ServerResponse: GatewayResponse,
-      maxHeaderSize: srv.request_limits.max_header_size,
-      // A client has read_header_timeout to send its head, from the moment it connects (so a
-      // connection that never sends a request is closed too); Node checks on this interval.
-      headersTimeout: headerMs,
-      connectionsCheckingInterval: Math.min(1_000, Math.max(50, Math.floor(headerMs / 4))),
-      // The whole request (a body the gateway reads, or one Node drains after an early answer)
-      // within read_timeout; read-body also cuts a body that pauses. Replies are not timed here.
-      requestTimeout: parseDuration(srv.read_timeout),
-    }, this.onRequest as never);
+    const server = createServer(
+      {
+        ServerResponse: GatewayResponse,
+        maxHeaderSize: srv.request_limits.max_header_size,
+        // A client has read_header_timeout to send its head, from the moment it connects (so a
+        // connection that never sends a request is closed too); Node checks on this interval.
+        headersTimeout: headerMs,
+        connectionsCheckingInterval: Math.min(1_000, Math.max(50, Math.floor(headerMs / 4))),
+        // The whole request (a body the gateway reads, or one Node drains after an early answer)
+        // within read_timeout; read-body also cuts a body that pauses. Replies are not timed here.
+        requestTimeout: parseDuration(srv.read_timeout),
+      },
+      this.onRequest as never,
+    );
     this.applyServerSettings(server, config);
     // Expect: 100-continue is answered by read-body once the declared length is known to fit.
     server.on('checkContinue', this.onRequest);
@@ -145,7 +148,10 @@ export class Gateway {
       });
     });
     const addr = server.address() as AddressInfo;
-    this.log.info({ host: addr.address, port: addr.port, version: VERSION, config: source, endpoints: this.backends.endpoints.all.length }, this.options.link ? 'worker listening' : 'gateway listening');
+    this.log.info(
+      { host: addr.address, port: addr.port, version: VERSION, config: source, endpoints: this.backends.endpoints.all.length },
+      this.options.link ? 'worker listening' : 'gateway listening',
+    );
     await this.watch();
     return addr;
   }
@@ -193,7 +199,14 @@ export class Gateway {
     let next: Current;
     try {
       inputs = await loadInputs(this.options);
-      const runtime = runtimeOf({ ...inputs, backends: this.backends, log: this.log, version: VERSION, startedAt: this.runtime.startedAt, reload: this.status });
+      const runtime = runtimeOf({
+        ...inputs,
+        backends: this.backends,
+        log: this.log,
+        version: VERSION,
+        startedAt: this.runtime.startedAt,
+        reload: this.status,
+      });
       next = { graph: compile(inputs, runtime, this.runner), runtime };
     } catch (err) {
       // Watch what the edited config names, even though it did not load: fixing a plugin it
@@ -207,7 +220,10 @@ export class Gateway {
       const before = this.runtime.config.server;
       const after = inputs.config.server;
       if (before.host !== after.host || before.port !== after.port || before.request_limits.max_header_size !== after.request_limits.max_header_size) {
-        this.log.warn({ host: before.host, port: before.port }, 'server.host, server.port and server.request_limits.max_header_size take effect at the next restart; still serving as before');
+        this.log.warn(
+          { host: before.host, port: before.port },
+          'server.host, server.port and server.request_limits.max_header_size take effect at the next restart; still serving as before',
+        );
       }
       if (this.runtime.config.logging.format !== inputs.config.logging.format) {
         this.log.warn({ format: this.runtime.config.logging.format }, 'logging.format takes effect at the next restart; still logging as before');
@@ -221,7 +237,16 @@ export class Gateway {
       this.status.generation++;
       this.status.ok = true;
       this.status.error = null;
-      this.log.info({ reason, generation: this.status.generation, added: r.added.map((e) => e.name), removed: r.removed.map((e) => e.name), routes: next.graph.routes.length }, 'configuration reloaded');
+      this.log.info(
+        {
+          reason,
+          generation: this.status.generation,
+          added: r.added.map((e) => e.name),
+          removed: r.removed.map((e) => e.name),
+          routes: next.graph.routes.length,
+        },
+        'configuration reloaded',
+      );
     } catch (err) {
       this.failed(reason, err);
       return false;
@@ -235,7 +260,10 @@ export class Gateway {
     const e = err instanceof ConfigError ? err : new ConfigError('(reload)', '', (err as Error).message);
     this.status.ok = false;
     this.status.error = e.message;
-    this.log.error({ reason, file: e.file, field: e.field || undefined, fix: e.fix || undefined, problem: e.problem }, 'reload failed; the configuration loaded before keeps serving');
+    this.log.error(
+      { reason, file: e.file, field: e.field || undefined, fix: e.fix || undefined, problem: e.problem },
+      'reload failed; the configuration loaded before keeps serving',
+    );
   }
 
   /** Watch what `config` names. A worker watches nothing: its host watches and tells it. */

@@ -42,7 +42,7 @@ export interface Plugin<O = any> {
 }
 
 export function factsOf<O>(facts: Facts<O> | undefined, options: O): readonly string[] {
-  return typeof facts === 'function' ? facts(options) : facts ?? [];
+  return typeof facts === 'function' ? facts(options) : (facts ?? []);
 }
 
 export function definePlugin<O = Record<string, any>>(plugin: Plugin<O>): Plugin<O> {
@@ -113,17 +113,43 @@ export class PluginRegistry {
     const isPath = spec.startsWith('.') || spec.startsWith('/');
     const target = isPath ? resolve(cwd, spec) : spec;
     if (isPath && !existsSync(target)) {
-      return { spec, names: [], error: `cannot load: ${target} does not exist (relative paths resolve against the working directory, ${cwd})`, fix: 'correct the path in plugins: or run the gateway from the folder it is relative to' };
+      return {
+        spec,
+        names: [],
+        error: `cannot load: ${target} does not exist (relative paths resolve against the working directory, ${cwd})`,
+        fix: 'correct the path in plugins: or run the gateway from the folder it is relative to',
+      };
     }
     let file: string;
     try {
       // A file, a package folder (its package.json main), or an installed package by name.
-      file = isPath ? (statSync(target).isDirectory() ? createRequire(join(target, 'index.js')).resolve(target) : target) : createRequire(join(cwd, 'package.json')).resolve(spec);
+      file = isPath
+        ? statSync(target).isDirectory()
+          ? createRequire(join(target, 'index.js')).resolve(target)
+          : target
+        : createRequire(join(cwd, 'package.json')).resolve(spec);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (isPath) return { spec, names: [], error: `cannot load: ${(err as Error).message.split('\n')[0]}`, fix: `give ${target} a package.json "main" or an index.js, or name the plugin's file` };
-      if (code !== 'MODULE_NOT_FOUND') return { spec, names: [], error: `cannot load: ${(err as Error).message.split('\n')[0]}`, fix: `reinstall ${spec}, or name the plugin's file by its path` };
-      return { spec, names: [], error: `cannot load: package ${spec} is not installed`, fix: `npm install ${spec} in ${cwd} (package names resolve from the working directory), or name the plugin's file or folder by its path` };
+      if (isPath)
+        return {
+          spec,
+          names: [],
+          error: `cannot load: ${(err as Error).message.split('\n')[0]}`,
+          fix: `give ${target} a package.json "main" or an index.js, or name the plugin's file`,
+        };
+      if (code !== 'MODULE_NOT_FOUND')
+        return {
+          spec,
+          names: [],
+          error: `cannot load: ${(err as Error).message.split('\n')[0]}`,
+          fix: `reinstall ${spec}, or name the plugin's file by its path`,
+        };
+      return {
+        spec,
+        names: [],
+        error: `cannot load: package ${spec} is not installed`,
+        fix: `npm install ${spec} in ${cwd} (package names resolve from the working directory), or name the plugin's file or folder by its path`,
+      };
     }
     let mod: Record<string, unknown>;
     try {
@@ -157,9 +183,13 @@ export interface LoadResult {
 function importFailure(err: NodeJS.ErrnoException, file: string, folder: string): { error: string; fix: string } {
   const missing = /^Cannot find package '([^']+)'/.exec(err.message)?.[1];
   if (err.code === 'ERR_MODULE_NOT_FOUND' && missing && !missing.startsWith('/')) {
-    return { error: `cannot load ${file}: ${err.message}`, fix: `install it for the plugin: npm install ${missing} in ${folder} (inference-gateway itself needs no install)` };
+    return {
+      error: `cannot load ${file}: ${err.message}`,
+      fix: `install it for the plugin: npm install ${missing} in ${folder} (inference-gateway itself needs no install)`,
+    };
   }
-  if (err.name === 'SyntaxError') return { error: `cannot load ${file}: SyntaxError: ${err.message}`, fix: `node --check ${file} shows the line (or the file it imports that has it)` };
+  if (err.name === 'SyntaxError')
+    return { error: `cannot load ${file}: SyntaxError: ${err.message}`, fix: `node --check ${file} shows the line (or the file it imports that has it)` };
   // Where it threw, when it threw while running: the first frame in a file.
   const frame = /(file:\/\/[^\s)]+?)(:\d+:\d+)/.exec(err.stack ?? '');
   const at = frame ? ` (at ${fileURLToPath(frame[1])}${frame[2]})` : '';

@@ -16,7 +16,10 @@ export class Reloader {
   private again = false;
   private closed = false;
 
-  constructor(private readonly reload: (reason: string) => Promise<unknown>, private readonly log: Logger) {}
+  constructor(
+    private readonly reload: (reason: string) => Promise<unknown>,
+    private readonly log: Logger,
+  ) {}
 
   /** Watch exactly these paths (files or folders, existing or not yet): the watcher is kept
    *  and told the difference, so no change is lost while a new one would scan. */
@@ -69,10 +72,11 @@ export class Reloader {
   private changed(): void {
     if (this.closed) return;
     if (this.timer) this.timer.refresh();
-    else this.timer = setTimeout(() => {
-      this.timer = null;
-      void this.trigger('file change');
-    }, SETTLE_MS);
+    else
+      this.timer = setTimeout(() => {
+        this.timer = null;
+        void this.trigger('file change');
+      }, SETTLE_MS);
   }
 
   /** Reload now, or once more after the reload under way. A reload that throws is logged and

@@ -52,11 +52,34 @@ export interface Runtime {
   worker: number | null;
 }
 
-export function runtimeOf(o: { config: GatewayConfig; source: string; profiles: ProfileSet; backends: Backends; log: Logger; version: string; startedAt: Date; reload: ReloadStatus }): Runtime {
+export function runtimeOf(o: {
+  config: GatewayConfig;
+  source: string;
+  profiles: ProfileSet;
+  backends: Backends;
+  log: Logger;
+  version: string;
+  startedAt: Date;
+  reload: ReloadStatus;
+}): Runtime {
   const { backends } = o;
   return {
-    config: o.config, source: o.source, profiles: o.profiles, log: o.log, version: o.version, startedAt: o.startedAt, reload: o.reload,
-    endpoints: backends.endpoints, health: backends.health, catalogue: backends.catalogue, discovery: backends.discovery, residency: backends.residency, stats: backends.stats, metrics: backends.metrics, buckets: backends.buckets, retries: backends.retries,
+    config: o.config,
+    source: o.source,
+    profiles: o.profiles,
+    log: o.log,
+    version: o.version,
+    startedAt: o.startedAt,
+    reload: o.reload,
+    endpoints: backends.endpoints,
+    health: backends.health,
+    catalogue: backends.catalogue,
+    discovery: backends.discovery,
+    residency: backends.residency,
+    stats: backends.stats,
+    metrics: backends.metrics,
+    buckets: backends.buckets,
+    retries: backends.retries,
     hostStats: () => backends.host.stats(backends.stats, backends.endpoints.all),
     worker: backends.host.worker,
   };

@@ -18,7 +18,7 @@ export { backendHeaders } from '../routing/reply.js';
 export function sendUpstream(ctx: Context, policy: SendPolicy<Context>, keep?: (c: Candidate) => boolean): Promise<true> {
   const plan = ctx.plan;
   // A step's Context is the kernel's RequestContext, whose attempt record the loop keeps.
-  return attemptLoop<RequestContext>(ctx as RequestContext, policy, plan && keep ? narrowed(plan, keep) : plan ?? undefined);
+  return attemptLoop<RequestContext>(ctx as RequestContext, policy, plan && keep ? narrowed(plan, keep) : (plan ?? undefined));
 }
 
 /** proxy.retry as a terminal step's retry settings, with what they read of the backends' state. */
@@ -31,7 +31,7 @@ export function retrySettings(env: Runtime): RetrySettings {
     fleet: env.retries,
     contextWindow: (ep, model) => {
       const m = catalogue.find(model)?.value;
-      return m ? m.servedAs.get(ep)?.context ?? m.contextWindow : undefined;
+      return m ? (m.servedAs.get(ep)?.context ?? m.contextWindow) : undefined;
     },
     cold: (ep, model) => env.residency.isLoaded(ep, model) === false,
   };

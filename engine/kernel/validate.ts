@@ -18,7 +18,9 @@ type Level = 'PASS' | 'WARN' | 'FAIL';
 
 /** "response_timeout 2s (proxy.response_timeout), stream_idle_timeout 300s (default), …" */
 export function settingsText(s: EffectiveSettings): string {
-  return Object.entries(s).map(([key, e]) => `${key} ${Array.isArray(e.value) ? `[${e.value.join(', ')}]` : e.value} (${e.from})`).join(', ');
+  return Object.entries(s)
+    .map(([key, e]) => `${key} ${Array.isArray(e.value) ? `[${e.value.join(', ')}]` : e.value} (${e.from})`)
+    .join(', ');
 }
 
 /** A shared step's problem once, however many pipelines it wraps. */
@@ -79,7 +81,11 @@ export async function validate(configFile: string | null, env: NodeJS.ProcessEnv
   if (profileLoad.profiles) {
     const planned = planEndpoints(config, profileLoad.profiles, source);
     plans = planned.plans;
-    report(`endpoints in ${show(source)}`, planned.problems, `${plans.length} endpoint${plans.length === 1 ? '' : 's'} (${plans.map((p) => `${p.name}: ${p.profile.name}`).join(', ')})`);
+    report(
+      `endpoints in ${show(source)}`,
+      planned.problems,
+      `${plans.length} endpoint${plans.length === 1 ? '' : 's'} (${plans.map((p) => `${p.name}: ${p.profile.name}`).join(', ')})`,
+    );
     endpointsOk = !planned.problems.some((p) => p.level === 'fail');
     // The timeouts and failover settings each endpoint runs with, and which setting won.
     for (const p of plans) line('PASS', `endpoint ${p.name}: ${settingsText(p.settings)}`);
@@ -100,10 +106,22 @@ export async function validate(configFile: string | null, env: NodeJS.ProcessEnv
   if (profileLoad.profiles && endpointsOk) {
     const log = createLogger('error');
     const backends = new Backends(config, plans, log);
-    const runtime = runtimeOf({ config, source, profiles: profileLoad.profiles, backends, log, version: VERSION, startedAt: new Date(), reload: { generation: 0, last_attempt: null, ok: true, error: null } });
+    const runtime = runtimeOf({
+      config,
+      source,
+      profiles: profileLoad.profiles,
+      backends,
+      log,
+      version: VERSION,
+      startedAt: new Date(),
+      reload: { generation: 0, last_attempt: null, ok: true, error: null },
+    });
     const { problems: compiled, graph } = compileGraph(pipelineLoad, plugins, runtime, () => undefined);
     for (const { problem, file, pipelines } of foldShared(compiled, pipelineLoad, source)) {
-      const where = pipelines.length === 1 ? ` (pipeline ${pipelines[0]})` : ` (in ${pipelines.length} pipelines: ${pipelines.slice(0, 3).join(', ')}${pipelines.length > 3 ? ', …' : ''})`;
+      const where =
+        pipelines.length === 1
+          ? ` (pipeline ${pipelines[0]})`
+          : ` (in ${pipelines.length} pipelines: ${pipelines.slice(0, 3).join(', ')}${pipelines.length > 3 ? ', …' : ''})`;
       problemLine(file === source ? `config ${show(source)}` : `shared steps (${show(file)})`, problem, where);
     }
     for (const c of compiled) {
@@ -113,7 +131,15 @@ export async function validate(configFile: string | null, env: NodeJS.ProcessEnv
       const own = c.problems.filter((p) => !writtenIn(p.field, c.file, pipelineLoad, source).shared);
       // A pipeline a failing shared step wraps has its FAIL line above, not a PASS here.
       const sharedFailed = c.problems.some((p) => p.level === 'fail' && !own.includes(p));
-      report(`pipeline ${c.pipeline} (${show(c.file)})`, own, sharedFailed ? null : graph ? `${c.pipeline === 'proxy' ? `${paths} routes` : `${paths} route${paths === 1 ? '' : 's'}`}${replaced ? `, replaces the built-in ${show(replaced)}` : ''}` : 'steps valid');
+      report(
+        `pipeline ${c.pipeline} (${show(c.file)})`,
+        own,
+        sharedFailed
+          ? null
+          : graph
+            ? `${c.pipeline === 'proxy' ? `${paths} routes` : `${paths} route${paths === 1 ? '' : 's'}`}${replaced ? `, replaces the built-in ${show(replaced)}` : ''}`
+            : 'steps valid',
+      );
     }
     await backends.stop();
   }

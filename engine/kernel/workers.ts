@@ -24,7 +24,11 @@ export class Supervisor {
   private deaths: number[] = [];
   private readonly respawns = new Set<NodeJS.Timeout>();
 
-  constructor(private readonly gateway: Gateway, readonly count: number, private readonly log: Logger) {
+  constructor(
+    private readonly gateway: Gateway,
+    readonly count: number,
+    private readonly log: Logger,
+  ) {
     this.host = new HostState(gateway.backends, log);
   }
 
@@ -90,11 +94,14 @@ export class Supervisor {
     this.stopping = true;
     for (const t of this.respawns) clearTimeout(t);
     const waitMs = parseDuration(this.gateway.runtime.config.server.shutdown_timeout) + 5_000;
-    const exits = [...this.slots.values()].map((w) => new Promise<void>((done) => {
-      if (w.isDead()) return done();
-      w.once('exit', () => done());
-      w.process.kill('SIGTERM');
-    }));
+    const exits = [...this.slots.values()].map(
+      (w) =>
+        new Promise<void>((done) => {
+          if (w.isDead()) return done();
+          w.once('exit', () => done());
+          w.process.kill('SIGTERM');
+        }),
+    );
     const late = setTimeout(() => {
       for (const w of this.slots.values()) if (!w.isDead()) w.process.kill('SIGKILL');
     }, waitMs);

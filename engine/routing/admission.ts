@@ -60,7 +60,9 @@ export function endpointsRateLimited(provider: string, limited: readonly Endpoin
   }
   const retryAfter = Math.max(1, soonest?.retryAfterS ?? 1);
   return gwError('ENDPOINT_RATE_LIMITED', { provider, endpoints: limited.map((e) => e.name).join(', '), retryAfter }, [
-    'retry-after', String(retryAfter), ...(soonest ? rateLimitHeaders(soonest) : []),
+    'retry-after',
+    String(retryAfter),
+    ...(soonest ? rateLimitHeaders(soonest) : []),
   ]);
 }
 
@@ -69,7 +71,8 @@ export function rateLimitHeaders(t: Take): string[] {
   return ['x-ratelimit-limit', String(t.limit), 'x-ratelimit-remaining', String(t.remaining), 'x-ratelimit-reset', String(t.resetS)];
 }
 
-const busy = (key: 'QUEUE_FULL' | 'QUEUE_TIMEOUT', detail: Record<string, unknown>, retryAfter: number) => gwError(key, detail, ['retry-after', String(retryAfter)]);
+const busy = (key: 'QUEUE_FULL' | 'QUEUE_TIMEOUT', detail: Record<string, unknown>, retryAfter: number) =>
+  gwError(key, detail, ['retry-after', String(retryAfter)]);
 
 /** Wait `ms`; false when the client went away meanwhile (the wait ends at once). */
 export async function pause(ex: Exchange, ms: number): Promise<boolean> {

@@ -48,7 +48,10 @@ export abstract class AttemptHandler<C extends Exchange> {
   protected arm(at: number, always = false): void {
     const ms = at - performance.now();
     if ((!always && !(ms < this.ep.timeouts.responseMs * 0.99)) || !(ms < Infinity)) return;
-    this.deadline ??= new Deadline(() => this.onDeadline(), (err) => this.abort(err instanceof StepFailed ? err : new StepFailed(err)));
+    this.deadline ??= new Deadline(
+      () => this.onDeadline(),
+      (err) => this.abort(err instanceof StepFailed ? err : new StepFailed(err)),
+    );
     this.deadline.set(at);
   }
 

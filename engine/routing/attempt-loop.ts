@@ -24,11 +24,31 @@ import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../backends/endpoints.js';
 import { BreakerOpen, ClientGone } from '../backends/failures.js';
 import { pause, waitForSlot } from './admission.js';
-import { AttemptFailed, BudgetSpent, type AnswerKeeper, type AttemptControl, type Broken, type HeldReply, type Outcome, type RetryableKind } from './attempt.js';
+import {
+  AttemptFailed,
+  BudgetSpent,
+  type AnswerKeeper,
+  type AttemptControl,
+  type Broken,
+  type HeldReply,
+  type Outcome,
+  type RetryableKind,
+} from './attempt.js';
 import { AttemptState, type FailedAttempt } from './attempt-state.js';
 import { Continuations, type ContinuationApi, type ContinuationHost, type Splice } from './continuation.js';
 import { firstTokenOverride } from './deadline.js';
-import { chargesFleet, connectionOutcome, exhaustedError, fallbackRouting, largerContextAhead, PlanWalk, retryDelay, type Exhaustion, type Failure, type Step } from './decisions.js';
+import {
+  chargesFleet,
+  connectionOutcome,
+  exhaustedError,
+  fallbackRouting,
+  largerContextAhead,
+  PlanWalk,
+  retryDelay,
+  type Exhaustion,
+  type Failure,
+  type Step,
+} from './decisions.js';
 import type { Exchange, SendPolicy } from './exchange.js';
 import type { Candidate, RoutePlan } from './plan.js';
 import { Relay } from './relay.js';
@@ -64,7 +84,16 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
   answer: AnswerKeeper | null = null;
 
   private walk: PlanWalk;
-  private readonly x: Exhaustion = { failed: 0, skipped: 0, testAt: Infinity, full: null, limited: null, last: undefined, budgetSpent: false, unreachable: null };
+  private readonly x: Exhaustion = {
+    failed: 0,
+    skipped: 0,
+    testAt: Infinity,
+    full: null,
+    limited: null,
+    last: undefined,
+    budgetSpent: false,
+    unreachable: null,
+  };
   private held: Held | null = null;
   /** The last attempt's failure and endpoint (what the next attempt costs the fleet). */
   private previous: Failure | null = null;
@@ -90,7 +119,11 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
   /** The index in `candidates` of the attempt under way. */
   current = 0;
 
-  constructor(private readonly ex: C, private readonly policy: SendPolicy<C>, private readonly plan: RoutePlan) {
+  constructor(
+    private readonly ex: C,
+    private readonly policy: SendPolicy<C>,
+    private readonly plan: RoutePlan,
+  ) {
     super();
     ex.track(this);
     this.walk = new PlanWalk(plan.candidates);
@@ -104,7 +137,14 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
 
   canRetry(kind: RetryableKind): boolean {
     const retry = this.policy.retry;
-    if (!this.safe || retry === undefined || this.count - this.phaseStart > this.policy.maxRetries || performance.now() >= this.budgetEnds || !retry.fleet.canRetry()) return false;
+    if (
+      !this.safe ||
+      retry === undefined ||
+      this.count - this.phaseStart > this.policy.maxRetries ||
+      performance.now() >= this.budgetEnds ||
+      !retry.fleet.canRetry()
+    )
+      return false;
     if (this.walk.waiting) return true;
     return this.retryAfter({ kind, retryAfterMs: kind === 'status' ? this.pauseOf(this.endpoint!) : undefined }) !== null;
   }
@@ -124,7 +164,8 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
 
   passedOn(): void {
     const retry = this.policy.retry;
-    if (this.safe && retry && this.count - this.phaseStart <= this.policy.maxRetries && performance.now() < this.budgetEnds && !retry.fleet.canRetry()) retry.fleet.exhausted++;
+    if (this.safe && retry && this.count - this.phaseStart <= this.policy.maxRetries && performance.now() < this.budgetEnds && !retry.fleet.canRetry())
+      retry.fleet.exhausted++;
   }
 
   continuationAllowed(): boolean {
@@ -211,7 +252,8 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
       if (outcome.relayed) {
         // A continuation that never joined (its client left first): the broken stream's answer.
         if (this.continuations.broken && this.continuation !== 'continued') return this.endBroken();
-        if (ex.res.headersSent && ex.error && !(ex.error instanceof ClientGone)) ex.log.warn({ req: ex.id, endpoint: ep.name, err: ex.error }, 'the reply broke off after it had started');
+        if (ex.res.headersSent && ex.error && !(ex.error instanceof ClientGone))
+          ex.log.warn({ req: ex.id, endpoint: ep.name, err: ex.error }, 'the reply broke off after it had started');
         return true;
       }
       this.failed(c, step, outcome);
@@ -243,7 +285,17 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
     if (k.broken && c.group > 0) this.fellBack = fallbackRouting(this.plan, this.tried?.[0]) ?? this.fellBack;
     ex.prepare(up);
     return new Promise((resolve) => {
-      ep.dispatch({ path: up.path, method: up.method as Dispatcher.HttpMethod, headers: up.headers, body: up.body, replaySafe: this.safe, lastResort: c.why === 'last_resort' }, new Relay(ex, this, ep, this.policy, this, resolve));
+      ep.dispatch(
+        {
+          path: up.path,
+          method: up.method as Dispatcher.HttpMethod,
+          headers: up.headers,
+          body: up.body,
+          replaySafe: this.safe,
+          lastResort: c.why === 'last_resort',
+        },
+        new Relay(ex, this, ep, this.policy, this, resolve),
+      );
     });
   }
 
@@ -285,7 +337,8 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
       failure = { kind: error.kind, retryAfterMs: error.kind === 'status' ? this.pauseOf(ep) : undefined };
       said = error.outcome;
       // A fallback's client error never replaces the primary's failure as the answer.
-      if (error.held && !(error.kind === 'client_error' && this.held)) this.held = { ...error.held, fallback: index >= this.fallbackFrom, entry: this.tried?.length ?? 0 };
+      if (error.held && !(error.kind === 'client_error' && this.held))
+        this.held = { ...error.held, fallback: index >= this.fallbackFrom, entry: this.tried?.length ?? 0 };
       if (error.kind === 'context_length') this.minContext = this.windowOf(c) || 1;
     } else if (error instanceof BudgetSpent) {
       this.recordFailure(ep, 'budget_spent');
@@ -394,6 +447,4 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
     const name = c.model ?? this.ex.model;
     return (name && this.policy.retry?.contextWindow(c.endpoint, name)) || 0;
   }
-
-
 }

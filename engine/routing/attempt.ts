@@ -23,7 +23,11 @@ export interface HeldReply {
 /** An attempt that failed in a way another candidate may fix: a held status, a stream that
  *  failed before its first content, a first-token deadline. `outcome`: in words, for the log. */
 export class AttemptFailed extends Error {
-  constructor(readonly outcome: string, readonly kind: 'status' | 'stream' | 'first_token' | 'context_length' | 'client_error', readonly held: HeldReply | null = null) {
+  constructor(
+    readonly outcome: string,
+    readonly kind: 'status' | 'stream' | 'first_token' | 'context_length' | 'client_error',
+    readonly held: HeldReply | null = null,
+  ) {
     super(`attempt failed: ${outcome}`);
   }
 }
@@ -90,4 +94,3 @@ export interface Broken {
   endHonestly(): void;
 }
 export const RELAYED: Outcome = { relayed: true };
-

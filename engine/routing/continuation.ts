@@ -144,7 +144,12 @@ export class Continuations implements AnswerKeeper {
   /** Could another candidate continue the attempt under way? Asked at its first bytes. */
   private worthKeeping: boolean | undefined;
 
-  constructor(private readonly host: ContinuationHost, private readonly rec: AttemptState, private readonly log: Logger, private readonly req: string) {}
+  constructor(
+    private readonly host: ContinuationHost,
+    private readonly rec: AttemptState,
+    private readonly log: Logger,
+    private readonly req: string,
+  ) {}
 
   /** Before an attempt on ep: whether it keeps what it relays (the API its stream would be
    *  continued in is asked while no break is being continued). */
@@ -195,7 +200,10 @@ export class Continuations implements AnswerKeeper {
   /** The break on candidate c is continued: returns the candidates to walk. `entry`: its place
    *  among the failed attempts. */
   begin(c: Candidate, broken: Broken, entry: number): Candidate[] {
-    this.log.warn({ req: this.req, endpoint: c.endpoint.name, reason: broken.reason, chars: this.answer!.fold().chars, next: this.next.map((k) => k.endpoint.name) }, 'the stream broke after its content; continuing it on the next candidate');
+    this.log.warn(
+      { req: this.req, endpoint: c.endpoint.name, reason: broken.reason, chars: this.answer!.fold().chars, next: this.next.map((k) => k.endpoint.name) },
+      'the stream broke after its content; continuing it on the next candidate',
+    );
     this.broken = broken;
     this.brokenAt = { entry, endpoint: c.endpoint, model: c.model };
     this.rec.continued++;
@@ -212,7 +220,16 @@ export class Continuations implements AnswerKeeper {
   /** The splice of the next continuation attempt. */
   splice(): Splice {
     const b = this.broken!;
-    return { format: b.format, plan: b.plan, headers: b.headers, reason: b.reason, transform: this.transcript.splicer(), endHonestly: b.endHonestly, joined: () => this.outcome('continued'), unfinished: () => this.outcome('failed') };
+    return {
+      format: b.format,
+      plan: b.plan,
+      headers: b.headers,
+      reason: b.reason,
+      transform: this.transcript.splicer(),
+      endHonestly: b.endHonestly,
+      joined: () => this.outcome('continued'),
+      unfinished: () => this.outcome('failed'),
+    };
   }
 
   /** How a continuation came out: it joined the client's stream, or broke in turn unfinished. */
@@ -247,7 +264,11 @@ export class SpliceOut {
   private readonly events: EventSplitter;
   private marked: boolean;
 
-  constructor(private readonly splice: Splice, private readonly endpoint: string, relayedAsItCame: boolean) {
+  constructor(
+    private readonly splice: Splice,
+    private readonly endpoint: string,
+    relayedAsItCame: boolean,
+  ) {
     this.events = new EventSplitter(splice.format);
     this.marked = !relayedAsItCame || splice.format !== 'sse';
   }

@@ -10,7 +10,10 @@ export class Deadline {
   /** What it was set for (performance.now() time): a timer may fire a fraction of a millisecond early. */
   at = 0;
 
-  constructor(private readonly due: () => void, private readonly failed: (err: unknown) => void) {}
+  constructor(
+    private readonly due: () => void,
+    private readonly failed: (err: unknown) => void,
+  ) {}
 
   get armed(): boolean {
     return this.timer !== null;
@@ -19,14 +22,17 @@ export class Deadline {
   set(at: number): void {
     this.clear();
     this.at = at;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      try {
-        this.due();
-      } catch (err) {
-        this.failed(err);
-      }
-    }, Math.max(0, at - performance.now()));
+    this.timer = setTimeout(
+      () => {
+        this.timer = null;
+        try {
+          this.due();
+        } catch (err) {
+          this.failed(err);
+        }
+      },
+      Math.max(0, at - performance.now()),
+    );
   }
 
   clear(): void {

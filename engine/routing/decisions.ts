@@ -97,7 +97,12 @@ export function holdsStatus(status: number, retryStatuses: ReadonlySet<number>, 
 /** What a held status becomes once read whole: a context-length error while a larger context
  *  waits; a client error that is the answer after all (it is not about the context, and no
  *  primary's failure is held); a fallback's client error; else a failure status. */
-export function heldVerdict(status: number, retryStatuses: ReadonlySet<number>, o: { contextFallback: boolean; clientErrorsFail: boolean }, isContextError: () => boolean): 'context_length' | 'answer' | 'client_error' | 'status' {
+export function heldVerdict(
+  status: number,
+  retryStatuses: ReadonlySet<number>,
+  o: { contextFallback: boolean; clientErrorsFail: boolean },
+  isContextError: () => boolean,
+): 'context_length' | 'answer' | 'client_error' | 'status' {
   if (status < 400 || status >= 500 || retryStatuses.has(status)) return 'status';
   if (o.contextFallback && isContextError()) return 'context_length';
   return o.clientErrorsFail ? 'client_error' : 'answer';
@@ -207,7 +212,10 @@ export function fallbackRouting(plan: RoutePlan, first: FailedAttempt | undefine
  *  (no other engine is asked), anything else is a failure the next candidate may not have. */
 export function continuationFailure(status: number): AttemptFailed {
   const refused = status >= 400 && status < 500 && status !== 429;
-  return new AttemptFailed(`continuation ${refused ? 'refused' : 'failed'} (${status}${status === 200 ? ', not a stream' : ''})`, refused ? 'client_error' : 'status');
+  return new AttemptFailed(
+    `continuation ${refused ? 'refused' : 'failed'} (${status}${status === 200 ? ', not a stream' : ''})`,
+    refused ? 'client_error' : 'status',
+  );
 }
 
 /** What the attempts came to when none answered. */
@@ -251,7 +259,14 @@ export function exhaustedError(x: Exhaustion, provider: string, attempts: number
  *  — or, thrown, the error the client gets at once: a fault of ours, a request no backend can
  *  take, a reply whose head had arrived (the backend ran it), a connection lost after a request
  *  that is not replay-safe may have been read (never run twice). */
-export function connectionOutcome(error: Error, sent: boolean, answered: boolean, safe: boolean, ep: Endpoint, method: string): { failure: Failure; said: string } {
+export function connectionOutcome(
+  error: Error,
+  sent: boolean,
+  answered: boolean,
+  safe: boolean,
+  ep: Endpoint,
+  method: string,
+): { failure: Failure; said: string } {
   if (error instanceof StepFailed) throw error.failure;
   if (unsendable(error)) throw gwError('BAD_REQUEST', { reason: `the request cannot be forwarded as it is: ${error.message}` });
   if (answered) throw afterHead(ep, error);
@@ -260,7 +275,12 @@ export function connectionOutcome(error: Error, sent: boolean, answered: boolean
   const what = connectionFailure(error) ?? (sent ? undefined : `connect failed (${code})`);
   if (!what) throw gwError('UPSTREAM_ERROR', { endpoint: ep.name, reason: code });
   if (sent && !safe) {
-    if (what === 'timeout') throw gwError('UPSTREAM_TIMEOUT', { endpoint: ep.name, timeout: ep.setting('response_timeout'), detail: 'not sent again: this route is not replay-safe (model management)' });
+    if (what === 'timeout')
+      throw gwError('UPSTREAM_TIMEOUT', {
+        endpoint: ep.name,
+        timeout: ep.setting('response_timeout'),
+        detail: 'not sent again: this route is not replay-safe (model management)',
+      });
     throw gwError('UPSTREAM_ERROR', {
       endpoint: ep.name,
       reason: `connection ${what} after the backend may have read the ${method} request; not sent again, so it never runs twice (model-management routes are not replay-safe)`,

@@ -75,10 +75,19 @@ export interface ModelRoute {
 }
 
 /** A plan in which every endpoint serves the same name. */
-export function planOf(endpoints: readonly Endpoint[], routing: RoutingInfo | null, requested?: string, why: Why = 'requested', model?: string, affinity?: AffinityNote): RoutePlan {
+export function planOf(
+  endpoints: readonly Endpoint[],
+  routing: RoutingInfo | null,
+  requested?: string,
+  why: Why = 'requested',
+  model?: string,
+  affinity?: AffinityNote,
+): RoutePlan {
   const candidates: Candidate[] = new Array(endpoints.length);
   for (let i = 0; i < endpoints.length; i++) candidates[i] = { endpoint: endpoints[i], model, group: 0, why };
-  return affinity ? { candidates, fallbackFrom: candidates.length, routing, requested, affinity } : { candidates, fallbackFrom: candidates.length, routing, requested };
+  return affinity
+    ? { candidates, fallbackFrom: candidates.length, routing, requested, affinity }
+    : { candidates, fallbackFrom: candidates.length, routing, requested };
 }
 
 /** A refusal: no candidates, the decision (rejected) kept for the reply's headers. */
@@ -101,7 +110,9 @@ export class PlanBuilder {
 
   build(routing: RoutingInfo | null, requested: string | undefined, affinity?: AffinityNote): RoutePlan {
     const fallbackFrom = this.fallbackFrom < 0 ? this.candidates.length : this.fallbackFrom;
-    return affinity ? { candidates: this.candidates, fallbackFrom, routing, requested, affinity } : { candidates: this.candidates, fallbackFrom, routing, requested };
+    return affinity
+      ? { candidates: this.candidates, fallbackFrom, routing, requested, affinity }
+      : { candidates: this.candidates, fallbackFrom, routing, requested };
   }
 }
 

@@ -52,7 +52,14 @@ export class Relay<C extends Exchange> extends AttemptHandler<C> implements Disp
   /** The backend sent an error event in the stream, which went to the client as it was. */
   private relayedError = false;
 
-  constructor(ex: C, rec: AttemptState, ep: Endpoint, private readonly policy: Pick<SendPolicy<C>, 'reply'>, ctl: AttemptControl, resolve: (o: Outcome) => void) {
+  constructor(
+    ex: C,
+    rec: AttemptState,
+    ep: Endpoint,
+    private readonly policy: Pick<SendPolicy<C>, 'reply'>,
+    ctl: AttemptControl,
+    resolve: (o: Outcome) => void,
+  ) {
     super(ex, rec, ep, ctl, resolve);
     this.arm(ctl.firstTokenMs > 0 ? Math.min(this.sentAt + ctl.firstTokenMs, ctl.budgetEnds) : ctl.budgetEnds);
   }
@@ -260,7 +267,14 @@ export class Relay<C extends Exchange> extends AttemptHandler<C> implements Disp
   private breakOff(reason: string): boolean {
     // An answer that reached its end already is not asked for again.
     if (!this.watch?.hasContent || this.watch.complete || !this.ctl.answer?.mayContinue()) return false;
-    this.settle({ relayed: 'broken', reason, format: this.format, plan: this.plan as ReplyPlan, headers: this.headers, endHonestly: () => this.endIncomplete(reason) });
+    this.settle({
+      relayed: 'broken',
+      reason,
+      format: this.format,
+      plan: this.plan as ReplyPlan,
+      headers: this.headers,
+      endHonestly: () => this.endIncomplete(reason),
+    });
     return true;
   }
 
@@ -351,7 +365,12 @@ export class Relay<C extends Exchange> extends AttemptHandler<C> implements Disp
     const { status, headers, ctl } = this;
     const body = Buffer.concat(this.chunks, this.size);
     if (this.splice) return this.fail(continuationFailure(this.status));
-    const verdict = heldVerdict(status, this.ep.failover.retryStatuses, ctl, () => ctl.contextLengthError?.(body.toString('utf8', 0, Math.min(body.length, 4096))) === true);
+    const verdict = heldVerdict(
+      status,
+      this.ep.failover.retryStatuses,
+      ctl,
+      () => ctl.contextLengthError?.(body.toString('utf8', 0, Math.min(body.length, 4096))) === true,
+    );
     const plan = this.policy.reply?.(this.ex, status, headers) ?? PIPE;
     if (verdict !== 'answer') {
       const held: HeldReply = { status, headers, body, plan, endpoint: this.ep, model: ctl.model };

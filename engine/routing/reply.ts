@@ -21,7 +21,15 @@ export type ReplyPlan =
   | { kind: 'buffer'; discard: true; finish: BufferFinish };
 
 export type PipePlan = { kind: 'pipe'; headers?: string[] };
-export type StreamPlan = { kind: 'stream'; status: number; headers: string[]; first?: string; chunk(data: Buffer): string; end(): string; fail(reason: string): string };
+export type StreamPlan = {
+  kind: 'stream';
+  status: number;
+  headers: string[];
+  first?: string;
+  chunk(data: Buffer): string;
+  end(): string;
+  fail(reason: string): string;
+};
 type BufferFinish = (status: number, body: Buffer) => { status: number; headers: string[]; body: string | Buffer };
 
 export const PIPE: PipePlan = { kind: 'pipe' };

@@ -69,6 +69,11 @@ export class EventSplitter {
 /** One event written in its stream's framing. */
 export function frame(format: StreamFormat, ev: StreamEvent): string {
   if (format === 'ndjson') return `${ev.data}\n`;
-  const data = ev.data.includes('\n') ? ev.data.split('\n').map((d) => `data: ${d}\n`).join('') : `data: ${ev.data}\n`;
+  const data = ev.data.includes('\n')
+    ? ev.data
+        .split('\n')
+        .map((d) => `data: ${d}\n`)
+        .join('')
+    : `data: ${ev.data}\n`;
   return `${ev.name ? `event: ${ev.name}\n` : ''}${data}\n`;
 }

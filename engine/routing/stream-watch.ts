@@ -128,7 +128,10 @@ export class StreamWatch {
   private evStartAt = 0;
   private badAt = -1;
 
-  constructor(private readonly format: StreamFormat, private readonly shape: StreamShape) {}
+  constructor(
+    private readonly format: StreamFormat,
+    private readonly shape: StreamShape,
+  ) {}
 
   get hasContent(): boolean {
     return this._hasContent;

@@ -8,7 +8,16 @@ export function backendErrorMessage(status: number, body: string): string {
   try {
     const j = JSON.parse(body);
     const e = j?.error;
-    const found = typeof e === 'string' ? e : typeof e?.message === 'string' ? e.message : typeof j?.message === 'string' ? j.message : typeof j?.detail === 'string' ? j.detail : undefined;
+    const found =
+      typeof e === 'string'
+        ? e
+        : typeof e?.message === 'string'
+          ? e.message
+          : typeof j?.message === 'string'
+            ? j.message
+            : typeof j?.detail === 'string'
+              ? j.detail
+              : undefined;
     if (found) message = found.slice(0, MAX_MESSAGE);
   } catch {
     // not JSON: the text is the message

@@ -33,7 +33,6 @@ const JSON_TYPE = ['content-type', 'application/json'];
 const json = (status: number, value: unknown) => ({ status, headers: JSON_TYPE, body: JSON.stringify(value) });
 const SSE = ['content-type', 'text/event-stream'];
 
-
 export function chatReplyPlan(o: ReplyOptions, api: ReplyApi, status: number, headers: ReplyHeaders): ReplyPlan {
   if (status < 300 && o.stream && String(headers['content-type'] ?? '').includes('text/event-stream')) {
     const t = api.stream();
@@ -44,14 +43,18 @@ export function chatReplyPlan(o: ReplyOptions, api: ReplyApi, status: number, he
       return out;
     };
     return {
-      kind: 'stream', status: 200, headers: SSE, first: t.start(),
+      kind: 'stream',
+      status: 200,
+      headers: SSE,
+      first: t.start(),
       chunk: (data) => t.feed(data),
       end: () => report(t.end()),
       fail: (message) => report(t.fail(message)),
     };
   }
   return {
-    kind: 'buffer', limit: MAX_BUFFERED,
+    kind: 'buffer',
+    limit: MAX_BUFFERED,
     finish(status, body) {
       const text = body.toString('utf8');
       if (status >= 300) return json(status, api.error(status, text));

@@ -20,8 +20,18 @@ export interface Usage {
 export const tokenCount = (n: unknown): number | undefined => (typeof n === 'number' && Number.isFinite(n) && n >= 0 ? n : undefined);
 
 /** A chat-completions `usage` object as token counts. */
-export function usageOf(u: { prompt_tokens?: unknown; completion_tokens?: unknown; prompt_tokens_details?: { cached_tokens?: unknown } | null; completion_tokens_details?: { reasoning_tokens?: unknown } | null }): Usage {
-  return { input: tokenCount(u.prompt_tokens), output: tokenCount(u.completion_tokens), cached: tokenCount(u.prompt_tokens_details?.cached_tokens), reasoning: tokenCount(u.completion_tokens_details?.reasoning_tokens) };
+export function usageOf(u: {
+  prompt_tokens?: unknown;
+  completion_tokens?: unknown;
+  prompt_tokens_details?: { cached_tokens?: unknown } | null;
+  completion_tokens_details?: { reasoning_tokens?: unknown } | null;
+}): Usage {
+  return {
+    input: tokenCount(u.prompt_tokens),
+    output: tokenCount(u.completion_tokens),
+    cached: tokenCount(u.prompt_tokens_details?.cached_tokens),
+    reasoning: tokenCount(u.completion_tokens_details?.reasoning_tokens),
+  };
 }
 
 /** One choice of a chat-completions chunk, as the translators read it. */
@@ -30,7 +40,11 @@ export interface ChatChoiceDelta {
   finish_reason?: string | null;
   stop_reason?: unknown;
 }
-export interface ToolCallDelta { index?: number; id?: string; function?: { name?: string; arguments?: string } }
+export interface ToolCallDelta {
+  index?: number;
+  id?: string;
+  function?: { name?: string; arguments?: string };
+}
 
 /** The reasoning text of a delta or message: `reasoning_content` (llama.cpp, vLLM, DeepSeek) or
  *  `reasoning` (Ollama, OpenRouter, newer vLLM). */
@@ -128,9 +142,10 @@ export abstract class ChatStreamReader {
     const usage = chunk?.usage;
     if (usage && typeof usage === 'object') {
       const u = usageOf(usage);
-      if (u.input !== undefined || u.output !== undefined) this.reported = { ...this.reported, ...Object.fromEntries(Object.entries(u).filter(([, v]) => v !== undefined)) };
+      if (u.input !== undefined || u.output !== undefined)
+        this.reported = { ...this.reported, ...Object.fromEntries(Object.entries(u).filter(([, v]) => v !== undefined)) };
     }
-    if (chunk?.error) return this.fail(typeof chunk.error === 'string' ? chunk.error : chunk.error.message ?? 'backend error');
+    if (chunk?.error) return this.fail(typeof chunk.error === 'string' ? chunk.error : (chunk.error.message ?? 'backend error'));
     const choice = chunk?.choices?.[0];
     return choice && typeof choice === 'object' ? this.choice(choice) : '';
   }

@@ -8,9 +8,15 @@ import type { ApiShape, EventKind, StreamShape } from '../../engine/api.js';
  *  anything not known to be empty counts as content, so an unknown format is never held back. */
 const EMPTY_EVENTS = new Set([
   // messages API
-  'message_start', 'content_block_start', 'ping',
+  'message_start',
+  'content_block_start',
+  'ping',
   // Responses API (response.queued: the background-mode twin of response.in_progress)
-  'response.created', 'response.in_progress', 'response.queued', 'response.output_item.added', 'response.content_part.added',
+  'response.created',
+  'response.in_progress',
+  'response.queued',
+  'response.output_item.added',
+  'response.content_part.added',
 ]);
 const TERMINATOR_EVENTS = new Set(['message_stop', 'response.completed', 'response.incomplete']);
 const ERROR_EVENTS = new Set(['error', 'response.failed']);
@@ -54,7 +60,8 @@ function classify(v: any, name: string): EventKind {
   // Ollama's /api/chat {message, done: false} and /api/generate {response, done: false}
   if (v.done === false) {
     if (filled(v.thinking)) return 'content';
-    if (typeof v.message === 'object' && v.message !== null) return filled(v.message.content) || filled(v.message.thinking) || filled(v.message.tool_calls) ? 'content' : 'none';
+    if (typeof v.message === 'object' && v.message !== null)
+      return filled(v.message.content) || filled(v.message.thinking) || filled(v.message.tool_calls) ? 'content' : 'none';
     if (typeof v.response === 'string') return v.response === '' ? 'none' : 'content';
   }
   return 'content';
@@ -87,7 +94,8 @@ export const INFERENCE_STREAMS: StreamShape = {
 
 /** How the engines word a prompt longer than the context window (OpenAI, vLLM, llama.cpp,
  *  Ollama, the messages API). */
-const CONTEXT_ERROR = /context.{0,20}(length|window|size)|maximum context|too (long|many tokens)|exceeds? (the )?(available |max(imum)? )?(context|tokens)|n_ctx|prompt is too long/i;
+const CONTEXT_ERROR =
+  /context.{0,20}(length|window|size)|maximum context|too (long|many tokens)|exceeds? (the )?(available |max(imum)? )?(context|tokens)|n_ctx|prompt is too long/i;
 
 export const INFERENCE_API: ApiShape = {
   streams: INFERENCE_STREAMS,

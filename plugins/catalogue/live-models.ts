@@ -31,7 +31,10 @@ export class LiveCache<T> {
   private healthVersion = -1;
   private value: T | undefined;
 
-  constructor(private readonly env: Pick<PluginEnv, 'catalogue' | 'endpoints'>, private readonly build: () => T) {}
+  constructor(
+    private readonly env: Pick<PluginEnv, 'catalogue' | 'endpoints'>,
+    private readonly build: () => T,
+  ) {}
 
   get(): T {
     const { catalogue, endpoints } = this.env;

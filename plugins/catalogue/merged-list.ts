@@ -19,11 +19,18 @@ async function askOne(env: PluginEnv, ctx: Context, ep: Endpoint, signal: AbortS
   const auth = ctx.header('authorization');
   if (auth && !ep.headerNames.has('authorization')) headers.push('authorization', auth);
   try {
-    const body = await askEndpoint(ep, ctx.path, { headers, signal, timeoutMs: ep.checkTimeoutMs, limit: MERGE_REPLY_LIMIT, what: `the ${ctx.pathname} reply` });
+    const body = await askEndpoint(ep, ctx.path, {
+      headers,
+      signal,
+      timeoutMs: ep.checkTimeoutMs,
+      limit: MERGE_REPLY_LIMIT,
+      what: `the ${ctx.pathname} reply`,
+    });
     if (isObject(body)) return body;
     throw new Error('the reply is not a JSON object');
   } catch (err) {
-    if (!(err instanceof ClientGone)) env.log.debug({ req: ctx.id, endpoint: ep.name, path: ctx.pathname, err: (err as Error).message }, 'merged list: an endpoint did not answer; left out');
+    if (!(err instanceof ClientGone))
+      env.log.debug({ req: ctx.id, endpoint: ep.name, path: ctx.pathname, err: (err as Error).message }, 'merged list: an endpoint did not answer; left out');
     return undefined;
   }
 }

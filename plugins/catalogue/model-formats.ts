@@ -66,7 +66,8 @@ export function unifiedRecord(m: ListedModel) {
   put('code', m.code || undefined);
   // n_ctx (llama.cpp) and loaded_context_length (LM Studio): the context the server runs with now;
   // n_ctx_train (llama.cpp): the context the model was trained for.
-  for (const k of ['checkpoint', 'recipe', 'max_model_len', 'n_ctx', 'n_ctx_train', 'loaded_context_length', 'radix_cache_size', 'speculative_decoding']) put(k, det[k]);
+  for (const k of ['checkpoint', 'recipe', 'max_model_len', 'n_ctx', 'n_ctx_train', 'loaded_context_length', 'radix_cache_size', 'speculative_decoding'])
+    put(k, det[k]);
   if (m.names.length > 1) metadata.aliases = m.names.slice(1);
   if (m.aliasOf) metadata.alias_of = m.aliasOf;
   metadata.endpoints = m.endpoints.map((e) => e.name);
@@ -115,7 +116,10 @@ function commonItem(m: ListedModel) {
 
 function deskrunnerItem(m: ListedModel) {
   return marked(m, {
-    id: m.id, object: 'model', owned_by: ownedBy(m), permission: [],
+    id: m.id,
+    object: 'model',
+    owned_by: ownedBy(m),
+    permission: [],
     // One engine: chat_completions for models that chat, completions for the others (embedding
     // models); the tokenizer when the backend named one, else null.
     engines: { [m.embedding ? 'completions' : 'chat_completions']: { context_length: m.contextWindow, max_tokens: m.maxTokens, tokenizer: tokenizerOf(m) } },
@@ -129,11 +133,18 @@ function localrunnerItems(m: ListedModel) {
     const d = m.servedAs.get(ep)!;
     const det = d.details as Record<string, unknown>;
     return marked(m, {
-      name, model: name, modified_at: d.modified ?? new Date(createdOf(m) * 1000).toISOString(), size: d.size ?? 0,
+      name,
+      model: name,
+      modified_at: d.modified ?? new Date(createdOf(m) * 1000).toISOString(),
+      size: d.size ?? 0,
       digest: (m.digest ?? '').replace(/^sha256:/, ''),
       details: {
-        parent_model: det.parent_model ?? '', format: det.format ?? '', family: det.family ?? '', families: det.families ?? null,
-        parameter_size: det.parameter_size ?? '', quantization_level: det.quantization_level ?? det.quantization ?? '',
+        parent_model: det.parent_model ?? '',
+        format: det.format ?? '',
+        family: det.family ?? '',
+        families: det.families ?? null,
+        parameter_size: det.parameter_size ?? '',
+        quantization_level: det.quantization_level ?? det.quantization ?? '',
       },
     });
   });

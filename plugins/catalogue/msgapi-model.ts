@@ -23,8 +23,13 @@ function record(m: ListedModel): MsgapiModel {
   const created = createdOf(m);
   const served = `${m.family} model served by ${m.endpoints.map((e) => e.name).join(', ')}`;
   const r: MsgapiModel = {
-    id: m.id, name: m.id, created, description: m.aliasOf ? `alias of ${m.aliasOf.join(', ')}: ${served}` : served, type: 'chat',
-    display_name: m.id, created_at: new Date(created * 1000).toISOString(),
+    id: m.id,
+    name: m.id,
+    created,
+    description: m.aliasOf ? `alias of ${m.aliasOf.join(', ')}: ${served}` : served,
+    type: 'chat',
+    display_name: m.id,
+    created_at: new Date(created * 1000).toISOString(),
   };
   if (m.aliasOf) r.alias_of = m.aliasOf;
   return r;

@@ -31,7 +31,9 @@ export function compileAccessPolicy(config: AccessPolicyConfig): AccessPolicy {
   for (const entry of config.allowed_cidrs) {
     const cidr = parseCidr(entry);
     if (typeof cidr === 'string') {
-      throw new Error(`dashboard.access_policy.allowed_cidrs: ${JSON.stringify(entry)} is not a CIDR; write an address with a prefix length, e.g. 10.0.0.0/8 or fd00::/8 (${cidr})`);
+      throw new Error(
+        `dashboard.access_policy.allowed_cidrs: ${JSON.stringify(entry)} is not a CIDR; write an address with a prefix length, e.g. 10.0.0.0/8 or fd00::/8 (${cidr})`,
+      );
     }
     cidrs.addSubnet(cidr.address, cidr.prefix, cidr.family);
   }

@@ -2,7 +2,12 @@
 // parsed JSON recursively (checks, estimates, JSON.stringify) overflows the stack on a body
 // nested some thousands of levels deep, so such a body is refused before anything walks it.
 
-const QUOTE = 0x22, BACKSLASH = 0x5c, OPEN_ARRAY = 0x5b, CLOSE_ARRAY = 0x5d, OPEN_OBJECT = 0x7b, CLOSE_OBJECT = 0x7d;
+const QUOTE = 0x22,
+  BACKSLASH = 0x5c,
+  OPEN_ARRAY = 0x5b,
+  CLOSE_ARRAY = 0x5d,
+  OPEN_OBJECT = 0x7b,
+  CLOSE_OBJECT = 0x7d;
 
 /** Does `json` nest arrays and objects more than `max` levels deep? Brackets inside strings do
  *  not count; strings are skipped with the native indexOf, so the loop only visits the bytes

@@ -6,8 +6,6 @@
 import { isObject, type Catalogue, type Context, type ReplyHeaders, type ReplyPlan } from '../../engine/api.js';
 import { rewritePlan, uncompressed } from './rewrite-body.js';
 
-
-
 /** A body that may be JSON and is not compressed (we do not decode to annotate). */
 export function plainJson(headers: ReplyHeaders): boolean {
   const type = String(headers['content-type'] ?? 'application/json').toLowerCase();

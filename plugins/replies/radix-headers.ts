@@ -16,7 +16,6 @@
 import { backendHeaders, type Catalogue, type Context, type Profile, type ReplyHeaders, type ReplyPlan } from '../../engine/api.js';
 import { plainJson } from './error-context.js';
 
-
 /** Larger replies are relayed as they come, without a cache header. */
 export const CACHE_SCAN_LIMIT = 1024 * 1024;
 
@@ -52,7 +51,8 @@ function specDecode(ctx: Context, catalogue: Catalogue): boolean | undefined {
   const list = catalogue.listOf(ctx.endpoint!);
   if (!list) return undefined;
   const model = ctx.model;
-  const said = (m: { details: Record<string, unknown> } | undefined) => (typeof m?.details.speculative_decoding === 'boolean' ? (m.details.speculative_decoding as boolean) : undefined);
+  const said = (m: { details: Record<string, unknown> } | undefined) =>
+    typeof m?.details.speculative_decoding === 'boolean' ? (m.details.speculative_decoding as boolean) : undefined;
   return (model ? said(list.find((m) => m.name === model)) : undefined) ?? said(list.find((m) => said(m) !== undefined));
 }
 
@@ -62,7 +62,10 @@ export class RadixHeaders {
   /** Profile name → its generation paths; profiles without radix headers are absent. */
   private readonly generation = new Map<string, ReadonlySet<string>>();
 
-  constructor(profiles: readonly Profile[], private readonly catalogue: Catalogue) {
+  constructor(
+    profiles: readonly Profile[],
+    private readonly catalogue: Catalogue,
+  ) {
     for (const p of profiles) if (p.api.radix_headers) this.generation.set(p.name, new Set(p.request.generation_paths));
   }
 
@@ -76,8 +79,15 @@ export class RadixHeaders {
       if (spec !== undefined) extra.push('x-radix-spec-decode', String(spec));
     }
     const pipe = { kind: 'pipe' as const, headers: extra };
-    const scan = status >= 200 && status < 300 && ctx.method !== 'HEAD' && generation.has(ctx.pathname) && headers['x-radix-cache-hit'] === undefined
-      && headers['content-length'] !== undefined && Number(headers['content-length']) <= CACHE_SCAN_LIMIT && plainJson(headers);
+    const scan =
+      status >= 200 &&
+      status < 300 &&
+      ctx.method !== 'HEAD' &&
+      generation.has(ctx.pathname) &&
+      headers['x-radix-cache-hit'] === undefined &&
+      headers['content-length'] !== undefined &&
+      Number(headers['content-length']) <= CACHE_SCAN_LIMIT &&
+      plainJson(headers);
     if (!scan) return pipe;
     return {
       kind: 'buffer',

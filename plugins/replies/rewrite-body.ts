@@ -33,7 +33,9 @@ function withContentType(headers: string[], type: string): string[] {
 export function rewritePlan(headers: ReplyHeaders, rewrite: Rewrite): ReplyPlan {
   if (!uncompressed(headers)) return PIPE;
   return {
-    kind: 'buffer', limit: REWRITE_LIMIT, overflow: PIPE,
+    kind: 'buffer',
+    limit: REWRITE_LIMIT,
+    overflow: PIPE,
     finish(status, body) {
       const kept = backendHeaders(headers, false);
       let out: Rewritten;

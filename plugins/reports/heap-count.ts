@@ -17,7 +17,11 @@ export class HeapObjectCount {
   private count = 0;
   private countedAt: number | null = null;
 
-  constructor(private readonly take: () => number, private readonly now: () => number = Date.now, private readonly maxAgeMs = HEAP_COUNT_MAX_AGE_MS) {}
+  constructor(
+    private readonly take: () => number,
+    private readonly now: () => number = Date.now,
+    private readonly maxAgeMs = HEAP_COUNT_MAX_AGE_MS,
+  ) {}
 
   /** The last count; with `count`, a new one first when there is none or it is older than the limit. */
   read(count: boolean): HeapObjects {

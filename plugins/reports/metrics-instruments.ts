@@ -13,19 +13,70 @@ const TPOT = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 
 
 export function instruments(m: Metrics) {
   return {
-    duration: m.histogram('gw_request_duration_seconds', 'Requests from arrival to the end of the reply, by family, route (pipeline), endpoint (last tried; none) and status class.', ['family', 'route', 'endpoint', 'status'], SECONDS),
-    overhead: m.histogram('gw_overhead_seconds', "The gateway's own time per request: the whole request less the upstream attempts and any wait for a concurrency slot.", ['family', 'route'], OVERHEAD),
-    ttft: m.histogram('gen_ai_server_time_to_first_token_seconds', 'Streamed replies: from arrival to the first reply chunk relayed to the client.', ['family', 'endpoint', 'model'], TTFT),
-    tpot: m.histogram('gen_ai_server_time_per_output_token_seconds', 'Streamed replies whose backend reported output tokens in usage: time after the first chunk per further output token.', ['family', 'endpoint', 'model'], TPOT),
-    queueWait: m.histogram('gw_queue_wait_seconds', "Requests that waited for a slot of an endpoint's concurrency limit: the wait, admitted or not.", ['family', 'route'], SECONDS),
-    tokens: m.counter('gw_tokens_total', "Tokens the backend reported in its reply's usage, where the gateway reads the reply anyway (messages-API translation).", ['family', 'model', 'type']),
-    failovers: m.counter('gw_failovers_total', 'Further endpoints tried after the first one for a request (each next attempt counts one).', ['family', 'route']),
-    failedAttempts: m.counter('gw_failed_attempts_total', 'Attempts that failed and were followed by another (or by the answer held back), by family, endpoint, model (catalogue names; other) and reason (a status, reset, refused, timeout, first_token_timeout, stream_error, stream_incomplete, malformed_event, context_length, budget_spent, stream_broken_midway).', ['family', 'endpoint', 'model', 'reason']),
-    affinity: m.counter('gw_affinity_total', 'Requests placed by conversation affinity, by outcome: hit (its conversation\'s endpoint answered), moved (another did; reason: overloaded, failover, a state such as offline or busy, no_free_slot, retry_after) or none (no key: no session header and no conversation opening in the body; reason "-").', ['family', 'route', 'outcome', 'reason']),
-    continuations: m.counter('gw_stream_continuations_total', 'Streams that broke after their content reached the client, by how it ended: continued (another candidate finished the answer), failed (none could), not_continuable (it broke inside a tool call or its reasoning).', ['family', 'route', 'outcome']),
+    duration: m.histogram(
+      'gw_request_duration_seconds',
+      'Requests from arrival to the end of the reply, by family, route (pipeline), endpoint (last tried; none) and status class.',
+      ['family', 'route', 'endpoint', 'status'],
+      SECONDS,
+    ),
+    overhead: m.histogram(
+      'gw_overhead_seconds',
+      "The gateway's own time per request: the whole request less the upstream attempts and any wait for a concurrency slot.",
+      ['family', 'route'],
+      OVERHEAD,
+    ),
+    ttft: m.histogram(
+      'gen_ai_server_time_to_first_token_seconds',
+      'Streamed replies: from arrival to the first reply chunk relayed to the client.',
+      ['family', 'endpoint', 'model'],
+      TTFT,
+    ),
+    tpot: m.histogram(
+      'gen_ai_server_time_per_output_token_seconds',
+      'Streamed replies whose backend reported output tokens in usage: time after the first chunk per further output token.',
+      ['family', 'endpoint', 'model'],
+      TPOT,
+    ),
+    queueWait: m.histogram(
+      'gw_queue_wait_seconds',
+      "Requests that waited for a slot of an endpoint's concurrency limit: the wait, admitted or not.",
+      ['family', 'route'],
+      SECONDS,
+    ),
+    tokens: m.counter(
+      'gw_tokens_total',
+      "Tokens the backend reported in its reply's usage, where the gateway reads the reply anyway (messages-API translation).",
+      ['family', 'model', 'type'],
+    ),
+    failovers: m.counter('gw_failovers_total', 'Further endpoints tried after the first one for a request (each next attempt counts one).', [
+      'family',
+      'route',
+    ]),
+    failedAttempts: m.counter(
+      'gw_failed_attempts_total',
+      'Attempts that failed and were followed by another (or by the answer held back), by family, endpoint, model (catalogue names; other) and reason (a status, reset, refused, timeout, first_token_timeout, stream_error, stream_incomplete, malformed_event, context_length, budget_spent, stream_broken_midway).',
+      ['family', 'endpoint', 'model', 'reason'],
+    ),
+    affinity: m.counter(
+      'gw_affinity_total',
+      'Requests placed by conversation affinity, by outcome: hit (its conversation\'s endpoint answered), moved (another did; reason: overloaded, failover, a state such as offline or busy, no_free_slot, retry_after) or none (no key: no session header and no conversation opening in the body; reason "-").',
+      ['family', 'route', 'outcome', 'reason'],
+    ),
+    continuations: m.counter(
+      'gw_stream_continuations_total',
+      'Streams that broke after their content reached the client, by how it ended: continued (another candidate finished the answer), failed (none could), not_continuable (it broke inside a tool call or its reasoning).',
+      ['family', 'route', 'outcome'],
+    ),
     fallbacks: m.counter('gw_fallbacks_total', 'Requests answered by a fallback model (model_fallbacks, ordered aliases).', ['family', 'route']),
-    errors: m.counter('gw_errors_total', 'Requests answered with a gateway error (or broken off by one), by route and code (table codes; other).', ['route', 'code']),
-    routing: m.counter('gw_routing_decisions_total', 'How model-aware routing decided, by family, strategy and decision (routed, fallback, rejected).', ['family', 'strategy', 'decision']),
+    errors: m.counter('gw_errors_total', 'Requests answered with a gateway error (or broken off by one), by route and code (table codes; other).', [
+      'route',
+      'code',
+    ]),
+    routing: m.counter('gw_routing_decisions_total', 'How model-aware routing decided, by family, strategy and decision (routed, fallback, rejected).', [
+      'family',
+      'strategy',
+      'decision',
+    ]),
   };
 }
 

@@ -14,7 +14,21 @@
 // a model goes to its conversation's endpoint among the equally preferred: affinity.ts,
 // affinity-key.ts; what it did is noted on the plan), the Busy/Warming weights, capacity.
 // When no routable endpoint serves the request, an endpoint out of rotation may (last-resort.ts).
-import { parseDuration, PlanBuilder, planOf, rejectedPlan, gwError, type AffinityNote, type Context, type Endpoint, type GatewayError, type ModelRoute, type PluginEnv, type RoutePlan, type RoutingInfo } from '../../engine/api.js';
+import {
+  parseDuration,
+  PlanBuilder,
+  planOf,
+  rejectedPlan,
+  gwError,
+  type AffinityNote,
+  type Context,
+  type Endpoint,
+  type GatewayError,
+  type ModelRoute,
+  type PluginEnv,
+  type RoutePlan,
+  type RoutingInfo,
+} from '../../engine/api.js';
 import type { AffinityKey } from './affinity.js';
 import { affinityKeys } from './affinity-key.js';
 import { balancer, noteOf, STRATEGIES, type Order } from './balancing.js';
@@ -64,7 +78,10 @@ export class EndpointSelector {
   /** One object per decision and reason, made once (they are few) and shared by the plans. */
   private readonly decisions = new Map<string, RoutingInfo>();
 
-  constructor(private readonly env: PluginEnv, private readonly o: SelectorOptions) {
+  constructor(
+    private readonly env: PluginEnv,
+    private readonly o: SelectorOptions,
+  ) {
     this.families = familiesOf(env);
     this.provider = env.profile?.name ?? env.pipeline;
     const shares = env.config.proxy.degraded_traffic;
@@ -86,7 +103,10 @@ export class EndpointSelector {
     this.capabilities = env.profile && this.kinds.size > 0 ? new CapabilityRouter(env, env.profile.name) : null;
     this.route = o.by_route ? new RouteFilter(o.also_via) : null;
     this.chains = {
-      env, families: this.families, cache: this.cache, order: this.order,
+      env,
+      families: this.families,
+      cache: this.cache,
+      order: this.order,
       routing: (decision, reason) => this.routing(decision, reason),
       affinity: (ctx, list, key, names) => this.affinity(ctx, list, key, names),
     };
@@ -151,7 +171,10 @@ export class EndpointSelector {
       const last = this.lastResort(ctx, false);
       if (last) return { plan: last };
     }
-    return { plan: rejectedPlan(this.routing('rejected', plan.reason), route.requested), error: down ? meanwhile(plan.error, this.downServing(ctx)) : plan.error };
+    return {
+      plan: rejectedPlan(this.routing('rejected', plan.reason), route.requested),
+      error: down ? meanwhile(plan.error, this.downServing(ctx)) : plan.error,
+    };
   }
 
   /** The plan for one name's choice; a rejection carries its error — or, `unavailable: continue`
@@ -184,7 +207,9 @@ export class EndpointSelector {
     const route = this.route;
     const down = downIn(this.families).filter((e) => e.breaker.lastResortReady && (!route || route.serves(e, ctx.pathname)));
     const { catalogue } = this.env;
-    const hope = lastResortOf(down, namesOf(ctx), this.o.model_routing ? ctx.model : undefined, anyEndpoint, (e, name) => catalogue.servedBy(e.family, name).includes(e));
+    const hope = lastResortOf(down, namesOf(ctx), this.o.model_routing ? ctx.model : undefined, anyEndpoint, (e, name) =>
+      catalogue.servedBy(e.family, name).includes(e),
+    );
     return hope ? planOf([hope.ep], this.routing('routed', 'last_resort'), ctx.requested?.requested, 'last_resort', hope.model) : null;
   }
 

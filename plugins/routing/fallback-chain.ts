@@ -4,7 +4,18 @@
 // The attempt loop walks them in order, so a fallback model is tried only after the endpoints of
 // the names before it failed. A name nothing can serve now is left out; when that is the primary,
 // the request goes straight to its fallback (X-Gw-Routing-Decision: fallback).
-import { gwError, PlanBuilder, type AffinityNote, type Context, type Endpoint, type GatewayError, type ModelRoute, type PluginEnv, type RoutePlan, type RoutingInfo } from '../../engine/api.js';
+import {
+  gwError,
+  PlanBuilder,
+  type AffinityNote,
+  type Context,
+  type Endpoint,
+  type GatewayError,
+  type ModelRoute,
+  type PluginEnv,
+  type RoutePlan,
+  type RoutingInfo,
+} from '../../engine/api.js';
 import type { AffinityKey } from './affinity.js';
 import type { Order } from './balancing.js';
 import type { Families } from './families.js';
@@ -23,14 +34,22 @@ export interface ChainRouting {
 
 /** The chain's plan, or why nothing of it can be served (the first name's rejection). Affinity's
  *  `key` (undefined: no say) places the first name that can be served: where the conversation goes. */
-export function chainPlan(r: ChainRouting, routable: readonly Endpoint[], route: ModelRoute, ctx: Context, key: AffinityKey | null | undefined): RoutePlan | { error: GatewayError; reason: string } {
+export function chainPlan(
+  r: ChainRouting,
+  routable: readonly Endpoint[],
+  route: ModelRoute,
+  ctx: Context,
+  key: AffinityKey | null | undefined,
+): RoutePlan | { error: GatewayError; reason: string } {
   const plan = new PlanBuilder();
   let rejection: Choice | undefined;
   let primaryServed = false;
   let note: AffinityNote | undefined;
   route.groups.forEach((g, i) => {
     // Refreshed: a chain does not wait for discovery, its next name is the answer to a miss.
-    const c = g.targets ? aliasChoice(r.env, r.families, routable, g.name, g.targets, r.cache) : (modelChoice(r.env, r.families, routable, g.name, true) as Choice);
+    const c = g.targets
+      ? aliasChoice(r.env, r.families, routable, g.name, g.targets, r.cache)
+      : (modelChoice(r.env, r.families, routable, g.name, true) as Choice);
     if (c?.error) rejection ??= c;
     if (!c || c.endpoints.length === 0) return;
     if (i === 0) primaryServed = true;
@@ -41,7 +60,9 @@ export function chainPlan(r: ChainRouting, routable: readonly Endpoint[], route:
     plan.add(i, ordered, real ? (ep) => real.get(ep) : () => g.name, i > 0 ? 'fallback' : real ? 'alias' : 'requested');
   });
   if (plan.size === 0) {
-    const error = rejection?.error ?? gwError('MODEL_NOT_FOUND', { model: route.requested, hint: `no routable endpoint serves any of ${route.groups.map((g) => g.name).join(', ')}` });
+    const error =
+      rejection?.error ??
+      gwError('MODEL_NOT_FOUND', { model: route.requested, hint: `no routable endpoint serves any of ${route.groups.map((g) => g.name).join(', ')}` });
     return { error, reason: rejection?.reason ?? 'model_not_found' };
   }
   return plan.build(

@@ -16,8 +16,10 @@ import { describeDown, downHint } from './unavailable-hint.js';
  *  terminal step that can answer without a backend (count-tokens' estimate). */
 export type Unavailable = 'refuse' | 'continue';
 export const UNAVAILABLE_OPTION = {
-  enum: ['refuse', 'continue'], default: 'refuse',
-  description: 'A model served only by endpoints that take no traffic now, or no routable endpoint at all: refuse (503 MODEL_UNAVAILABLE, ENDPOINT_UNAVAILABLE), or continue with no candidates for a terminal step that answers without a backend (count-tokens)',
+  enum: ['refuse', 'continue'],
+  default: 'refuse',
+  description:
+    'A model served only by endpoints that take no traffic now, or no routable endpoint at all: refuse (503 MODEL_UNAVAILABLE, ENDPOINT_UNAVAILABLE), or continue with no candidates for a terminal step that answers without a backend (count-tokens)',
 } as const;
 
 /** 503 MODEL_UNAVAILABLE: the endpoints serving the name, where they listen, and what to do. */
@@ -60,14 +62,32 @@ export function aliasTargetsOf(env: PluginEnv, families: Families, alias: string
 
 /** An alias: the endpoints serving any of its targets (in the alias's order of preference); with
  *  none, strict routing rejects it, the others route it as an ordinary name (undefined). */
-export function aliasChoice(env: PluginEnv, families: Families, routable: readonly Endpoint[], alias: string, targets: readonly string[], cache: AliasCache): Choice | undefined {
+export function aliasChoice(
+  env: PluginEnv,
+  families: Families,
+  routable: readonly Endpoint[],
+  alias: string,
+  targets: readonly string[],
+  cache: AliasCache,
+): Choice | undefined {
   if (!families.known()) return undefined;
   const map = aliasTargetsOf(env, families, alias, targets, cache);
-  if (map.size > 0) return { ...choice(routable.filter((e) => map.has(e)), 'routed', 'alias'), realName: map };
+  if (map.size > 0)
+    return {
+      ...choice(
+        routable.filter((e) => map.has(e)),
+        'routed',
+        'alias',
+      ),
+      realName: map,
+    };
   if (env.config.model_registry.routing_strategy.type !== 'strict') return undefined;
   const down = [...new Set(targets.flatMap((t) => families.servedBy(t)))];
   if (down.length) return rejected('alias_unavailable', unavailable(env, alias, families, down));
-  return rejected('alias_not_found', gwError('MODEL_NOT_FOUND', { model: alias, provider: families.label, hint: `alias targets ${targets.join(', ')} are not discovered on any endpoint` }));
+  return rejected(
+    'alias_not_found',
+    gwError('MODEL_NOT_FOUND', { model: alias, provider: families.label, hint: `alias targets ${targets.join(', ')} are not discovered on any endpoint` }),
+  );
 }
 
 /** A model: the routing strategy's endpoints for it, or 'refresh' when the discovery strategy
@@ -91,8 +111,22 @@ export function modelChoice(env: PluginEnv, families: Families, routable: readon
       return catalogue.family(e.family).models.some((m) => m.endpoints.includes(e) && m.embedding === embedding);
     });
     if (compatible.length) return choice(compatible, 'fallback', 'fallback_compatible');
-    return rejected('no_compatible_endpoint', gwError('MODEL_NOT_FOUND', { model, provider: families.label, hint: 'no compatible endpoint is routable (model_registry.routing_strategy.options.fallback_behavior: compatible_only)' }));
+    return rejected(
+      'no_compatible_endpoint',
+      gwError('MODEL_NOT_FOUND', {
+        model,
+        provider: families.label,
+        hint: 'no compatible endpoint is routable (model_registry.routing_strategy.options.fallback_behavior: compatible_only)',
+      }),
+    );
   }
   if (serving.length) return rejected('model_unavailable', unavailable(env, model, families, serving));
-  return rejected('model_not_found', gwError('MODEL_NOT_FOUND', { model, provider: families.label, hint: `GET /gw/models${families.label ? `?provider=${families.label}` : ''} lists what is served` }));
+  return rejected(
+    'model_not_found',
+    gwError('MODEL_NOT_FOUND', {
+      model,
+      provider: families.label,
+      hint: `GET /gw/models${families.label ? `?provider=${families.label}` : ''} lists what is served`,
+    }),
+  );
 }

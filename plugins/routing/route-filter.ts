@@ -22,7 +22,8 @@ export class RouteFilter {
       if (this.served.size < MAX_ROUTES) this.served.set(pathname, byProfile);
     }
     let yes = byProfile.get(e.profile);
-    if (yes === undefined) byProfile.set(e.profile, (yes = familyPath(e.profile, pathname) !== undefined || this.alsoVia.some((r) => familyPath(e.profile, r) !== undefined)));
+    if (yes === undefined)
+      byProfile.set(e.profile, (yes = familyPath(e.profile, pathname) !== undefined || this.alsoVia.some((r) => familyPath(e.profile, r) !== undefined)));
     return yes;
   }
 
@@ -30,7 +31,12 @@ export class RouteFilter {
    *  first endpoint found serving one of them ends the search); undefined: nothing to refuse.
    *  `model`: what the client asked for; `names`: what it stands for (an alias's real names and
    *  fallbacks, else the model itself); `servingOf`: the endpoints listing a name. */
-  notServed(pathname: string, model: string | undefined, names: readonly string[] | undefined, servingOf: (name: string) => readonly Endpoint[]): GatewayError | undefined {
+  notServed(
+    pathname: string,
+    model: string | undefined,
+    names: readonly string[] | undefined,
+    servingOf: (name: string) => readonly Endpoint[],
+  ): GatewayError | undefined {
     if (model === undefined) return undefined;
     const all = names ?? [model];
     let any = false;
@@ -42,7 +48,9 @@ export class RouteFilter {
     }
     if (!any) return undefined;
     return gwError('ROUTE_NOT_SERVED', {
-      model, path: pathname, families: [...new Set(all.flatMap((n) => servingOf(n).map((e) => e.family)))].join(', '),
+      model,
+      path: pathname,
+      families: [...new Set(all.flatMap((n) => servingOf(n).map((e) => e.family)))].join(', '),
       hint: `GET /gw/openai/v1/models lists the models; ${pathname} reaches those of families that serve it`,
     });
   }

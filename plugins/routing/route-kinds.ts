@@ -40,7 +40,10 @@ interface Split {
 export class CapabilityRouter {
   private split: Split | null = null;
 
-  constructor(private readonly env: PluginEnv, private readonly family: string) {}
+  constructor(
+    private readonly env: PluginEnv,
+    private readonly family: string,
+  ) {}
 
   choose(routable: readonly Endpoint[], kind: 'embedding' | 'generation'): Choice {
     const s = this.current(routable);

@@ -18,7 +18,8 @@ const named = (eps: readonly Endpoint[], one: (e: Endpoint) => string): string =
   eps.slice(0, NAMED).map(one).join(', ') + (eps.length > NAMED ? `, and ${eps.length - NAMED} more (/internal/status/endpoints)` : '');
 
 /** "llama at http://127.0.0.1:8080 (offline: ECONNREFUSED), …" */
-export const describeDown = (eps: readonly Endpoint[]): string => named(eps, (e) => `${e.name} at ${e.url} (${e.state}${e.lastError ? `: ${e.lastError}` : ''})`);
+export const describeDown = (eps: readonly Endpoint[]): string =>
+  named(eps, (e) => `${e.name} at ${e.url} (${e.state}${e.lastError ? `: ${e.lastError}` : ''})`);
 
 /** The fix when configured endpoints are down: start them, or correct where they point. */
 export function downHint(eps: readonly Endpoint[], source: string): string {
@@ -30,7 +31,10 @@ export function downHint(eps: readonly Endpoint[], source: string): string {
  *  each endpoint with its state, and the fix — start them, or add one when there is none. */
 export function nothingRoutable(configured: readonly Endpoint[], source: string, provider?: string): { endpoints?: string; hint: string; down: Endpoint[] } {
   if (configured.length === 0) {
-    return { hint: `add an endpoint${provider ? ` (type: ${provider}, url: where the backend listens)` : ''} under discovery.static.endpoints in ${where(source)}`, down: [] };
+    return {
+      hint: `add an endpoint${provider ? ` (type: ${provider}, url: where the backend listens)` : ''} under discovery.static.endpoints in ${where(source)}`,
+      down: [],
+    };
   }
   const down = configured.filter(outOfRotation);
   return { endpoints: describeDown(configured), hint: downHint(down.length ? down : configured, source), down };

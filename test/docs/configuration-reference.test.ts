@@ -41,7 +41,7 @@ describe('the configuration reference', () => {
 
   it('has a description for every property of the schema', () => {
     const all = properties(schema);
-    expect(all.length, 'the walk found the schema\'s properties').toBeGreaterThan(100);
+    expect(all.length, "the walk found the schema's properties").toBeGreaterThan(100);
     const missing = all.filter(({ node }) => typeof node.description !== 'string' || node.description.trim() === '').map(({ pointer }) => pointer);
     expect(missing, 'schemas/config.schema.json: properties without a description').toEqual([]);
   });
@@ -53,7 +53,7 @@ describe('the configuration reference', () => {
       for (const m of source.matchAll(/^\s*(GW_[A-Z0-9_]+): \(/gm)) read.add(m[1]);
       if (/\benv\.GW_CONFIG\b/.test(source)) read.add('GW_CONFIG');
     }
-    expect(read.size, 'the engine\'s table of GW_* overrides was not found').toBeGreaterThan(1);
+    expect(read.size, "the engine's table of GW_* overrides was not found").toBeGreaterThan(1);
     expect(ENV_VARS.map(([name]) => name).sort()).toEqual([...read].sort());
   });
 });

@@ -20,8 +20,10 @@ function importsOf(file: string): string[] {
   const sf = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
   const specs: string[] = [];
   const visit = (node: ts.Node): void => {
-    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) specs.push(node.moduleSpecifier.text);
-    else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteral(node.arguments[0])) specs.push(node.arguments[0].text);
+    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier))
+      specs.push(node.moduleSpecifier.text);
+    else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteral(node.arguments[0]))
+      specs.push(node.arguments[0].text);
     ts.forEachChild(node, visit);
   };
   visit(sf);
@@ -30,7 +32,8 @@ function importsOf(file: string): string[] {
 
 const LAYERS = ['engine/core/', 'engine/backends/', 'engine/routing/', 'engine/kernel/'] as const;
 /** A file's layer: its index in LAYERS; the public API and the demo engines sit above them all. */
-const layerOf = (path: string): number => (path === 'engine/api.ts' || path.startsWith('engine/demo/') ? LAYERS.length : LAYERS.findIndex((l) => path.startsWith(l)));
+const layerOf = (path: string): number =>
+  path === 'engine/api.ts' || path.startsWith('engine/demo/') ? LAYERS.length : LAYERS.findIndex((l) => path.startsWith(l));
 
 describe('import rules', () => {
   it('the engine: each layer imports only its own and the layers below, never a plugin', () => {
@@ -50,8 +53,10 @@ describe('import rules', () => {
     const wrong: string[] = [];
     for (const file of sources('plugins')) {
       for (const target of importsOf(file)) {
-        if (target.startsWith('engine/') && target !== 'engine/api.ts') wrong.push(`${file} imports ${target}: take it from engine/api.ts (add it there if a plugin needs it)`);
-        else if (!target.startsWith('engine/') && !target.startsWith('plugins/') && !target.startsWith('node_modules/')) wrong.push(`${file} imports ${target}, outside the engine's API and the plugins`);
+        if (target.startsWith('engine/') && target !== 'engine/api.ts')
+          wrong.push(`${file} imports ${target}: take it from engine/api.ts (add it there if a plugin needs it)`);
+        else if (!target.startsWith('engine/') && !target.startsWith('plugins/') && !target.startsWith('node_modules/'))
+          wrong.push(`${file} imports ${target}, outside the engine's API and the plugins`);
       }
     }
     expect(wrong).toEqual([]);
@@ -59,10 +64,22 @@ describe('import rules', () => {
 
   it('a step cannot write what the kernel owns (the Context type makes those fields read-only)', () => {
     const file = 'test/fixtures/types/kernel-owned.ts';
-    const program = ts.createProgram([file], { strict: true, noEmit: true, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, skipLibCheck: true, types: ['node'] });
-    const errors = ts.getPreEmitDiagnostics(program).filter((d) => d.file?.fileName.endsWith(file)).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+    const program = ts.createProgram([file], {
+      strict: true,
+      noEmit: true,
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      target: ts.ScriptTarget.ES2022,
+      skipLibCheck: true,
+      types: ['node'],
+    });
+    const errors = ts
+      .getPreEmitDiagnostics(program)
+      .filter((d) => d.file?.fileName.endsWith(file))
+      .map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
     // One error per line of the fixture that writes a kernel-owned field, none elsewhere.
     expect(errors).toHaveLength(6);
-    for (const e of errors) expect(e).toMatch(/Cannot assign to '(status|responseStarted|error|errorAnswered|headMs|totalMs)' because it is a read-only property/);
+    for (const e of errors)
+      expect(e).toMatch(/Cannot assign to '(status|responseStarted|error|errorAnswered|headMs|totalMs)' because it is a read-only property/);
   });
 });

@@ -86,11 +86,19 @@ const SELF_KILLED = Symbol('the fake ended this reply itself');
 export const CONTEXT_ERROR_OPENAI = {
   error: {
     message: "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. Please reduce the length of the messages.",
-    type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded',
+    type: 'invalid_request_error',
+    param: 'messages',
+    code: 'context_length_exceeded',
   },
 };
 export const CONTEXT_ERROR_LLAMACPP = {
-  error: { code: 400, message: 'the request exceeds the available context size, try increasing it', type: 'exceed_context_size_error', n_prompt_tokens: 9000, n_ctx: 8192 },
+  error: {
+    code: 400,
+    message: 'the request exceeds the available context size, try increasing it',
+    type: 'exceed_context_size_error',
+    n_prompt_tokens: 9000,
+    n_ctx: 8192,
+  },
 };
 
 export class ScriptedProvider {
@@ -213,7 +221,15 @@ export class ScriptedProvider {
     // Ollama streams unless told not to; chat completions only when asked.
     const ndjsonRoute = this.mode === 'ndjson' && path === '/api/chat';
     const stream = ndjsonRoute ? json?.stream !== false : json?.stream === true;
-    const rec: ScriptedRequest = { method, path, model: typeof json?.model === 'string' ? json.model : undefined, stream, at: Date.now(), headers: { ...req.headers }, json };
+    const rec: ScriptedRequest = {
+      method,
+      path,
+      model: typeof json?.model === 'string' ? json.model : undefined,
+      stream,
+      at: Date.now(),
+      headers: { ...req.headers },
+      json,
+    };
     this.requests.push(rec);
     if (!this.isGeneration(method, path)) {
       this.serveOther(rec, res);
@@ -235,17 +251,45 @@ export class ScriptedProvider {
     };
     const { method, path } = rec;
     if (method === 'GET' && path === '/v1/models') {
-      send(200, { object: 'list', data: this.models.map((m) => ({ id: m.name, object: 'model', created: CREATED, owned_by: this.name, ...(m.context ? { context_window: m.context } : {}) })) });
+      send(200, {
+        object: 'list',
+        data: this.models.map((m) => ({
+          id: m.name,
+          object: 'model',
+          created: CREATED,
+          owned_by: this.name,
+          ...(m.context ? { context_window: m.context } : {}),
+        })),
+      });
     } else if (this.mode === 'ndjson' && method === 'GET' && path === '/') {
       send(200, 'Ollama is running');
     } else if (this.mode === 'ndjson' && method === 'GET' && path === '/api/tags') {
-      send(200, { models: this.models.map((m) => ({ name: m.name, model: m.name, modified_at: '2026-11-01T10:00:00Z', size: 4_000_000_000, digest: `d-${m.name}`, details: { format: 'gguf', family: 'llama', parameter_size: '8B', quantization_level: 'Q4_K_M' } })) });
+      send(200, {
+        models: this.models.map((m) => ({
+          name: m.name,
+          model: m.name,
+          modified_at: '2026-11-01T10:00:00Z',
+          size: 4_000_000_000,
+          digest: `d-${m.name}`,
+          details: { format: 'gguf', family: 'llama', parameter_size: '8B', quantization_level: 'Q4_K_M' },
+        })),
+      });
     } else if (this.mode === 'ndjson' && method === 'POST' && path === '/api/show') {
       const m = this.models.find((x) => x.name === (rec.json?.model ?? rec.json?.name));
       if (!m) send(404, { error: `model '${rec.json?.model}' not found` });
-      else send(200, { modelfile: `FROM ${m.name}`, details: { family: 'llama' }, model_info: { 'general.architecture': 'llama', ...(m.context ? { 'llama.context_length': m.context } : {}) }, capabilities: ['completion'] });
+      else
+        send(200, {
+          modelfile: `FROM ${m.name}`,
+          details: { family: 'llama' },
+          model_info: { 'general.architecture': 'llama', ...(m.context ? { 'llama.context_length': m.context } : {}) },
+          capabilities: ['completion'],
+        });
     } else if (this.mode === 'ndjson' && method === 'GET' && path === '/api/ps') {
-      send(200, { models: this.models.filter((m) => m.loaded !== false).map((m) => ({ name: m.name, model: m.name, size: 4_000_000_000, digest: `d-${m.name}`, expires_at: '2026-11-01T11:00:00Z' })) });
+      send(200, {
+        models: this.models
+          .filter((m) => m.loaded !== false)
+          .map((m) => ({ name: m.name, model: m.name, size: 4_000_000_000, digest: `d-${m.name}`, expires_at: '2026-11-01T11:00:00Z' })),
+      });
     } else if (this.mode === 'ndjson' && method === 'GET' && path === '/api/version') {
       send(200, { version: '0.14.0' });
     } else {
@@ -299,9 +343,12 @@ export class ScriptedProvider {
       return;
     }
     if ('status' in step) {
-      const body = step.body === undefined
-        ? JSON.stringify({ error: { message: `scripted ${this.name} failing with ${step.status}`, type: 'server_error', code: step.status } })
-        : typeof step.body === 'string' ? step.body : JSON.stringify(step.body);
+      const body =
+        step.body === undefined
+          ? JSON.stringify({ error: { message: `scripted ${this.name} failing with ${step.status}`, type: 'server_error', code: step.status } })
+          : typeof step.body === 'string'
+            ? step.body
+            : JSON.stringify(step.body);
       res.writeHead(step.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-scripted': this.name, ...step.headers });
       res.end(body);
       return;
@@ -315,8 +362,23 @@ export class ScriptedProvider {
     const words = text.split(/(?= )/);
     if (!rec.stream) {
       const body = ndjson
-        ? { model, created_at: '2026-11-01T10:00:00Z', message: { role: 'assistant', content: text }, done: true, done_reason: finish, eval_count: words.length, prompt_eval_count: 3 }
-        : { id: `chatcmpl-${this.name}`, object: 'chat.completion', created: CREATED, model, choices: [{ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: finish }], usage: { prompt_tokens: 3, completion_tokens: words.length, total_tokens: 3 + words.length } };
+        ? {
+            model,
+            created_at: '2026-11-01T10:00:00Z',
+            message: { role: 'assistant', content: text },
+            done: true,
+            done_reason: finish,
+            eval_count: words.length,
+            prompt_eval_count: 3,
+          }
+        : {
+            id: `chatcmpl-${this.name}`,
+            object: 'chat.completion',
+            created: CREATED,
+            model,
+            choices: [{ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: finish }],
+            usage: { prompt_tokens: 3, completion_tokens: words.length, total_tokens: 3 + words.length },
+          };
       const s = JSON.stringify(body);
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(s), 'x-scripted': this.name });
       res.end(s);
@@ -360,7 +422,8 @@ export class ScriptedProvider {
   /** One stream's pieces, in the route's own format. */
   private format(model: string, ndjson: boolean) {
     if (ndjson) {
-      const line = (content: string, extra: object = { done: false }) => `${JSON.stringify({ model, created_at: '2026-11-01T10:00:00Z', message: { role: 'assistant', content }, ...extra })}\n`;
+      const line = (content: string, extra: object = { done: false }) =>
+        `${JSON.stringify({ model, created_at: '2026-11-01T10:00:00Z', message: { role: 'assistant', content }, ...extra })}\n`;
       return {
         role: () => line(''),
         content: (w: string) => line(w),
@@ -370,7 +433,8 @@ export class ScriptedProvider {
       };
     }
     const id = `chatcmpl-${this.name}`;
-    const chunk = (delta: object, finish: string | null) => `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: CREATED, model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] })}\n\n`;
+    const chunk = (delta: object, finish: string | null) =>
+      `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: CREATED, model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] })}\n\n`;
     return {
       role: () => chunk({ role: 'assistant', content: '' }, null),
       content: (w: string) => chunk({ content: w }, null),

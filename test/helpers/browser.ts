@@ -16,7 +16,7 @@ export const chromiumPath = CANDIDATES.find((p): p is string => !!p && existsSyn
 export const browserMissing = !chromiumPath && process.env.GW_REQUIRE_BROWSER !== '1';
 
 export function launchBrowser(): Promise<Browser> {
-  if (!chromiumPath) throw new Error('no Chromium found: install Debian\'s chromium (apt-get install -y chromium) or set GW_CHROMIUM');
+  if (!chromiumPath) throw new Error("no Chromium found: install Debian's chromium (apt-get install -y chromium) or set GW_CHROMIUM");
   return chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
 }
 

@@ -37,7 +37,11 @@ export function configFile(text: string): string {
 }
 
 /** Start `gw serve`, resolve once it logs that it listens, with the port it bound. */
-export function serve(args: string[], env: NodeJS.ProcessEnv = cleanEnv(), cwd = emptyDir()): Promise<{ child: ChildProcess; port: number; output: () => string }> {
+export function serve(
+  args: string[],
+  env: NodeJS.ProcessEnv = cleanEnv(),
+  cwd = emptyDir(),
+): Promise<{ child: ChildProcess; port: number; output: () => string }> {
   return new Promise((resolveStart, reject) => {
     const child = spawn(process.execPath, [GW, 'serve', ...args], { cwd, env });
     let out = '';
@@ -45,7 +49,10 @@ export function serve(args: string[], env: NodeJS.ProcessEnv = cleanEnv(), cwd =
     child.stdout.on('data', (d) => {
       out += d;
       // Complete lines only: under load a line can arrive in two chunks.
-      const line = out.split('\n').slice(0, -1).find((l) => l.includes('"msg":"gateway listening"'));
+      const line = out
+        .split('\n')
+        .slice(0, -1)
+        .find((l) => l.includes('"msg":"gateway listening"'));
       if (line) resolveStart({ child, port: JSON.parse(line).port, output: () => out });
     });
     child.on('exit', (code) => reject(new Error(`gw exited ${code}: ${out}`)));

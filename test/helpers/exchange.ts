@@ -41,7 +41,13 @@ export class FakeExchange implements Exchange {
   rec: AttemptState | null = null;
   /** What each attempt sent (prepare sees every one). */
   readonly prepared: UpstreamRequest[] = [];
-  constructor(readonly id: string, readonly method: string, private readonly req: IncomingMessage, readonly res: ServerResponse, readonly body: Buffer) {}
+  constructor(
+    readonly id: string,
+    readonly method: string,
+    private readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    readonly body: Buffer,
+  ) {}
   header(name: string): string | undefined {
     const v = this.req.headers[name];
     return Array.isArray(v) ? v[0] : v;
@@ -60,8 +66,21 @@ export class FakeExchange implements Exchange {
 }
 
 export type Policy = SendPolicy<FakeExchange>;
-export interface Job { policy: Policy; plan: RoutePlan; ex?: FakeExchange; done?: Promise<unknown> }
-export interface Reply { status: number; headers: Record<string, unknown>; body: Buffer; text: string; error: unknown; rec: AttemptState; ex: FakeExchange }
+export interface Job {
+  policy: Policy;
+  plan: RoutePlan;
+  ex?: FakeExchange;
+  done?: Promise<unknown>;
+}
+export interface Reply {
+  status: number;
+  headers: Record<string, unknown>;
+  body: Buffer;
+  text: string;
+  error: unknown;
+  rec: AttemptState;
+  ex: FakeExchange;
+}
 
 const servers: Server[] = [];
 
@@ -90,11 +109,14 @@ export function routingHarness() {
       const chunks: Buffer[] = [];
       for await (const c of req) chunks.push(c as Buffer);
       const ex = (job.ex = new FakeExchange(id, req.method!, req, res, Buffer.concat(chunks)));
-      job.done = attemptLoop(ex, job.policy, job.plan).then(() => null, (err: unknown) => {
-        if (err instanceof GatewayError) renderError(res, err);
-        else res.destroy();
-        return err;
-      });
+      job.done = attemptLoop(ex, job.policy, job.plan).then(
+        () => null,
+        (err: unknown) => {
+          if (err instanceof GatewayError) renderError(res, err);
+          else res.destroy();
+          return err;
+        },
+      );
     });
     servers.push(front);
     url = await listen(front);
@@ -154,17 +176,29 @@ export function routingHarness() {
 }
 
 /** The request's body asking for `model` (what forward does with the name the plan gives). */
-const withModel = (body: Buffer, model: string | undefined) => (model === undefined ? body : Buffer.from(JSON.stringify({ ...JSON.parse(body.toString()), model })));
+const withModel = (body: Buffer, model: string | undefined) =>
+  model === undefined ? body : Buffer.from(JSON.stringify({ ...JSON.parse(body.toString()), model }));
 
 /** Retries on (1 ms backoff, a fleet budget that never runs out here), replay-safe, the inference
  *  API's streams: what forward.ts hands the loop. */
 export function policy(over: Partial<Policy> = {}): Policy {
   return {
     maxRetries: 3,
-    retry: { budgetMs: 60_000, backoffMs: 1, fleet: new RetryBudget({ ratio: 0.2, minPerSecond: 1000, windowMs: 10_000 }), contextWindow: () => undefined, cold: () => false },
+    retry: {
+      budgetMs: 60_000,
+      backoffMs: 1,
+      fleet: new RetryBudget({ ratio: 0.2, minPerSecond: 1000, windowMs: 10_000 }),
+      contextWindow: () => undefined,
+      cold: () => false,
+    },
     api: INFERENCE_API,
     replaySafe: () => true,
-    request: (ex, ep, model) => ({ method: 'POST', path: ep.upstreamPath('/v1/chat/completions'), headers: ['content-type', 'application/json'], body: withModel(ex.body, model) }),
+    request: (ex, ep, model) => ({
+      method: 'POST',
+      path: ep.upstreamPath('/v1/chat/completions'),
+      headers: ['content-type', 'application/json'],
+      body: withModel(ex.body, model),
+    }),
     ...over,
   };
 }

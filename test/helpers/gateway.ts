@@ -33,7 +33,10 @@ export function endpoint(name: string, type: string, url: string, extra: Record<
 
 /** Rate limits off: tests send many requests from one address; those about the limits set their own. */
 export const NO_RATE_LIMITS = {
-  global_requests_per_minute: 0, per_ip_requests_per_minute: 0, health_requests_per_minute: 0, internal_requests_per_minute: 0,
+  global_requests_per_minute: 0,
+  per_ip_requests_per_minute: 0,
+  health_requests_per_minute: 0,
+  internal_requests_per_minute: 0,
   per_endpoint: { default_requests_per_minute: 0 },
 };
 

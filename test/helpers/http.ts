@@ -35,7 +35,10 @@ export interface TimedChunk {
 }
 
 /** Every chunk as it arrives, with its arrival time; `error` is set when the stream was cut. */
-export function timedChunks(url: string, opts: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; headers: IncomingHttpHeaders; chunks: TimedChunk[]; error?: Error; headersAt: number }> {
+export function timedChunks(
+  url: string,
+  opts: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<{ status: number; headers: IncomingHttpHeaders; chunks: TimedChunk[]; error?: Error; headersAt: number }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(url, { method: opts.method ?? 'POST', headers: { 'content-type': 'application/json', ...opts.headers }, agent: false }, (res) => {
       const headersAt = performance.now();
@@ -58,17 +61,33 @@ export function timedChunks(url: string, opts: { method?: string; headers?: Reco
  * The gateway holds a stream's head and its `leading` pieces without content (a role-only chunk)
  * until its first content arrives, so those go out without waiting for the client.
  */
-export function lockstep(fake: { behaviour: { beforeChunk: ((i: number) => Promise<void>) | null } }, url: string, body: string, terminator: string, leading = 0): Promise<{ status: number; headers: IncomingHttpHeaders; pieces: string[] }> {
+export function lockstep(
+  fake: { behaviour: { beforeChunk: ((i: number) => Promise<void>) | null } },
+  url: string,
+  body: string,
+  terminator: string,
+  leading = 0,
+): Promise<{ status: number; headers: IncomingHttpHeaders; pieces: string[] }> {
   let text = '';
   let head = false;
   const seen = () => text.split(terminator).length - 1;
-  fake.behaviour.beforeChunk = (i) => (i <= leading ? Promise.resolve() : waitFor(() => head && seen() >= i, `the client to receive the head and ${i} pieces`).then(() => undefined));
+  fake.behaviour.beforeChunk = (i) =>
+    i <= leading ? Promise.resolve() : waitFor(() => head && seen() >= i, `the client to receive the head and ${i} pieces`).then(() => undefined);
   return new Promise((resolve, reject) => {
     const req = httpRequest({ ...target(url), method: 'POST', headers: { 'content-type': 'application/json' }, agent: false }, (res) => {
       head = true;
       res.setEncoding('utf8');
       res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, pieces: text.split(terminator).filter(Boolean).map((p) => p + terminator) }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          pieces: text
+            .split(terminator)
+            .filter(Boolean)
+            .map((p) => p + terminator),
+        }),
+      );
       res.on('error', reject);
     });
     req.on('error', reject);

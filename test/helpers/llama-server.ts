@@ -11,10 +11,12 @@ export const LLAMA_SERVER_DIR = process.env.GW_LLAMA_SERVER_DIR;
 /** A TCP port free on 127.0.0.1 right now. */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
-    const s = createServer().once('error', reject).listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
+    const s = createServer()
+      .once('error', reject)
+      .listen(0, '127.0.0.1', () => {
+        const { port } = s.address() as { port: number };
+        s.close(() => resolve(port));
+      });
   });
 }
 
@@ -31,7 +33,9 @@ export async function startLlamaServer(alias: string, flags: string[] = [], port
   if (!LLAMA_SERVER_DIR) throw new Error('GW_LLAMA_SERVER_DIR is not set: guard the test with describe.skipIf(!LLAMA_SERVER_DIR)');
   port ??= await freePort();
   const out = await new Promise<string>((resolve, reject) => {
-    execFile(join(LLAMA_SERVER_DIR, 'start-llama-server.sh'), [String(port), alias, ...flags], { timeout: 90_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout)));
+    execFile(join(LLAMA_SERVER_DIR, 'start-llama-server.sh'), [String(port), alias, ...flags], { timeout: 90_000 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout),
+    );
   });
   return { url: `http://127.0.0.1:${port}`, port, pid: Number(out.trim().split('\n').at(-1)) };
 }

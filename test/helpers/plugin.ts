@@ -21,10 +21,36 @@ export function testEnv(extra: Partial<PluginEnv> = {}): PluginEnv & { logs: Rec
   const { logs, destination } = memoryLogs();
   const log = createLogger('debug', destination);
   const env: PluginEnv & { logs: Record<string, any>[] } = {
-    hostStats: () => Promise.resolve(env.stats), worker: null,
-    config: loadConfig(null, {}).config, source: 'test', profiles, endpoints: undefined as never, health: undefined as never, catalogue: undefined as never, discovery: undefined as never, residency: undefined as never,
-    stats: new Stats(), metrics: new Metrics(), buckets: new RateBuckets(1000, () => performance.now(), null, new Fleet(log, () => undefined, () => undefined)), retries: new RetryBudget({ ratio: 0.2, minPerSecond: 5, windowMs: 10_000 }), log, version: '0.0.0-test', startedAt: new Date(),
-    reload: { generation: 1, last_attempt: null, ok: true, error: null }, pipeline: 'test', logs, ...extra,
+    hostStats: () => Promise.resolve(env.stats),
+    worker: null,
+    config: loadConfig(null, {}).config,
+    source: 'test',
+    profiles,
+    endpoints: undefined as never,
+    health: undefined as never,
+    catalogue: undefined as never,
+    discovery: undefined as never,
+    residency: undefined as never,
+    stats: new Stats(),
+    metrics: new Metrics(),
+    buckets: new RateBuckets(
+      1000,
+      () => performance.now(),
+      null,
+      new Fleet(
+        log,
+        () => undefined,
+        () => undefined,
+      ),
+    ),
+    retries: new RetryBudget({ ratio: 0.2, minPerSecond: 5, windowMs: 10_000 }),
+    log,
+    version: '0.0.0-test',
+    startedAt: new Date(),
+    reload: { generation: 1, last_attempt: null, ok: true, error: null },
+    pipeline: 'test',
+    logs,
+    ...extra,
   };
   return env;
 }
@@ -56,7 +82,11 @@ export interface StubResponse {
 
 export function stubResponse(): StubResponse {
   return {
-    status: 0, headers: [], body: '', ended: false, headersSent: false,
+    status: 0,
+    headers: [],
+    body: '',
+    ended: false,
+    headersSent: false,
     writeHead(status, headers) {
       this.status = status;
       this.headers = headers;
@@ -66,7 +96,9 @@ export function stubResponse(): StubResponse {
       this.body = body ?? '';
       this.ended = true;
     },
-    once() {}, on() {}, off() {},
+    once() {},
+    on() {},
+    off() {},
   };
 }
 
@@ -77,8 +109,11 @@ export function attemptOf(ctx: Context): AttemptState {
   return rec;
 }
 
-export function stubContext(hooks: Hooks, opts: { method?: string; url?: string; headers?: Record<string, string>; body?: string | Buffer[]; profile?: string; prefix?: string } = {}) {
-  const chunks = typeof opts.body === 'string' ? [Buffer.from(opts.body)] : opts.body ?? [];
+export function stubContext(
+  hooks: Hooks,
+  opts: { method?: string; url?: string; headers?: Record<string, string>; body?: string | Buffer[]; profile?: string; prefix?: string } = {},
+) {
+  const chunks = typeof opts.body === 'string' ? [Buffer.from(opts.body)] : (opts.body ?? []);
   const req = Object.assign(Readable.from(chunks), {
     method: opts.method ?? 'GET',
     url: opts.url ?? '/',
@@ -95,7 +130,14 @@ export function stubContext(hooks: Hooks, opts: { method?: string; url?: string;
     hooks.respond.call(ctx, status);
     write(status, [...headers, ...ctx.replyHeaders]);
   };
-  const ctx = new RequestContext(req as never, res as never, { pipeline: 'test', hooks, profile: opts.profile ? profiles.byName.get(opts.profile) : undefined, prefix: opts.prefix, errorFormat: 'gateway', log: createLogger('silent') });
+  const ctx = new RequestContext(req as never, res as never, {
+    pipeline: 'test',
+    hooks,
+    profile: opts.profile ? profiles.byName.get(opts.profile) : undefined,
+    prefix: opts.prefix,
+    errorFormat: 'gateway',
+    log: createLogger('silent'),
+  });
   return { ctx, res, req };
 }
 

@@ -64,7 +64,11 @@ export async function rig(topology: Topology, opts: RigOptions = {}): Promise<Ri
     discovery: { static: { endpoints } },
   });
   return {
-    gw, topology, primary, other, path,
+    gw,
+    topology,
+    primary,
+    other,
+    path,
     close: async () => {
       await gw.close();
       await primary.stop();
@@ -84,7 +88,11 @@ export const chatBody = (stream: boolean, model = 'primary-model') => ({ model, 
 
 /** One request through the gateway, read whole. */
 export async function send(r: Rig, body: object = chatBody(false), headers: Record<string, string> = {}): Promise<Reply> {
-  const res = await request(`${r.gw.url}${r.path}`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json', authorization: 'Bearer sk-test', ...headers } });
+  const res = await request(`${r.gw.url}${r.path}`, {
+    method: 'POST',
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json', authorization: 'Bearer sk-test', ...headers },
+  });
   const text = await res.body.text();
   let json: any;
   try {
@@ -115,12 +123,25 @@ export async function servedAfterOpenBreaker(r: Rig, body: object = chatBody(fal
 
 /** SSE events' data (the `data: ` stripped). */
 export function sseData(text: string): string[] {
-  return text.split('\n\n').filter((e) => e.trim()).map((e) => e.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n'));
+  return text
+    .split('\n\n')
+    .filter((e) => e.trim())
+    .map((e) =>
+      e
+        .split('\n')
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => l.slice(6))
+        .join('\n'),
+    );
 }
 
 /** NDJSON lines, parsed. */
 export function ndjsonLines(text: string): any[] {
-  return text.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  return text
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 }
 
 /** The content of a chat-completions SSE stream (chunks that parse), and its last event. */
@@ -139,7 +160,11 @@ export function sseContent(text: string): { content: string; last: string | unde
 
 /** A stream read with the official openai client, as users run it: the text it assembled and
  *  the error it raised (undefined when it ended normally), with the last finish_reason. */
-export async function openaiStream(r: Rig, headers: Record<string, string> = {}, model = 'primary-model'): Promise<{ text: string; error: any; finish: string | null; model: string | undefined }> {
+export async function openaiStream(
+  r: Rig,
+  headers: Record<string, string> = {},
+  model = 'primary-model',
+): Promise<{ text: string; error: any; finish: string | null; model: string | undefined }> {
   const client = new OpenAI({ baseURL: `${r.gw.url}/gw/hosted/v1`, apiKey: 'sk-test', maxRetries: 0, defaultHeaders: headers });
   let text = '';
   let finish: string | null = null;
@@ -151,7 +176,10 @@ export async function openaiStream(r: Rig, headers: Record<string, string> = {},
       text += chunk.choices[0]?.delta?.content ?? '';
       finish = chunk.choices[0]?.finish_reason ?? finish;
     }
-  })().then(() => undefined, (e) => e);
+  })().then(
+    () => undefined,
+    (e) => e,
+  );
   return { text, error, finish, model: seenModel };
 }
 

@@ -25,15 +25,35 @@ describe('allowlist', () => {
     expect(await check('localrunner', '/API/CHAT')).toBe('404 PATH_NOT_ALLOWED');
   });
   it('passes the current Ollama API (version, embed, blobs by digest, OpenAI retrieve and responses)', async () => {
-    for (const path of ['/api/version', '/api/embed', '/api/blobs/sha256:29fdb92e57cf', '/v1/models/llama3.1:8b', '/v1/models/hf.co/org/model', '/v1/responses', '/v1/messages']) {
+    for (const path of [
+      '/api/version',
+      '/api/embed',
+      '/api/blobs/sha256:29fdb92e57cf',
+      '/v1/models/llama3.1:8b',
+      '/v1/models/hf.co/org/model',
+      '/v1/responses',
+      '/v1/messages',
+    ]) {
       expect(await check('localrunner', path), path).toBe('allowed');
     }
     // A named segment is one segment; {model...} is never empty; nothing else is a wildcard.
-    for (const path of ['/api/blobs/a/b', '/api/blobs/', '/v1/models/', '/api/versions']) expect(await check('localrunner', path), path).toBe('404 PATH_NOT_ALLOWED');
+    for (const path of ['/api/blobs/a/b', '/api/blobs/', '/v1/models/', '/api/versions'])
+      expect(await check('localrunner', path), path).toBe('404 PATH_NOT_ALLOWED');
   });
 
   it('passes llama.cpp server routes, and named segments for slots', async () => {
-    for (const path of ['/props', '/slots', '/slots/0', '/metrics', '/apply-template', '/v1/messages/count_tokens', '/tokenize', '/v1/rerank', '/v1/responses', '/v1/models/tiny-chat']) {
+    for (const path of [
+      '/props',
+      '/slots',
+      '/slots/0',
+      '/metrics',
+      '/apply-template',
+      '/v1/messages/count_tokens',
+      '/tokenize',
+      '/v1/rerank',
+      '/v1/responses',
+      '/v1/models/tiny-chat',
+    ]) {
       expect(await check('cppengine', path), path).toBe('allowed');
     }
     expect(await check('cppengine', '/slots/0/save')).toBe('404 PATH_NOT_ALLOWED');

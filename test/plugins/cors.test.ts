@@ -26,7 +26,10 @@ describe('cors', () => {
   it('grants a preflight the headers and method it asks for (browser SDKs send their own)', async () => {
     const hooks = applyPlugin(cors);
     const asked = 'anthropic-version, x-api-key, x-stainless-os, x-stainless-retry-count, content-type';
-    const { ctx, res } = stubContext(hooks, { method: 'OPTIONS', headers: { 'access-control-request-headers': asked, 'access-control-request-method': 'DELETE' } });
+    const { ctx, res } = stubContext(hooks, {
+      method: 'OPTIONS',
+      headers: { 'access-control-request-headers': asked, 'access-control-request-method': 'DELETE' },
+    });
     expect(await hooks.request.promise(ctx)).toBe(true);
     expect(res.status).toBe(204);
     expect(header(res.headers, 'access-control-allow-headers')).toBe(`Content-Type, Authorization, ${asked}`);
@@ -38,7 +41,10 @@ describe('cors', () => {
   it('echoes only a clean list of header names, and only when allowed', async () => {
     for (const asked of ['x-ok, bad header', 'x-a\r\nx-b', `x-${'a'.repeat(5000)}`]) {
       const hooks = applyPlugin(cors);
-      const { ctx, res } = stubContext(hooks, { method: 'OPTIONS', headers: { 'access-control-request-headers': asked, 'access-control-request-method': 'TRACE' } });
+      const { ctx, res } = stubContext(hooks, {
+        method: 'OPTIONS',
+        headers: { 'access-control-request-headers': asked, 'access-control-request-method': 'TRACE' },
+      });
       await hooks.request.promise(ctx);
       expect(header(res.headers, 'access-control-allow-headers')).toBe('Content-Type, Authorization');
       expect(header(res.headers, 'access-control-allow-methods')).toBe('GET, POST, OPTIONS');

@@ -4,8 +4,14 @@ import { connectionFailure } from '../../engine/backends/failures.js';
 
 describe('connection failure classification', () => {
   it.each([
-    ['ECONNREFUSED', 'refused'], ['ECONNRESET', 'reset'], ['UND_ERR_SOCKET', 'closed'], ['UND_ERR_CONNECT_TIMEOUT', 'connect timeout'],
-    ['EHOSTUNREACH', 'unreachable'], ['ENETUNREACH', 'unreachable'], ['ENOTFOUND', 'unreachable'], ['UND_ERR_HEADERS_TIMEOUT', 'timeout'],
+    ['ECONNREFUSED', 'refused'],
+    ['ECONNRESET', 'reset'],
+    ['UND_ERR_SOCKET', 'closed'],
+    ['UND_ERR_CONNECT_TIMEOUT', 'connect timeout'],
+    ['EHOSTUNREACH', 'unreachable'],
+    ['ENETUNREACH', 'unreachable'],
+    ['ENOTFOUND', 'unreachable'],
+    ['UND_ERR_HEADERS_TIMEOUT', 'timeout'],
   ])('%s is a connection failure (%s)', (code, kind) => {
     expect(connectionFailure(Object.assign(new Error(code), { code }))).toBe(kind);
   });
@@ -18,5 +24,4 @@ describe('connection failure classification', () => {
     expect(connectionFailure({ code: 'constructor' })).toBeUndefined();
     expect(connectionFailure({ code: '__proto__' })).toBeUndefined();
   });
-
 });

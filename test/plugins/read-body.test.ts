@@ -19,10 +19,15 @@ describe('read-body', () => {
     expect((await read({ method: 'GET' })).body).toBeNull();
   });
   it('refuses a declared length over the limit before reading', async () => {
-    await expect(read({ method: 'POST', headers: { 'content-length': '11' }, body: 'x'.repeat(11) }, 10)).rejects.toMatchObject({ status: 413, code: 'BODY_TOO_LARGE' });
+    await expect(read({ method: 'POST', headers: { 'content-length': '11' }, body: 'x'.repeat(11) }, 10)).rejects.toMatchObject({
+      status: 413,
+      code: 'BODY_TOO_LARGE',
+    });
   });
   it('refuses a chunked body that grows past the limit', async () => {
-    await expect(read({ method: 'POST', headers: { 'transfer-encoding': 'chunked' }, body: [Buffer.alloc(6), Buffer.alloc(6)] }, 10)).rejects.toMatchObject({ status: 413 });
+    await expect(read({ method: 'POST', headers: { 'transfer-encoding': 'chunked' }, body: [Buffer.alloc(6), Buffer.alloc(6)] }, 10)).rejects.toMatchObject({
+      status: 413,
+    });
   });
   it('leaves a non-JSON body alone', async () => {
     const ctx = await read({ method: 'POST', headers: { 'content-length': '5' }, body: 'hello' });

@@ -6,7 +6,14 @@ import type { Endpoint } from '../../engine/backends/endpoints.js';
 import { applyPlugin, profiles, stubContext, testEnv } from '../helpers/plugin.js';
 
 /** A stand-in endpoint: weight 1, its load its requests in flight. */
-const stub = (fields: Record<string, unknown>) => ({ weight: 1, load(this: { active: number }) { return this.active; }, ...fields }) as unknown as Endpoint;
+const stub = (fields: Record<string, unknown>) =>
+  ({
+    weight: 1,
+    load(this: { active: number }) {
+      return this.active;
+    },
+    ...fields,
+  }) as unknown as Endpoint;
 const ep = (name: string, priority: number, active = 0) => stub({ name, priority, active, state: 'healthy' });
 /** The balancer with affinity off. */
 const plain = (shares: { busy: number; warming: number }) => ({ shares, maxLoadFactor: null, byPriority: true });

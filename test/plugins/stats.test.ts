@@ -38,7 +38,11 @@ describe('stats', () => {
   it("a 429 is the client's only when it is the client's own rate limit: a full queue, an endpoint's rate or a backend's 429 is a failure", () => {
     const env = testEnv();
     const hooks = applyPlugin(stats, {}, env);
-    const refusals = [gwError('RATE_LIMITED', { what: 'x', limit: 1, burst: 1, retryAfter: 1 }), gwError('QUEUE_FULL', { provider: 'x', endpoints: 'e1', retryAfter: 1 }), gwError('ENDPOINT_RATE_LIMITED', { provider: 'x', endpoints: 'e1', retryAfter: 1 })];
+    const refusals = [
+      gwError('RATE_LIMITED', { what: 'x', limit: 1, burst: 1, retryAfter: 1 }),
+      gwError('QUEUE_FULL', { provider: 'x', endpoints: 'e1', retryAfter: 1 }),
+      gwError('ENDPOINT_RATE_LIMITED', { provider: 'x', endpoints: 'e1', retryAfter: 1 }),
+    ];
     for (const err of refusals) {
       const { ctx, res } = stubContext(hooks);
       ctx.error = err;

@@ -7,7 +7,9 @@ import { endpoint, startGateway, type Started } from '../helpers/gateway.js';
 let fake: FakeBackend, gw: Started;
 beforeAll(async () => {
   fake = await new FakeBackend({ family: 'pagedengine' }).start();
-  gw = await startGateway({ discovery: { static: { endpoints: [endpoint('up', 'pagedengine', fake.url), endpoint('down', 'mlxsingle', 'http://127.0.0.1:1')] } } });
+  gw = await startGateway({
+    discovery: { static: { endpoints: [endpoint('up', 'pagedengine', fake.url), endpoint('down', 'mlxsingle', 'http://127.0.0.1:1')] } },
+  });
 });
 afterAll(async () => {
   await gw.close();
@@ -28,7 +30,10 @@ describe('health-report', () => {
     expect(body.status).toBe('degraded');
     expect(body.uptime).toMatch(/^\d+(\.\d+)?(ms|s|m)$/);
     expect(new Date(body.timestamp).toISOString()).toBe(body.timestamp);
-    expect(body.endpoints.map((e: any) => [e.name, e.status])).toEqual([['up', 'healthy'], ['down', 'unhealthy']]);
+    expect(body.endpoints.map((e: any) => [e.name, e.status])).toEqual([
+      ['up', 'healthy'],
+      ['down', 'unhealthy'],
+    ]);
     expect(body.endpoints[0].latency).toMatch(/ms$/);
     expect(body.endpoints[0].url).toBe(fake.url);
   });

@@ -30,7 +30,9 @@ describe('upstream-headers', () => {
     expect(header(upstream('pagedengine', { Host: 'h' }).up.headers, 'x-forwarded-host')).toBeUndefined();
   });
   it('keeps the client content type and only adds JSON to a POST without one', () => {
-    expect(header(upstream('pagedengine', { 'Content-Type': 'multipart/form-data; boundary=x' }).up.headers, 'content-type')).toBe('multipart/form-data; boundary=x');
+    expect(header(upstream('pagedengine', { 'Content-Type': 'multipart/form-data; boundary=x' }).up.headers, 'content-type')).toBe(
+      'multipart/form-data; boundary=x',
+    );
     expect(header(upstream('pagedengine', {}).up.headers, 'content-type')).toBe('application/json');
     expect(header(upstream('pagedengine', {}, 'GET').up.headers, 'content-type')).toBeUndefined();
   });

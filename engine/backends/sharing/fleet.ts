@@ -23,19 +23,31 @@ export class Fleet {
 
   /** `onStoreFailure`: a take Redis could not answer (it passed); `onEvidence`: what another
    *  replica's requests learnt about an endpoint. */
-  constructor(private readonly log: Logger, private readonly onStoreFailure: () => void, private readonly onEvidence: (e: Evidence) => void) {}
+  constructor(
+    private readonly log: Logger,
+    private readonly onStoreFailure: () => void,
+    private readonly onEvidence: (e: Evidence) => void,
+  ) {}
 
   /** Take the rate limits' settings of a (re)loaded configuration. */
   configure(limits: GatewayConfig['server']['rate_limits']): void {
     if (limits.store !== 'redis') return this.close();
     const r = limits.redis;
-    const settings: RedisSettings = { url: r.url, password: r.password_file === undefined ? undefined : readFileSync(resolve(r.password_file), 'utf8').trim(), key_prefix: r.key_prefix, timeout: parseDuration(r.timeout) };
+    const settings: RedisSettings = {
+      url: r.url,
+      password: r.password_file === undefined ? undefined : readFileSync(resolve(r.password_file), 'utf8').trim(),
+      key_prefix: r.key_prefix,
+      timeout: parseDuration(r.timeout),
+    };
     if (this.buckets && sameSettings(this.buckets.settings, settings)) return;
     let next: RedisBucketStore;
     try {
       next = new RedisBucketStore(settings, this.log, this.onStoreFailure);
     } catch (err) {
-      this.log.error({ field: 'server.rate_limits.redis', error: (err as Error).name }, 'rate-limit store: could not make a Redis client; the store in force is kept');
+      this.log.error(
+        { field: 'server.rate_limits.redis', error: (err as Error).name },
+        'rate-limit store: could not make a Redis client; the store in force is kept',
+      );
       return;
     }
     this.close();
@@ -56,4 +68,5 @@ export class Fleet {
   }
 }
 
-const sameSettings = (a: RedisSettings, b: RedisSettings) => a.url === b.url && a.password === b.password && a.key_prefix === b.key_prefix && a.timeout === b.timeout;
+const sameSettings = (a: RedisSettings, b: RedisSettings) =>
+  a.url === b.url && a.password === b.password && a.key_prefix === b.key_prefix && a.timeout === b.timeout;

@@ -32,14 +32,21 @@ export class WorkerLink implements HostScope {
   private backends: Backends | null = null;
 
   /** `leaseMs`: how long leased rate-limit tokens are kept unused (leased-buckets.ts). */
-  constructor(private readonly send: (m: ToHost) => void, readonly worker: number, leaseMs?: number) {
-    this.buckets = new LeasedBuckets({
-      take: (takes, timeoutMs) => this.ask<TakeAnswer | undefined>({ what: 'take', takes }, timeoutMs, undefined),
-      giveBack: (tokens) => this.send({ gw: 'giveBack', tokens }),
-      failed: () => {
-        if (this.backends) this.backends.stats.rateLimitStoreFailures++;
+  constructor(
+    private readonly send: (m: ToHost) => void,
+    readonly worker: number,
+    leaseMs?: number,
+  ) {
+    this.buckets = new LeasedBuckets(
+      {
+        take: (takes, timeoutMs) => this.ask<TakeAnswer | undefined>({ what: 'take', takes }, timeoutMs, undefined),
+        giveBack: (tokens) => this.send({ gw: 'giveBack', tokens }),
+        failed: () => {
+          if (this.backends) this.backends.stats.rateLimitStoreFailures++;
+        },
       },
-    }, leaseMs);
+      leaseMs,
+    );
   }
 
   /** The worker's state, which the host's messages update from now on. */
@@ -106,14 +113,19 @@ export class WorkerLink implements HostScope {
     if (m.gw === 'gather') {
       const { n } = m;
       if (m.what === 'snapshot') this.send({ gw: 'gathered', n, value: b.stats.snapshot(this.worker, b.endpoints.all) });
-      else void b.metrics.registry.getMetricsAsJSON().then((value) => this.send({ gw: 'gathered', n, value }), () => this.send({ gw: 'gathered', n, value: null }));
+      else
+        void b.metrics.registry.getMetricsAsJSON().then(
+          (value) => this.send({ gw: 'gathered', n, value }),
+          () => this.send({ gw: 'gathered', n, value: null }),
+        );
       return;
     }
     if (m.gw === 'reload') return; // the worker's gateway takes it (bin/gw.js)
     const ep = b.endpoints.get(m.gw === 'health' ? m.o.id : m.id);
     if (!ep || ep.retired) return;
     switch (m.gw) {
-      case 'health': return applyHealth(b, ep, m.o);
+      case 'health':
+        return applyHealth(b, ep, m.o);
       case 'models':
         if (!m.list) b.catalogue.clear(ep);
         else {
@@ -121,17 +133,29 @@ export class WorkerLink implements HostScope {
           if (m.list.stale) b.catalogue.invalidate(ep);
         }
         return;
-      case 'resident': return b.residency.accept(ep, m.entries);
+      case 'resident':
+        return b.residency.accept(ep, m.entries);
       case 'load': {
         const r = m.report;
         const now = performance.now();
         const others = r ? Math.max(0, r.running + r.waiting - ep.active * r.workers) : 0;
-        ep.engineLoad = r && { running: r.running, waiting: r.waiting, others, path: r.path, at: now - r.ageMs, until: now - r.ageMs + r.ttlMs, readAt: new Date(r.readAt) };
+        ep.engineLoad = r && {
+          running: r.running,
+          waiting: r.waiting,
+          others,
+          path: r.path,
+          at: now - r.ageMs,
+          until: now - r.ageMs + r.ttlMs,
+          readAt: new Date(r.readAt),
+        };
         return;
       }
-      case 'count': return ep.breaker.countElsewhere(m.failed);
-      case 'open': return ep.breaker.openElsewhere(m.ms);
-      case 'pause': return ep.pausedElsewhere(m.ms);
+      case 'count':
+        return ep.breaker.countElsewhere(m.failed);
+      case 'open':
+        return ep.breaker.openElsewhere(m.ms);
+      case 'pause':
+        return ep.pausedElsewhere(m.ms);
     }
   }
 

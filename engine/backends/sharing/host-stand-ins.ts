@@ -21,7 +21,11 @@ export interface HealthAsks {
 export class HostHealth implements Health {
   private stopped = false;
 
-  constructor(private readonly registry: EndpointRegistry, private readonly log: Logger, private readonly host: HealthAsks) {}
+  constructor(
+    private readonly registry: EndpointRegistry,
+    private readonly log: Logger,
+    private readonly host: HealthAsks,
+  ) {}
 
   async start(): Promise<void> {}
   reconcile(): void {}
@@ -47,7 +51,13 @@ export class HostHealth implements Health {
 
 /** A worker's discovery: never scheduled here; asked on demand, the host discovers for everyone. */
 export class HostDiscovery extends DiscoveryService {
-  constructor(registry: EndpointRegistry, catalogue: Catalogue, config: GatewayConfig, log: Logger, private readonly host: { refresh(): Promise<DiscoveryResult[]> }) {
+  constructor(
+    registry: EndpointRegistry,
+    catalogue: Catalogue,
+    config: GatewayConfig,
+    log: Logger,
+    private readonly host: { refresh(): Promise<DiscoveryResult[]> },
+  ) {
     super(registry, catalogue, config, log);
   }
 
@@ -72,7 +82,11 @@ export interface SlotAsks {
 export class HostQueue extends EndpointQueue {
   private readonly asks = new Map<Waiter, number>();
 
-  constructor(settings: QueueSettings, private readonly ep: Endpoint, private readonly host: SlotAsks) {
+  constructor(
+    settings: QueueSettings,
+    private readonly ep: Endpoint,
+    private readonly host: SlotAsks,
+  ) {
     super(settings);
   }
 

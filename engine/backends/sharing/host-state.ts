@@ -40,7 +40,10 @@ export class HostState {
   /** Breaker openings relayed, by endpoint id: until when (epoch ms), for workers that start later. */
   private readonly opened = new Map<string, number>();
 
-  constructor(private readonly backends: Backends, private readonly log: Logger) {
+  constructor(
+    private readonly backends: Backends,
+    private readonly log: Logger,
+  ) {
     const b = backends;
     b.endpoints.on('state', (ep: Endpoint) => this.broadcast({ gw: 'health', o: healthOf(ep) }));
     b.endpoints.on('checked', (ep: Endpoint, failed: boolean) => this.broadcast({ gw: 'health', o: healthOf(ep, failed ? 'fail' : 'pass') }));
@@ -87,9 +90,12 @@ export class HostState {
     if (!ep || ep.retired) return;
     const health = this.backends.health;
     switch (m.gw) {
-      case 'failed': return health.markFailed(ep, m.reason);
-      case 'answered': return health.markAnswered(ep, m.status);
-      case 'check': return void health.check(ep);
+      case 'failed':
+        return health.markFailed(ep, m.reason);
+      case 'answered':
+        return health.markAnswered(ep, m.status);
+      case 'check':
+        return void health.check(ep);
       case 'open':
         this.opened.set(m.id, Date.now() + m.ms);
         return this.broadcast(m, from);
@@ -125,11 +131,20 @@ export class HostState {
           value = this.state();
           break;
         // Tokens lent besides: a share of what is left, split among twice the workers (leased-buckets.ts).
-        case 'take': value = this.backends.buckets.takeAll(q.takes, 2 * this.workers.size); break;
-        case 'acquire': return this.acquire(w, n, q.id);
-        case 'refresh': value = await this.backends.discovery.refresh(); break;
-        case 'stats': value = { workers: await this.gather('snapshot'), queues: this.queues() }; break;
-        case 'metrics': value = await this.metrics(); break;
+        case 'take':
+          value = this.backends.buckets.takeAll(q.takes, 2 * this.workers.size);
+          break;
+        case 'acquire':
+          return this.acquire(w, n, q.id);
+        case 'refresh':
+          value = await this.backends.discovery.refresh();
+          break;
+        case 'stats':
+          value = { workers: await this.gather('snapshot'), queues: this.queues() };
+          break;
+        case 'metrics':
+          value = await this.metrics();
+          break;
       }
     } catch (err) {
       this.log.error({ err, question: q.what }, 'the host could not answer a worker');
@@ -232,14 +247,25 @@ function send(channel: WorkerChannel, m: ToWorker): void {
 
 function healthOf(ep: Endpoint, check?: 'pass' | 'fail'): HealthObservation {
   return {
-    id: ep.id, state: ep.state, reason: ep.lastError, lastCheck: ep.lastCheck?.getTime() ?? null, lastLatencyMs: ep.lastLatencyMs,
-    consecutiveFailures: ep.consecutiveFailures, checksTotal: ep.checksTotal, checksPassed: ep.checksPassed,
-    nextCheckAt: ep.nextCheckAt?.getTime() ?? null, ...(check ? { check } : {}),
+    id: ep.id,
+    state: ep.state,
+    reason: ep.lastError,
+    lastCheck: ep.lastCheck?.getTime() ?? null,
+    lastLatencyMs: ep.lastLatencyMs,
+    consecutiveFailures: ep.consecutiveFailures,
+    checksTotal: ep.checksTotal,
+    checksPassed: ep.checksPassed,
+    nextCheckAt: ep.nextCheckAt?.getTime() ?? null,
+    ...(check ? { check } : {}),
   };
 }
 
 function loadOf(ep: Endpoint, workers: number): ToWorker {
   const r = ep.engineLoad;
   const now = performance.now();
-  return { gw: 'load', id: ep.id, report: r && { running: r.running, waiting: r.waiting, workers, path: r.path, ageMs: now - r.at, ttlMs: r.until - r.at, readAt: r.readAt.getTime() } };
+  return {
+    gw: 'load',
+    id: ep.id,
+    report: r && { running: r.running, waiting: r.waiting, workers, path: r.path, ageMs: now - r.at, ttlMs: r.until - r.at, readAt: r.readAt.getTime() },
+  };
 }

@@ -35,7 +35,10 @@ export class LeasedBuckets implements SharedBuckets {
   private readonly sweeper: NodeJS.Timeout;
 
   /** `leaseMs`: how long a lease is kept unused (tests shorten or lengthen it). */
-  constructor(private readonly host: LeaseHost, private readonly leaseMs = LEASE_MS) {
+  constructor(
+    private readonly host: LeaseHost,
+    private readonly leaseMs = LEASE_MS,
+  ) {
     this.sweeper = setInterval(() => this.sweep(performance.now()), leaseMs);
     this.sweeper.unref();
   }

@@ -39,7 +39,12 @@ return out
 `;
 
 /** `password`: from password_file (the URL may hold one too). */
-export interface RedisSettings { url: string; password?: string; key_prefix: string; timeout: number }
+export interface RedisSettings {
+  url: string;
+  password?: string;
+  key_prefix: string;
+  timeout: number;
+}
 
 type TakeCommand = (...args: Array<string | number>) => Promise<number[]>;
 
@@ -50,7 +55,11 @@ export class RedisBucketStore {
   private lastWarning = 0;
   private lastError = '';
 
-  constructor(readonly settings: RedisSettings, private readonly log: Logger, private readonly onFailure: () => void = () => undefined) {
+  constructor(
+    readonly settings: RedisSettings,
+    private readonly log: Logger,
+    private readonly onFailure: () => void = () => undefined,
+  ) {
     this.redis = redisClient(settings.url, {
       ...(settings.password === undefined ? {} : { password: settings.password }),
       // A take that cannot be answered now fails at once (and the request goes through) rather
@@ -105,6 +114,9 @@ export class RedisBucketStore {
     this.lastWarning = now;
     // The URL's password, if any, stays out of the log: the host and port say which Redis.
     const { host, port } = this.redis.options;
-    this.log.warn({ redis: `${host}:${port}`, error: err.message, cause: this.lastError || undefined, failures: this.failures }, 'rate-limit store unreachable: requests pass unlimited until it answers');
+    this.log.warn(
+      { redis: `${host}:${port}`, error: err.message, cause: this.lastError || undefined, failures: this.failures },
+      'rate-limit store unreachable: requests pass unlimited until it answers',
+    );
   }
 }

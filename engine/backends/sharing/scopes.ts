@@ -27,7 +27,11 @@ export const STATE_SCOPES: readonly ScopedFact[] = [
   { fact: 'breaker openings by requests', scope: 'fleet', where: 'engine/backends/breaker.ts, engine/backends/sharing/shared-evidence.ts' },
   { fact: 'Retry-After pauses', scope: 'fleet', where: 'engine/backends/endpoints.ts, engine/backends/sharing/shared-evidence.ts' },
   { fact: 'concurrency limits, queues and slots', scope: 'host', where: 'engine/backends/queue.ts' },
-  { fact: 'rate limits: global, per address, internal routes', scope: 'fleet', where: 'engine/backends/rate-buckets.ts, engine/backends/sharing/redis-buckets.ts' },
+  {
+    fact: 'rate limits: global, per address, internal routes',
+    scope: 'fleet',
+    where: 'engine/backends/rate-buckets.ts, engine/backends/sharing/redis-buckets.ts',
+  },
   { fact: 'rate limit of the health routes', scope: 'process', where: 'engine/backends/rate-buckets.ts' },
   { fact: 'per-endpoint requests-per-minute limits', scope: 'process', where: 'engine/backends/rate-buckets.ts' },
   { fact: 'retry budget (proxy.retry.fleet)', scope: 'process', where: 'engine/backends/retry-budget.ts' },

@@ -30,14 +30,26 @@ export class SharedEvidence {
   private readonly sub: Redis;
   private readonly channel: string;
 
-  constructor(readonly settings: RedisSettings, log: Logger, onEvidence: (e: Evidence) => void) {
-    const options = { ...(settings.password === undefined ? {} : { password: settings.password }), enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: settings.timeout, connectTimeout: Math.max(1000, settings.timeout) };
+  constructor(
+    readonly settings: RedisSettings,
+    log: Logger,
+    onEvidence: (e: Evidence) => void,
+  ) {
+    const options = {
+      ...(settings.password === undefined ? {} : { password: settings.password }),
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      commandTimeout: settings.timeout,
+      connectTimeout: Math.max(1000, settings.timeout),
+    };
     this.pub = redisClient(settings.url, options);
     // The subscriber keeps its subscription across reconnections (ioredis resubscribes).
     this.sub = redisClient(settings.url, { ...options, enableOfflineQueue: true });
     this.channel = `${settings.key_prefix}:evidence`;
     for (const c of [this.pub, this.sub]) c.on('error', () => undefined);
-    this.sub.subscribe(this.channel).catch((err: Error) => log.warn({ error: err.message }, 'shared evidence: could not subscribe; this replica relies on its own'));
+    this.sub
+      .subscribe(this.channel)
+      .catch((err: Error) => log.warn({ error: err.message }, 'shared evidence: could not subscribe; this replica relies on its own'));
     this.sub.on('message', (_channel: string, text: string) => {
       const e = parse(text);
       if (!e || e.sender === this.sender) return;

@@ -10,7 +10,12 @@ export { continued, type Continued } from './requests.js';
 export type { AnswerText } from './answer.js';
 
 const APIS: Record<ContinuationKind, ContinuationApi> = {
-  chat: CHAT, completions: COMPLETIONS, messages: MESSAGES, ollama_chat: OLLAMA_CHAT, ollama_generate: OLLAMA_GENERATE, llama_completion: LLAMA_COMPLETION,
+  chat: CHAT,
+  completions: COMPLETIONS,
+  messages: MESSAGES,
+  ollama_chat: OLLAMA_CHAT,
+  ollama_generate: OLLAMA_GENERATE,
+  llama_completion: LLAMA_COMPLETION,
 };
 
 /** The kind a profile declares for a route path, or undefined: it cannot be continued. */

@@ -14,7 +14,7 @@ class NativeAnswer extends AnswerText {
   /** The answer text of one event, and its reasoning and tool calls. */
   private parts(v: any): { text: unknown; thinking: unknown; tools: unknown } {
     if (this.field === 'content') return { text: v.content, thinking: undefined, tools: undefined };
-    const m = this.field === 'message' || v.message !== undefined ? v.message ?? {} : { content: v.response, thinking: v.thinking };
+    const m = this.field === 'message' || v.message !== undefined ? (v.message ?? {}) : { content: v.response, thinking: v.thinking };
     return { text: m.content, thinking: m.thinking, tools: m.tool_calls };
   }
 

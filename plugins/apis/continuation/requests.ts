@@ -85,7 +85,8 @@ export function continued(kind: ContinuationKind, original: unknown, answer: Ans
       reduce(body, 'num_predict', used, 'options');
       if (body.raw === true) return { body: { ...body, prompt: body.prompt + prefill } };
       for (const key of ['context', 'suffix', 'template']) {
-        if (body[key] !== undefined && body[key] !== null && body[key] !== '') return `a templated api/generate with ${key} is not continued (api/chat cannot carry it)`;
+        if (body[key] !== undefined && body[key] !== null && body[key] !== '')
+          return `a templated api/generate with ${key} is not continued (api/chat cannot carry it)`;
       }
       // Templated: the same turn through api/chat, the answer so far its assistant message.
       const user: Record<string, unknown> = { role: 'user', content: body.prompt };

@@ -52,12 +52,14 @@ export function translationProblem(body: unknown, maxTokensRequired = true): str
     if (why) return why;
   }
   const max = body.max_tokens;
-  if ((maxTokensRequired || max !== undefined) && (typeof max !== 'number' || !Number.isInteger(max) || max < 1)) return 'max_tokens: a positive integer is required';
+  if ((maxTokensRequired || max !== undefined) && (typeof max !== 'number' || !Number.isInteger(max) || max < 1))
+    return 'max_tokens: a positive integer is required';
   const stops = body.stop_sequences;
   if (stops !== undefined && (!Array.isArray(stops) || stops.some((s) => typeof s !== 'string'))) return 'stop_sequences: must be an array of strings';
   const tools = body.tools;
   if (tools !== undefined && (!Array.isArray(tools) || tools.some((t) => !isObject(t) || typeof t.name !== 'string'))) return 'tools: each tool needs a name';
   const choice = body.tool_choice;
-  if (choice !== undefined && typeof choice !== 'string' && !(isObject(choice) && typeof choice.type === 'string')) return 'tool_choice: must be auto, any, none or {type, name}';
+  if (choice !== undefined && typeof choice !== 'string' && !(isObject(choice) && typeof choice.type === 'string'))
+    return 'tool_choice: must be auto, any, none or {type, name}';
   return undefined;
 }

@@ -10,7 +10,6 @@ export function countsTokens(ep: Endpoint): boolean {
   return ep.speaksMessagesApi && ep.profile.api.msgapi_support!.token_count === true;
 }
 
-
 /** Why an endpoint is translated to: its family has no native support (or its version is too
  *  old), or passthrough is switched off (translators.msgapi.passthrough, the step's option). */
 export function modeFor(ep: Endpoint, passthroughAllowed: boolean): { mode: Mode; fallback?: Fallback } {

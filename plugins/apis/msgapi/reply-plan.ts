@@ -8,10 +8,15 @@ import type { Message } from './types.js';
 export interface TranslateOptions extends StreamOptions, ReplyOptions {}
 
 export function translatedReply(o: TranslateOptions, status: number, headers: ReplyHeaders): ReplyPlan {
-  return chatReplyPlan(o, {
-    stream: () => new StreamTranslator(o),
-    whole: (reply) => JSON.stringify(toMessage(reply as never, { model: o.model, inputTokens: o.inputTokens, stopSequences: o.stopSequences })),
-    eventsFor: (json) => eventsForMessage(JSON.parse(json) as Message),
-    error: errorReply,
-  }, status, headers);
+  return chatReplyPlan(
+    o,
+    {
+      stream: () => new StreamTranslator(o),
+      whole: (reply) => JSON.stringify(toMessage(reply as never, { model: o.model, inputTokens: o.inputTokens, stopSequences: o.stopSequences })),
+      eventsFor: (json) => eventsForMessage(JSON.parse(json) as Message),
+      error: errorReply,
+    },
+    status,
+    headers,
+  );
 }

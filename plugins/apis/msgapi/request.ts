@@ -28,10 +28,29 @@ type ChatMessage = Record<string, unknown>;
 type Turn = { role: 'user' | 'assistant'; content: Block[] };
 
 /** The request fields the translator reads; any other is dropped. */
-const KNOWN_FIELDS = new Set(['model', 'messages', 'max_tokens', 'system', 'temperature', 'top_p', 'top_k', 'stop_sequences', 'stream', 'tools', 'tool_choice', 'metadata', 'thinking']);
+const KNOWN_FIELDS = new Set([
+  'model',
+  'messages',
+  'max_tokens',
+  'system',
+  'temperature',
+  'top_p',
+  'top_k',
+  'stop_sequences',
+  'stream',
+  'tools',
+  'tool_choice',
+  'metadata',
+  'thinking',
+]);
 
 const textOf = (content: string | Block[] | undefined): string =>
-  typeof content === 'string' ? content : (content ?? []).filter((b): b is TextBlock => b.type === 'text').map((b) => b.text).join('\n');
+  typeof content === 'string'
+    ? content
+    : (content ?? [])
+        .filter((b): b is TextBlock => b.type === 'text')
+        .map((b) => b.text)
+        .join('\n');
 
 const blocksOf = (content: string | Block[]): Block[] => (typeof content === 'string' ? [{ type: 'text', text: content }] : content);
 
@@ -104,16 +123,22 @@ function convertTurn({ role, content }: Turn, reasoningHistory: boolean, dropped
   const out: ChatMessage[] = [];
   const parts: ChatPart[] = [];
   for (const b of content) {
-    if (b.type === 'tool_result') out.push({ role: 'tool', tool_call_id: (b as ToolResultBlock).tool_use_id, content: toolResultContent(b as ToolResultBlock) });
+    if (b.type === 'tool_result')
+      out.push({ role: 'tool', tool_call_id: (b as ToolResultBlock).tool_use_id, content: toolResultContent(b as ToolResultBlock) });
     else if (b.type === 'text') parts.push({ type: 'text', text: (b as TextBlock).text });
     else if (b.type === 'image') parts.push({ type: 'image_url', image_url: { url: imageUrl(b as ImageBlock) } });
     else dropped?.push(`user block ${b.type}`);
   }
-  if (parts.length) out.push({ role: 'user', content: parts.every((p) => p.type === 'text') ? parts.map((p) => (p as { text: string }).text).join('\n') : parts });
+  if (parts.length)
+    out.push({ role: 'user', content: parts.every((p) => p.type === 'text') ? parts.map((p) => (p as { text: string }).text).join('\n') : parts });
   return out;
 }
 
-const TOOL_CHOICES = new Map([['auto', 'auto'], ['any', 'required'], ['none', 'none']]);
+const TOOL_CHOICES = new Map([
+  ['auto', 'auto'],
+  ['any', 'required'],
+  ['none', 'none'],
+]);
 
 function toolChoice(choice: MessagesRequest['tool_choice']): unknown {
   const c = typeof choice === 'string' ? { type: choice } : choice;
@@ -149,7 +174,10 @@ export function toChatRequest(req: MessagesRequest, o: ChatOptions): Record<stri
   if (req.top_k !== undefined && o.topK) chat.top_k = req.top_k;
   if (req.stop_sequences?.length) chat.stop = req.stop_sequences;
   if (req.tools?.length) {
-    chat.tools = req.tools.map((t) => ({ type: 'function', function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.input_schema ?? { type: 'object', properties: {} } } }));
+    chat.tools = req.tools.map((t) => ({
+      type: 'function',
+      function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.input_schema ?? { type: 'object', properties: {} } },
+    }));
   }
   const choice = toolChoice(req.tool_choice);
   if (choice !== undefined && req.tools?.length) chat.tool_choice = choice;

@@ -5,7 +5,12 @@ import { newId } from '../new-id.js';
 import { backendErrorMessage } from '../backend-error.js';
 
 /** finish_reason → stop_reason; a stop caused by one of the request's stop sequences says which. */
-export function stopReason(finish: string | null | undefined, matched: unknown, stopSequences: readonly string[] | undefined, hadToolCalls: boolean): { reason: StopReason; sequence: string | null } {
+export function stopReason(
+  finish: string | null | undefined,
+  matched: unknown,
+  stopSequences: readonly string[] | undefined,
+  hadToolCalls: boolean,
+): { reason: StopReason; sequence: string | null } {
   if (finish === 'tool_calls' || finish === 'function_call' || (hadToolCalls && (finish === 'stop' || !finish))) return { reason: 'tool_use', sequence: null };
   if (finish === 'length') return { reason: 'max_tokens', sequence: null };
   if (finish === 'content_filter') return { reason: 'refusal', sequence: null };
@@ -26,7 +31,12 @@ export function parseArguments(args: unknown): unknown {
 }
 
 interface ChatChoice {
-  message?: { content?: string | null; reasoning_content?: string; reasoning?: string; tool_calls?: Array<{ id?: string; function?: { name?: string; arguments?: unknown } }> };
+  message?: {
+    content?: string | null;
+    reasoning_content?: string;
+    reasoning?: string;
+    tool_calls?: Array<{ id?: string; function?: { name?: string; arguments?: unknown } }>;
+  };
   finish_reason?: string | null;
   stop_reason?: unknown;
 }
@@ -47,7 +57,8 @@ export function toMessage(reply: ChatReply, fallback: { model: string; inputToke
     content.push({ type: 'tool_use', id: call.id || newId('toolu_01'), name: call.function?.name ?? '', input: parseArguments(call.function?.arguments) });
   }
   const { reason, sequence } = stopReason(choice.finish_reason, choice.stop_reason, fallback.stopSequences, (msg.tool_calls?.length ?? 0) > 0);
-  const outputChars = (msg.content ?? '').length + (thinking ?? '').length + (msg.tool_calls ?? []).reduce((n, c) => n + String(c.function?.arguments ?? '').length, 0);
+  const outputChars =
+    (msg.content ?? '').length + (thinking ?? '').length + (msg.tool_calls ?? []).reduce((n, c) => n + String(c.function?.arguments ?? '').length, 0);
   return {
     id: newId('msg_01'),
     type: 'message',

@@ -48,7 +48,16 @@ export class StreamTranslator extends ChatStreamReader {
 
   start(id = newId('msg_01')): string {
     return sse('message_start', {
-      message: { id, type: 'message', role: 'assistant', model: this.o.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: this.o.inputTokens, output_tokens: 0 } },
+      message: {
+        id,
+        type: 'message',
+        role: 'assistant',
+        model: this.o.model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: this.o.inputTokens, output_tokens: 0 },
+      },
     });
   }
 
@@ -146,7 +155,9 @@ export class StreamTranslator extends ChatStreamReader {
 
 /** The whole event sequence for a finished message (a backend that answered a stream request with JSON). */
 export function eventsForMessage(m: Message): string {
-  let out = sse('message_start', { message: { ...m, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: m.usage.input_tokens, output_tokens: 0 } } });
+  let out = sse('message_start', {
+    message: { ...m, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: m.usage.input_tokens, output_tokens: 0 } },
+  });
   m.content.forEach((b, index) => {
     if (b.type === 'text') {
       out += sse('content_block_start', { index, content_block: { type: 'text', text: '' } });
@@ -161,5 +172,9 @@ export function eventsForMessage(m: Message): string {
     }
     out += sse('content_block_stop', { index });
   });
-  return out + sse('message_delta', { delta: { stop_reason: m.stop_reason, stop_sequence: m.stop_sequence }, usage: { output_tokens: m.usage.output_tokens } }) + sse('message_stop', {});
+  return (
+    out +
+    sse('message_delta', { delta: { stop_reason: m.stop_reason, stop_sequence: m.stop_sequence }, usage: { output_tokens: m.usage.output_tokens } }) +
+    sse('message_stop', {})
+  );
 }

@@ -32,9 +32,13 @@ export function msgapiTranslator(env: PluginEnv, passthrough: boolean): ApiTrans
     chatBody(ctx, ep, model, _p, dropped) {
       const req = ctx.bodyJson() as MessagesRequest;
       return toChatRequest(req, {
-        model: model ?? req.model, topK: ep.profile.request.supports_top_k, streamUsage: ep.profile.request.stream_usage,
-        effortLevels: thinkingEffort ? ep.profile.request.reasoning_effort : [], reasoningHistory: isLocalFamily(ep.profile),
-        dropBillingHeader: stripBilling && isLocalFamily(ep.profile), dropped,
+        model: model ?? req.model,
+        topK: ep.profile.request.supports_top_k,
+        streamUsage: ep.profile.request.stream_usage,
+        effortLevels: thinkingEffort ? ep.profile.request.reasoning_effort : [],
+        reasoningHistory: isLocalFamily(ep.profile),
+        dropBillingHeader: stripBilling && isLocalFamily(ep.profile),
+        dropped,
       });
     },
     reply: translatedReply,

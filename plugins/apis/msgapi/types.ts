@@ -1,9 +1,29 @@
 // The messages-API shapes the translator reads and writes (only the fields it uses).
-export interface TextBlock { type: 'text'; text: string }
-export interface ImageBlock { type: 'image'; source: { type: 'base64'; media_type: string; data: string } | { type: 'url'; url: string } }
-export interface ToolUseBlock { type: 'tool_use'; id: string; name: string; input: unknown }
-export interface ToolResultBlock { type: 'tool_result'; tool_use_id: string; content?: string | Array<TextBlock | ImageBlock>; is_error?: boolean }
-export interface ThinkingBlock { type: 'thinking'; thinking: string; signature?: string }
+export interface TextBlock {
+  type: 'text';
+  text: string;
+}
+export interface ImageBlock {
+  type: 'image';
+  source: { type: 'base64'; media_type: string; data: string } | { type: 'url'; url: string };
+}
+export interface ToolUseBlock {
+  type: 'tool_use';
+  id: string;
+  name: string;
+  input: unknown;
+}
+export interface ToolResultBlock {
+  type: 'tool_result';
+  tool_use_id: string;
+  content?: string | Array<TextBlock | ImageBlock>;
+  is_error?: boolean;
+}
+export interface ThinkingBlock {
+  type: 'thinking';
+  thinking: string;
+  signature?: string;
+}
 export type Block = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock | ThinkingBlock | { type: string; [k: string]: unknown };
 
 export interface MessagesRequest {

@@ -30,7 +30,28 @@ type ChatMessage = Record<string, unknown> & { role: string };
 type ChatPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string; detail?: string } };
 
 /** The request fields the translator reads or answers for; any other is dropped. */
-const KNOWN_FIELDS = new Set(['model', 'input', 'instructions', 'previous_response_id', 'tools', 'tool_choice', 'parallel_tool_calls', 'max_output_tokens', 'temperature', 'top_p', 'stream', 'store', 'text', 'reasoning', 'metadata', 'user', 'include', 'truncation', 'prompt_cache_key', 'service_tier']);
+const KNOWN_FIELDS = new Set([
+  'model',
+  'input',
+  'instructions',
+  'previous_response_id',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'max_output_tokens',
+  'temperature',
+  'top_p',
+  'stream',
+  'store',
+  'text',
+  'reasoning',
+  'metadata',
+  'user',
+  'include',
+  'truncation',
+  'prompt_cache_key',
+  'service_tier',
+]);
 const ROLES = new Set(['user', 'assistant', 'system', 'developer']);
 
 /** Why a Responses request cannot be translated, or undefined when it can. */
@@ -46,7 +67,8 @@ export function requestProblem(body: Record<string, unknown>): string | undefine
   }
   if (body.instructions !== undefined && body.instructions !== null && typeof body.instructions !== 'string') return 'instructions: must be a string';
   const max = body.max_output_tokens;
-  if (max !== undefined && max !== null && (typeof max !== 'number' || !Number.isInteger(max) || max < 1)) return 'max_output_tokens: must be a positive integer';
+  if (max !== undefined && max !== null && (typeof max !== 'number' || !Number.isInteger(max) || max < 1))
+    return 'max_output_tokens: must be a positive integer';
   const tools = body.tools;
   if (tools !== undefined) {
     if (!Array.isArray(tools)) return 'tools: must be an array';
@@ -72,7 +94,8 @@ function itemProblem(item: unknown, where: string): string | undefined {
       for (const [j, p] of item.content.entries()) {
         if (!isObject(p) || typeof p.type !== 'string') return `${where}.content[${j}]: a content part is an object with a string type`;
         if ((p.type === 'input_text' || p.type === 'output_text') && typeof p.text !== 'string') return `${where}.content[${j}].text: must be a string`;
-        if (p.type === 'input_image' && typeof p.image_url !== 'string') return `${where}.content[${j}].image_url: an image needs a URL or a data: URL (file ids need the provider's file store)`;
+        if (p.type === 'input_image' && typeof p.image_url !== 'string')
+          return `${where}.content[${j}].image_url: an image needs a URL or a data: URL (file ids need the provider's file store)`;
       }
       return undefined;
     case 'function_call':
@@ -87,13 +110,16 @@ function itemProblem(item: unknown, where: string): string | undefined {
         const v = item[key];
         if (v !== undefined && v !== null && !(Array.isArray(v) && v.every(isObject))) return `${where}.${key}: must be an array of {type, text} parts`;
       }
-      return item.encrypted_content === undefined || item.encrypted_content === null || typeof item.encrypted_content === 'string' ? undefined : `${where}.encrypted_content: must be a string`;
+      return item.encrypted_content === undefined || item.encrypted_content === null || typeof item.encrypted_content === 'string'
+        ? undefined
+        : `${where}.encrypted_content: must be a string`;
     default:
       return undefined; // other item types are dropped
   }
 }
 
-const partsText = (parts: ContentPart[]): string => parts.map((p) => (typeof p.text === 'string' ? p.text : typeof p.refusal === 'string' ? p.refusal : '')).join('');
+const partsText = (parts: ContentPart[]): string =>
+  parts.map((p) => (typeof p.text === 'string' ? p.text : typeof p.refusal === 'string' ? p.refusal : '')).join('');
 
 /** Reasoning this gateway handed out as `encrypted_content` (clients that ask for it, Codex, send
  *  it back and may leave the text out): the text, marked and base64-encoded, not encrypted. */
@@ -116,7 +142,8 @@ function userContent(content: string | ContentPart[], dropped: string[] | undefi
   const parts: ChatPart[] = [];
   for (const p of content) {
     if (p.type === 'input_text' || p.type === 'output_text' || p.type === 'text') parts.push({ type: 'text', text: p.text ?? '' });
-    else if (p.type === 'input_image' && p.image_url) parts.push({ type: 'image_url', image_url: p.detail && p.detail !== 'auto' ? { url: p.image_url, detail: p.detail } : { url: p.image_url } });
+    else if (p.type === 'input_image' && p.image_url)
+      parts.push({ type: 'image_url', image_url: p.detail && p.detail !== 'auto' ? { url: p.image_url, detail: p.detail } : { url: p.image_url } });
     else dropped?.push(`content part ${p.type}`);
   }
   return parts.every((p) => p.type === 'text') ? parts.map((p) => (p as { text: string }).text).join('\n') : parts;

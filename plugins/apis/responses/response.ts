@@ -11,7 +11,10 @@ import { reasoningToken } from './request.js';
  *  Vercel AI SDK and Codex's default view show; an engine's reasoning is given whole, there is no
  *  summariser), else as `reasoning_text` content; with `encrypted_content` when the request
  *  includes it (Codex sends that back on later turns, not the text). */
-export interface ReasoningStyle { summary: boolean; encrypted: boolean }
+export interface ReasoningStyle {
+  summary: boolean;
+  encrypted: boolean;
+}
 
 /** What every response object of one request carries; what only some replies need (the prompt
  *  estimate, the request's settings echoed) is worked out when first asked. */
@@ -23,10 +26,17 @@ export class Shell {
   private input: number | undefined;
   private echo: string | undefined;
 
-  constructor(private readonly req: ResponsesRequest, private readonly estimate: () => number, readonly stored: boolean) {
+  constructor(
+    private readonly req: ResponsesRequest,
+    private readonly estimate: () => number,
+    readonly stored: boolean,
+  ) {
     this.model = req.model;
     const r = req.reasoning;
-    this.reasoning = { summary: typeof r?.summary === 'string' && r.summary !== 'none', encrypted: Array.isArray(req.include) && req.include.includes('reasoning.encrypted_content') };
+    this.reasoning = {
+      summary: typeof r?.summary === 'string' && r.summary !== 'none',
+      encrypted: Array.isArray(req.include) && req.include.includes('reasoning.encrypted_content'),
+    };
   }
 
   /** Estimated prompt tokens (characters / 4), for a backend that reports none. */
@@ -69,18 +79,35 @@ export function statusOf(finish: string | null | undefined): { status: 'complete
 export function usageOf(reported: Usage | null | undefined, shell: Shell, outputChars: number): ResponseUsage {
   const input = reported?.input ?? shell.inputTokens;
   const output = reported?.output ?? Math.floor(outputChars / 4);
-  return { input_tokens: input, input_tokens_details: { cached_tokens: reported?.cached ?? 0 }, output_tokens: output, output_tokens_details: { reasoning_tokens: reported?.reasoning ?? 0 }, total_tokens: input + output };
+  return {
+    input_tokens: input,
+    input_tokens_details: { cached_tokens: reported?.cached ?? 0 },
+    output_tokens: output,
+    output_tokens_details: { reasoning_tokens: reported?.reasoning ?? 0 },
+    total_tokens: input + output,
+  };
 }
 
 /** A response object as JSON, its output already serialised: the request's echo is serialised
  *  once per request (Shell.echoJson), not once per frame. */
-export function responseJson(shell: Shell, status: Status, outputJson: string, usage: ResponseUsage | null, more: { incomplete_details?: unknown; error?: unknown } = {}): string {
+export function responseJson(
+  shell: Shell,
+  status: Status,
+  outputJson: string,
+  usage: ResponseUsage | null,
+  more: { incomplete_details?: unknown; error?: unknown } = {},
+): string {
   return `{"id":"${shell.id}","object":"response","created_at":${shell.created_at},"status":"${status}","error":${JSON.stringify(more.error ?? null)},"incomplete_details":${JSON.stringify(more.incomplete_details ?? null)},"model":${JSON.stringify(shell.model)},"output":${outputJson},"usage":${usage ? JSON.stringify(usage) : 'null'},${shell.echoJson}}`;
 }
 
 interface ChatReply {
   choices?: Array<{
-    message?: { content?: string | null; reasoning_content?: unknown; reasoning?: unknown; tool_calls?: Array<{ id?: string; function?: { name?: string; arguments?: unknown } }> };
+    message?: {
+      content?: string | null;
+      reasoning_content?: unknown;
+      reasoning?: unknown;
+      tool_calls?: Array<{ id?: string; function?: { name?: string; arguments?: unknown } }>;
+    };
     finish_reason?: string | null;
   }>;
 }
@@ -90,7 +117,9 @@ export function messageItem(text: string, status: 'completed' | 'incomplete', id
 }
 
 export function reasoningItem(text: string, style: ReasoningStyle, id = newId('rs_')): OutputItem {
-  const item: OutputItem = style.summary ? { type: 'reasoning', id, summary: [{ type: 'summary_text', text }] } : { type: 'reasoning', id, summary: [], content: [{ type: 'reasoning_text', text }] };
+  const item: OutputItem = style.summary
+    ? { type: 'reasoning', id, summary: [{ type: 'summary_text', text }] }
+    : { type: 'reasoning', id, summary: [], content: [{ type: 'reasoning_text', text }] };
   if (style.encrypted) item.encrypted_content = reasoningToken(text);
   return item;
 }
@@ -111,7 +140,14 @@ export function toResponse(reply: ChatReply, shell: Shell, reported: Usage | nul
     if (!call || typeof call !== 'object') continue;
     const args = typeof call.function?.arguments === 'string' ? call.function.arguments : JSON.stringify(call.function?.arguments ?? {});
     outputChars += args.length;
-    output.push({ type: 'function_call', id: newId('fc_'), call_id: call.id || newId('call_'), name: call.function?.name ?? '', arguments: args, status: status === 'completed' ? 'completed' : 'incomplete' });
+    output.push({
+      type: 'function_call',
+      id: newId('fc_'),
+      call_id: call.id || newId('call_'),
+      name: call.function?.name ?? '',
+      arguments: args,
+      status: status === 'completed' ? 'completed' : 'incomplete',
+    });
   }
   return { json: responseJson(shell, status, JSON.stringify(output), usageOf(reported, shell, outputChars), { incomplete_details }), output };
 }

@@ -8,9 +8,18 @@
 // this process only: a restart, or another replica, does not know its ids.
 import type { InputItem, OutputItem } from './types.js';
 
-export interface StoreSettings { max_responses: number; max_bytes: number; ttl: number }
+export interface StoreSettings {
+  max_responses: number;
+  max_bytes: number;
+  ttl: number;
+}
 
-interface Entry { parent: string | undefined; items: readonly InputItem[]; bytes: number; at: number }
+interface Entry {
+  parent: string | undefined;
+  items: readonly InputItem[];
+  bytes: number;
+  at: number;
+}
 
 export class ResponseStore {
   private readonly entries = new Map<string, Entry>();

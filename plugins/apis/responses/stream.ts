@@ -16,7 +16,12 @@ import type { OutputItem } from './types.js';
 
 /** How one kind of text is streamed: the events, the index field and the part they carry. */
 interface TextStyle {
-  delta: string; done: string; partAdded: string; partDone: string; index: 'content_index' | 'summary_index'; logprobs: boolean;
+  delta: string;
+  done: string;
+  partAdded: string;
+  partDone: string;
+  index: 'content_index' | 'summary_index';
+  logprobs: boolean;
   part(text: string): Record<string, unknown>;
   /** The same part as JSON, from the text already serialised. */
   partJson(textJson: string): string;
@@ -24,23 +29,39 @@ interface TextStyle {
 
 const STYLES: Record<'message' | 'reasoning_text' | 'summary', TextStyle> = {
   message: {
-    delta: 'response.output_text.delta', done: 'response.output_text.done', partAdded: 'response.content_part.added', partDone: 'response.content_part.done',
-    index: 'content_index', logprobs: true, part: (text) => ({ type: 'output_text', text, annotations: [], logprobs: [] }),
+    delta: 'response.output_text.delta',
+    done: 'response.output_text.done',
+    partAdded: 'response.content_part.added',
+    partDone: 'response.content_part.done',
+    index: 'content_index',
+    logprobs: true,
+    part: (text) => ({ type: 'output_text', text, annotations: [], logprobs: [] }),
     partJson: (t) => `{"type":"output_text","text":${t},"annotations":[],"logprobs":[]}`,
   },
   reasoning_text: {
-    delta: 'response.reasoning_text.delta', done: 'response.reasoning_text.done', partAdded: 'response.content_part.added', partDone: 'response.content_part.done',
-    index: 'content_index', logprobs: false, part: (text) => ({ type: 'reasoning_text', text }),
+    delta: 'response.reasoning_text.delta',
+    done: 'response.reasoning_text.done',
+    partAdded: 'response.content_part.added',
+    partDone: 'response.content_part.done',
+    index: 'content_index',
+    logprobs: false,
+    part: (text) => ({ type: 'reasoning_text', text }),
     partJson: (t) => `{"type":"reasoning_text","text":${t}}`,
   },
   summary: {
-    delta: 'response.reasoning_summary_text.delta', done: 'response.reasoning_summary_text.done', partAdded: 'response.reasoning_summary_part.added', partDone: 'response.reasoning_summary_part.done',
-    index: 'summary_index', logprobs: false, part: (text) => ({ type: 'summary_text', text }),
+    delta: 'response.reasoning_summary_text.delta',
+    done: 'response.reasoning_summary_text.done',
+    partAdded: 'response.reasoning_summary_part.added',
+    partDone: 'response.reasoning_summary_part.done',
+    index: 'summary_index',
+    logprobs: false,
+    part: (text) => ({ type: 'summary_text', text }),
     partJson: (t) => `{"type":"summary_text","text":${t}}`,
   },
 };
 
-const styleOf = (kind: 'message' | 'reasoning', r: ReasoningStyle): TextStyle => (kind === 'message' ? STYLES.message : r.summary ? STYLES.summary : STYLES.reasoning_text);
+const styleOf = (kind: 'message' | 'reasoning', r: ReasoningStyle): TextStyle =>
+  kind === 'message' ? STYLES.message : r.summary ? STYLES.summary : STYLES.reasoning_text;
 
 /** An item as output_item.added announces it, before any text. */
 function openingItem(kind: 'message' | 'reasoning', id: string, r: ReasoningStyle): Record<string, unknown> {
@@ -48,8 +69,21 @@ function openingItem(kind: 'message' | 'reasoning', id: string, r: ReasoningStyl
   return r.summary ? { type: 'reasoning', id, summary: [] } : { type: 'reasoning', id, summary: [], content: [] };
 }
 
-interface OpenText { kind: 'reasoning' | 'message'; style: TextStyle; id: string; index: number; parts: string[] }
-interface OpenCall { id: string; callId: string; name: string; args: string; index: number; announced: boolean }
+interface OpenText {
+  kind: 'reasoning' | 'message';
+  style: TextStyle;
+  id: string;
+  index: number;
+  parts: string[];
+}
+interface OpenCall {
+  id: string;
+  callId: string;
+  name: string;
+  args: string;
+  index: number;
+  announced: boolean;
+}
 
 export class ResponsesStreamTranslator extends ChatStreamReader {
   private seq = 0;
@@ -61,7 +95,10 @@ export class ResponsesStreamTranslator extends ChatStreamReader {
   private finishReason: string | null = null;
   private outputChars = 0;
 
-  constructor(private readonly shell: Shell, private readonly onOutput?: (output: OutputItem[]) => void) {
+  constructor(
+    private readonly shell: Shell,
+    private readonly onOutput?: (output: OutputItem[]) => void,
+  ) {
     super();
   }
 
@@ -85,14 +122,18 @@ export class ResponsesStreamTranslator extends ChatStreamReader {
     const { status, incomplete_details } = statusOf(this.finishReason);
     const out = this.closeText(status) + this.closeCalls(status);
     this.onOutput?.(this.output);
-    const response = responseJson(this.shell, status, `[${this.outputJson.join(',')}]`, usageOf(this.usage, this.shell, this.outputChars), { incomplete_details });
+    const response = responseJson(this.shell, status, `[${this.outputJson.join(',')}]`, usageOf(this.usage, this.shell, this.outputChars), {
+      incomplete_details,
+    });
     return out + this.responseFrame(status === 'completed' ? 'response.completed' : 'response.incomplete', response);
   }
 
   /** The failure with what was said before it, items finished as far as they got. */
   protected failure(message: string): string {
     this.settle();
-    const response = responseJson(this.shell, 'failed', JSON.stringify(this.output), usageOf(this.usage, this.shell, this.outputChars), { error: { code: 'server_error', message } });
+    const response = responseJson(this.shell, 'failed', JSON.stringify(this.output), usageOf(this.usage, this.shell, this.outputChars), {
+      error: { code: 'server_error', message },
+    });
     return this.responseFrame('response.failed', response);
   }
 
@@ -162,7 +203,9 @@ export class ResponsesStreamTranslator extends ChatStreamReader {
     if (item.type === 'message') itemJson = `{"type":"message","id":"${o.id}","status":"${status}","role":"assistant","content":[${part}]}`;
     else if (item.type === 'reasoning') {
       const token = item.encrypted_content === undefined ? '' : `,"encrypted_content":${JSON.stringify(item.encrypted_content)}`;
-      itemJson = item.content ? `{"type":"reasoning","id":"${o.id}","summary":[],"content":[${part}]${token}}` : `{"type":"reasoning","id":"${o.id}","summary":[${part}]${token}}`;
+      itemJson = item.content
+        ? `{"type":"reasoning","id":"${o.id}","summary":[],"content":[${part}]${token}}`
+        : `{"type":"reasoning","id":"${o.id}","summary":[${part}]${token}}`;
     } else itemJson = JSON.stringify(item);
     this.outputJson[o.index] = itemJson;
     return (

@@ -64,9 +64,16 @@ export function responsesTranslator(env: PluginEnv, passthrough: boolean): ApiTr
       let before: readonly InputItem[] = [];
       let parent: string | undefined;
       if (typeof req.previous_response_id === 'string') {
-        if (!store.enabled) throw gwError('BAD_REQUEST', { reason: 'previous_response_id: this gateway keeps no responses (translators.responses.store.max_responses is 0); send the whole conversation as input, or enable the store' });
+        if (!store.enabled)
+          throw gwError('BAD_REQUEST', {
+            reason:
+              'previous_response_id: this gateway keeps no responses (translators.responses.store.max_responses is 0); send the whole conversation as input, or enable the store',
+          });
         const found = previous(ctx);
-        if (!found) throw gwError('BAD_REQUEST', { reason: `previous_response_id: no stored response ${req.previous_response_id} (unknown, expired or evicted; responses are kept in this process only)` });
+        if (!found)
+          throw gwError('BAD_REQUEST', {
+            reason: `previous_response_id: no stored response ${req.previous_response_id} (unknown, expired or evicted; responses are kept in this process only)`,
+          });
         before = found;
         parent = req.previous_response_id;
       }
@@ -76,22 +83,30 @@ export function responsesTranslator(env: PluginEnv, passthrough: boolean): ApiTr
     },
     chatBody(_ctx, ep, model, p, dropped) {
       return toChatRequest(p.req, p.items, {
-        model: model ?? p.req.model, streamUsage: ep.profile.request.stream_usage, effortLevels: ep.profile.request.reasoning_effort,
-        reasoningHistory: !ep.profile.characteristics.hosted_service, dropped,
+        model: model ?? p.req.model,
+        streamUsage: ep.profile.request.stream_usage,
+        effortLevels: ep.profile.request.reasoning_effort,
+        reasoningHistory: !ep.profile.characteristics.hosted_service,
+        dropped,
       });
     },
     reply(p, status, headers) {
       const save = p.shell.stored ? (output: readonly OutputItem[]) => store.put(p.shell.id, p.parent, inputItems(p.req), output) : undefined;
-      return chatReplyPlan(p, {
-        stream: () => new ResponsesStreamTranslator(p.shell, save),
-        whole: (reply, usage) => {
-          const { json, output } = toResponse(reply as never, p.shell, usage);
-          if (save && status < 300) save(output);
-          return json;
+      return chatReplyPlan(
+        p,
+        {
+          stream: () => new ResponsesStreamTranslator(p.shell, save),
+          whole: (reply, usage) => {
+            const { json, output } = toResponse(reply as never, p.shell, usage);
+            if (save && status < 300) save(output);
+            return json;
+          },
+          eventsFor: (json) => eventsForResponse(JSON.parse(json)),
+          error: errorReply,
         },
-        eventsFor: (json) => eventsForResponse(JSON.parse(json)),
-        error: errorReply,
-      }, status, headers);
+        status,
+        headers,
+      );
     },
   };
 }

@@ -1,13 +1,48 @@
 // The Responses API shapes the translator reads and writes (only the fields it uses).
-export interface ContentPart { type: string; text?: string; image_url?: string; detail?: string; refusal?: string }
+export interface ContentPart {
+  type: string;
+  text?: string;
+  image_url?: string;
+  detail?: string;
+  refusal?: string;
+}
 
-export interface MessageItem { type?: 'message'; role: 'user' | 'assistant' | 'system' | 'developer'; content: string | ContentPart[]; id?: string; status?: string }
-export interface FunctionCallItem { type: 'function_call'; call_id: string; name: string; arguments: string; id?: string; status?: string }
-export interface FunctionCallOutputItem { type: 'function_call_output'; call_id: string; output: string | ContentPart[] }
-export interface ReasoningItem { type: 'reasoning'; id?: string; summary?: Array<{ type: string; text: string }>; content?: Array<{ type: string; text: string }>; encrypted_content?: string | null }
+export interface MessageItem {
+  type?: 'message';
+  role: 'user' | 'assistant' | 'system' | 'developer';
+  content: string | ContentPart[];
+  id?: string;
+  status?: string;
+}
+export interface FunctionCallItem {
+  type: 'function_call';
+  call_id: string;
+  name: string;
+  arguments: string;
+  id?: string;
+  status?: string;
+}
+export interface FunctionCallOutputItem {
+  type: 'function_call_output';
+  call_id: string;
+  output: string | ContentPart[];
+}
+export interface ReasoningItem {
+  type: 'reasoning';
+  id?: string;
+  summary?: Array<{ type: string; text: string }>;
+  content?: Array<{ type: string; text: string }>;
+  encrypted_content?: string | null;
+}
 export type InputItem = MessageItem | FunctionCallItem | FunctionCallOutputItem | ReasoningItem | { type: string; [k: string]: unknown };
 
-export interface FunctionTool { type: 'function'; name: string; description?: string; parameters?: unknown; strict?: boolean }
+export interface FunctionTool {
+  type: 'function';
+  name: string;
+  description?: string;
+  parameters?: unknown;
+  strict?: boolean;
+}
 
 export interface ResponsesRequest {
   model: string;
@@ -31,8 +66,20 @@ export interface ResponsesRequest {
 
 /** An item of a reply's `output`. */
 export type OutputItem =
-  | { type: 'message'; id: string; status: 'completed' | 'incomplete'; role: 'assistant'; content: Array<{ type: 'output_text'; text: string; annotations: unknown[]; logprobs: unknown[] }> }
-  | { type: 'reasoning'; id: string; summary: Array<{ type: 'summary_text'; text: string }>; content?: Array<{ type: 'reasoning_text'; text: string }>; encrypted_content?: string }
+  | {
+      type: 'message';
+      id: string;
+      status: 'completed' | 'incomplete';
+      role: 'assistant';
+      content: Array<{ type: 'output_text'; text: string; annotations: unknown[]; logprobs: unknown[] }>;
+    }
+  | {
+      type: 'reasoning';
+      id: string;
+      summary: Array<{ type: 'summary_text'; text: string }>;
+      content?: Array<{ type: 'reasoning_text'; text: string }>;
+      encrypted_content?: string;
+    }
   | { type: 'function_call'; id: string; call_id: string; name: string; arguments: string; status: 'completed' | 'incomplete' };
 
 export interface ResponseUsage {

@@ -30,23 +30,28 @@ const CODEX_HEADERS = {
   'x-codex-turn-metadata': recorded.client_metadata['x-codex-turn-metadata'],
 };
 
-interface Frame { event: string | undefined; data: any }
+interface Frame {
+  event: string | undefined;
+  data: any;
+}
 
 /** The SSE frames of a reply, each with its `event:` name and parsed `data:`. */
 function frames(text: string): Frame[] {
-  return text.split(/\r?\n\r?\n/).filter((block) => block.trim() !== '').map((block) => {
-    let event: string | undefined;
-    const data: string[] = [];
-    for (const line of block.split(/\r?\n/)) {
-      if (line.startsWith('event:')) event = line.slice(6).trim();
-      else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
-    }
-    return { event, data: JSON.parse(data.join('\n')) };
-  });
+  return text
+    .split(/\r?\n\r?\n/)
+    .filter((block) => block.trim() !== '')
+    .map((block) => {
+      let event: string | undefined;
+      const data: string[] = [];
+      for (const line of block.split(/\r?\n/)) {
+        if (line.startsWith('event:')) event = line.slice(6).trim();
+        else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+      }
+      return { event, data: JSON.parse(data.join('\n')) };
+    });
 }
 
-const textOf = (content: unknown): string =>
-  typeof content === 'string' ? content : (content as { text?: string }[]).map((p) => p.text ?? '').join('');
+const textOf = (content: unknown): string => (typeof content === 'string' ? content : (content as { text?: string }[]).map((p) => p.text ?? '').join(''));
 
 let fake: FakeBackend, gw: Started;
 beforeAll(async () => {
@@ -81,7 +86,10 @@ describe('Codex CLI 0.169.0 first request, as recorded, on a chat-only engine', 
     expect(fs[0].data.type).toBe('response.created');
     expect(fs.at(-1)!.data.type).toBe('response.completed');
     expect(fs.filter((f) => f.data.type === 'response.completed')).toHaveLength(1);
-    const deltas = fs.filter((f) => f.data.type === 'response.output_text.delta').map((f) => f.data.delta).join('');
+    const deltas = fs
+      .filter((f) => f.data.type === 'response.output_text.delta')
+      .map((f) => f.data.delta)
+      .join('');
     expect(deltas).toBe(REPLY);
     const done = fs.at(-1)!.data.response;
     expect(done).toMatchObject({ object: 'response', status: 'completed', model: MODEL });

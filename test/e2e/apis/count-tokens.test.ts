@@ -35,13 +35,17 @@ const BODY = (model: string) => JSON.stringify({ model, messages: [{ role: 'user
 const ESTIMATE = { input_tokens: 10, output_tokens: 0, total_tokens: 10 };
 
 async function count(base: string, model = 'cpp-chat') {
-  const res = await request(`${base}/gw/msgapi/v1/messages/count_tokens`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: BODY(model) });
+  const res = await request(`${base}/gw/msgapi/v1/messages/count_tokens`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: BODY(model),
+  });
   const text = await res.body.text();
   return { status: res.statusCode, source: res.headers['x-gw-token-count'], endpoint: res.headers['x-gw-endpoint'], body: JSON.parse(text) };
 }
 
 describe('a backend that counts', () => {
-  it('gets its count back in the spec\'s shape: output_tokens 0 and total_tokens added', async () => {
+  it("gets its count back in the spec's shape: output_tokens 0 and total_tokens added", async () => {
     const r = await count(gw.url);
     expect(cpp.traffic[0].url).toBe('/v1/messages/count_tokens');
     // The fake, like llama.cpp, answers {input_tokens} only: one token per word plus 4 per message.
@@ -49,7 +53,7 @@ describe('a backend that counts', () => {
     expect(Object.keys(r.body)).toEqual(['input_tokens', 'output_tokens', 'total_tokens']);
   });
 
-  it('without the path, answers with the estimate however large the backend\'s 404 page is', async () => {
+  it("without the path, answers with the estimate however large the backend's 404 page is", async () => {
     cpp.behaviour.status = 404;
     cpp.behaviour.errorBody = { contentType: 'text/html', body: `<html>${'Not Found '.repeat(20 * 1024)}</html>` };
     expect(await count(gw.url)).toMatchObject({ status: 200, source: 'estimate', body: ESTIMATE });
@@ -65,7 +69,7 @@ describe('a backend that counts', () => {
 });
 
 describe('no backend can count it now: the estimate, which needs none', () => {
-  it('when the model\'s endpoints are down, its alias\'s too, and when no endpoint is routable at all', async () => {
+  it("when the model's endpoints are down, its alias's too, and when no endpoint is routable at all", async () => {
     const down = await new FakeBackend({ family: 'cppengine', name: 'down', models: [{ name: 'cpp-chat' }] }).start();
     const up = await new FakeBackend({ family: 'mlxsingle', name: 'up', models: [{ name: 'qwen-chat' }] }).start();
     own.fakes = [down, up];
@@ -84,7 +88,10 @@ describe('no backend can count it now: the estimate, which needs none', () => {
     // Before: 503 MODEL_UNAVAILABLE; the messages route still says so (its last-resort try refused).
     expect(await count(g.url)).toMatchObject({ status: 200, source: 'estimate', body: ESTIMATE });
     expect(await count(g.url, 'coder')).toMatchObject({ status: 200, source: 'estimate', body: ESTIMATE });
-    const messages = await request(`${g.url}/gw/msgapi/v1/messages`, { method: 'POST', body: JSON.stringify({ model: 'cpp-chat', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] }) });
+    const messages = await request(`${g.url}/gw/msgapi/v1/messages`, {
+      method: 'POST',
+      body: JSON.stringify({ model: 'cpp-chat', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] }),
+    });
     expect(messages.statusCode).toBe(503);
     await messages.body.dump();
     // A model nobody serves is still unknown.
@@ -96,10 +103,13 @@ describe('no backend can count it now: the estimate, which needs none', () => {
     expect(down.traffic).toHaveLength(0);
   });
 
-  it('when the only counting endpoint\'s circuit breaker is open', async () => {
+  it("when the only counting endpoint's circuit breaker is open", async () => {
     const solo = await new FakeBackend({ family: 'cppengine', name: 'solo', models: [{ name: 'cpp-chat' }] }).start();
     own.fakes = [solo];
-    own.gw = await startGateway({ proxy: { circuit_breaker: { open_timeout: '10m', initial_open_timeout: '10m' } }, discovery: { static: { endpoints: [endpoint('solo', 'cppengine', solo.url, { check_interval: '60s' })] } } }); // no passing check closes the breaker
+    own.gw = await startGateway({
+      proxy: { circuit_breaker: { open_timeout: '10m', initial_open_timeout: '10m' } },
+      discovery: { static: { endpoints: [endpoint('solo', 'cppengine', solo.url, { check_interval: '60s' })] } },
+    }); // no passing check closes the breaker
     const ep = own.gw.gw.runtime.endpoints.all[0];
     await waitFor(() => ep.routable, 'the endpoint routable');
     solo.behaviour.status = 500;
@@ -115,19 +125,28 @@ describe('no backend can count it now: the estimate, which needs none', () => {
 
 describe('passthrough switched off', () => {
   it('with translators.msgapi.passthrough: false, count_tokens is estimated and messages translated', async () => {
-    own.gw = await startGateway({ translators: { msgapi: { passthrough: false } }, discovery: { static: { endpoints: [endpoint('cpp', 'cppengine', cpp.url)] } } });
+    own.gw = await startGateway({
+      translators: { msgapi: { passthrough: false } },
+      discovery: { static: { endpoints: [endpoint('cpp', 'cppengine', cpp.url)] } },
+    });
     expect(await count(own.gw.url)).toMatchObject({ status: 200, source: 'estimate', body: ESTIMATE });
     expect(cpp.traffic).toHaveLength(0);
-    const res = await request(`${own.gw.url}/gw/msgapi/v1/messages`, { method: 'POST', body: JSON.stringify({ model: 'cpp-chat', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] }) });
+    const res = await request(`${own.gw.url}/gw/msgapi/v1/messages`, {
+      method: 'POST',
+      body: JSON.stringify({ model: 'cpp-chat', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] }),
+    });
     await res.body.dump();
     expect(res.statusCode).toBe(200);
     expect(res.headers['x-gw-mode']).toBeUndefined();
     expect(cpp.traffic.map((t) => t.url)).toEqual(['/v1/chat/completions']);
   });
 
-  it('with the count-tokens step\'s own passthrough: false', async () => {
+  it("with the count-tokens step's own passthrough: false", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'gw-pipelines-'));
-    const yaml = readFileSync(join(BUILTIN_PIPELINES_DIR, 'msgapi-count-tokens.yaml'), 'utf8').replace(/- use: count-tokens.*/, '- use: count-tokens\n    with: { passthrough: false }');
+    const yaml = readFileSync(join(BUILTIN_PIPELINES_DIR, 'msgapi-count-tokens.yaml'), 'utf8').replace(
+      /- use: count-tokens.*/,
+      '- use: count-tokens\n    with: { passthrough: false }',
+    );
     writeFileSync(join(dir, 'msgapi-count-tokens.yaml'), yaml);
     own.gw = await startGateway({ pipelines: { dir }, discovery: { static: { endpoints: [endpoint('cpp', 'cppengine', cpp.url)] } } });
     expect(await count(own.gw.url)).toMatchObject({ status: 200, source: 'estimate', body: ESTIMATE });

@@ -22,14 +22,21 @@ beforeEach(() => {
   hosted.reset();
 });
 
-const post = (base: string, body: string) => request(`${base}/gw/msgapi/v1/messages`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+const post = (base: string, body: string) =>
+  request(`${base}/gw/msgapi/v1/messages`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
 const client = () => new Anthropic({ baseURL: `${gw.url}/gw/msgapi`, apiKey: 'sk-ant-test', maxRetries: 0 });
 
 describe('what passthrough lets through', () => {
   it('forwards roles, block types and fields the gateway does not know, byte for byte', async () => {
     const body = JSON.stringify({
-      model: 'llama-native', max_tokens: 16, context_management: { edits: [] },
-      messages: [{ role: 'user', content: 'hi' }, { role: 'system', content: 'mid-conversation' }, { role: 'user', content: [{ type: 'future_block', x: 1 }] }],
+      model: 'llama-native',
+      max_tokens: 16,
+      context_management: { edits: [] },
+      messages: [
+        { role: 'user', content: 'hi' },
+        { role: 'system', content: 'mid-conversation' },
+        { role: 'user', content: [{ type: 'future_block', x: 1 }] },
+      ],
     });
     const res = await post(gw.url, body);
     expect(res.statusCode).toBe(200);
@@ -47,17 +54,26 @@ describe('what passthrough lets through', () => {
   });
 
   it('still needs JSON with a model to route', async () => {
-    for (const [body, message] of [['[1]', /JSON object/], ['{"messages":[]}', /^model: /], ['{"model":', /not valid JSON/]] as const) {
+    for (const [body, message] of [
+      ['[1]', /JSON object/],
+      ['{"messages":[]}', /^model: /],
+      ['{"model":', /not valid JSON/],
+    ] as const) {
       const res = await post(gw.url, body);
       expect(res.statusCode).toBe(400);
-      expect(((await res.body.json()) as any)).toMatchObject({ type: 'error', error: { message: expect.stringMatching(message) } });
+      expect((await res.body.json()) as any).toMatchObject({ type: 'error', error: { message: expect.stringMatching(message) } });
     }
     expect(native.traffic).toHaveLength(0);
   });
 });
 
 describe('the billing block', () => {
-  const request = { model: 'llama-native', max_tokens: 16, system: [BILLING, { type: 'text', text: 'Be brief.' }], messages: [{ role: 'user', content: 'hi' }] };
+  const request = {
+    model: 'llama-native',
+    max_tokens: 16,
+    system: [BILLING, { type: 'text', text: 'Be brief.' }],
+    messages: [{ role: 'user', content: 'hi' }],
+  };
 
   it('is dropped toward a local backend, the rest re-serialised in order', async () => {
     const res = await post(gw.url, JSON.stringify(request));
@@ -81,7 +97,10 @@ describe('the billing block', () => {
       return service.traffic[0].json.messages[0];
     };
     const plain = await startGateway({ discovery: { static: { endpoints } } });
-    const flagged = await startGateway({ proxy: { profiles_dir: customProfiles({ auto: (p) => (p.characteristics.hosted_service = true) }) }, discovery: { static: { endpoints } } });
+    const flagged = await startGateway({
+      proxy: { profiles_dir: customProfiles({ auto: (p) => (p.characteristics.hosted_service = true) }) },
+      discovery: { static: { endpoints } },
+    });
     try {
       // `auto` is an engine you run unless its profile says otherwise: the block is left out.
       expect(await sent(plain)).toEqual({ role: 'system', content: 'Be brief.' });
@@ -93,7 +112,10 @@ describe('the billing block', () => {
   });
 
   it('is kept everywhere with translators.msgapi.strip_billing_header: false', async () => {
-    const keep = await startGateway({ translators: { msgapi: { strip_billing_header: false } }, discovery: { static: { endpoints: [endpoint('native', 'localrunner', native.url)] } } });
+    const keep = await startGateway({
+      translators: { msgapi: { strip_billing_header: false } },
+      discovery: { static: { endpoints: [endpoint('native', 'localrunner', native.url)] } },
+    });
     try {
       const body = JSON.stringify(request);
       const res = await post(keep.url, body);
@@ -117,18 +139,27 @@ describe('backend errors in passthrough', () => {
     expect(err.headers.get('x-gw-mode')).toBe('passthrough');
   });
 
-  it('wraps a 400 as invalid_request_error, and a stream request\'s error too', async () => {
+  it("wraps a 400 as invalid_request_error, and a stream request's error too", async () => {
     native.behaviour.status = 400;
-    native.behaviour.errorBody = { contentType: 'application/json', body: '{"error":{"code":400,"message":"request (3024 tokens) exceeds the available context size (1024 tokens)","type":"exceed_context_size_error","n_ctx":1024}}' };
+    native.behaviour.errorBody = {
+      contentType: 'application/json',
+      body: '{"error":{"code":400,"message":"request (3024 tokens) exceeds the available context size (1024 tokens)","type":"exceed_context_size_error","n_ctx":1024}}',
+    };
     const err = await create().catch((e) => e);
     expect(err).toBeInstanceOf(Anthropic.BadRequestError);
-    expect(err.error).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: 'request (3024 tokens) exceeds the available context size (1024 tokens)' } });
-    const streamed = await client().messages.stream({ model: 'llama-native', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] }).finalMessage().catch((e) => e);
+    expect(err.error).toEqual({
+      type: 'error',
+      error: { type: 'invalid_request_error', message: 'request (3024 tokens) exceeds the available context size (1024 tokens)' },
+    });
+    const streamed = await client()
+      .messages.stream({ model: 'llama-native', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] })
+      .finalMessage()
+      .catch((e) => e);
     expect(streamed).toBeInstanceOf(Anthropic.BadRequestError);
     expect(streamed.error.error.type).toBe('invalid_request_error');
   });
 
-  it('wraps a body that is not JSON, keeping the backend\'s own headers', async () => {
+  it("wraps a body that is not JSON, keeping the backend's own headers", async () => {
     native.behaviour.status = 502;
     native.behaviour.errorBody = { contentType: 'text/html', body: '<html>Bad Gateway</html>' };
     const res = await post(gw.url, '{"model":"llama-native","max_tokens":8,"messages":[]}');
@@ -147,7 +178,7 @@ describe('backend errors in passthrough', () => {
     expect(await res.body.text()).toBe(body);
   });
 
-  it('relays an error body over 64 KiB as it came, with the backend\'s status', async () => {
+  it("relays an error body over 64 KiB as it came, with the backend's status", async () => {
     native.behaviour.status = 500;
     const big = 'x'.repeat(200 * 1024);
     native.behaviour.errorBody = { contentType: 'text/plain', body: big };

@@ -19,7 +19,11 @@ let client: OpenAI;
 beforeAll(async () => {
   fakes = await Promise.all([
     new FakeBackend({ family: 'localrunner', name: 'ollama', models: [{ name: 'llama3.2:3b' }, { name: 'shared-model' }] }).start(),
-    new FakeBackend({ family: 'cppengine', name: 'llama', models: [{ name: 'qwen3-8b', context: 32768 }, { name: 'shared-model' }, { name: 'both-model' }] }).start(),
+    new FakeBackend({
+      family: 'cppengine',
+      name: 'llama',
+      models: [{ name: 'qwen3-8b', context: 32768 }, { name: 'shared-model' }, { name: 'both-model' }],
+    }).start(),
     new FakeBackend({ family: 'pagedengine', name: 'vllm', models: [{ name: 'org/Mistral-7B', context: 16384 }, { name: 'bge-m3-embed' }] }).start(),
     new FakeBackend({ family: 'mlxsingle', name: 'mlx', models: [{ name: 'mlx-community/Qwen3-4B' }] }).start(),
     new FakeBackend({ family: 'containerrunner', name: 'dmr', models: [{ name: 'ai/smollm2' }, { name: 'both-model' }] }).start(),
@@ -43,7 +47,7 @@ beforeAll(async () => {
 afterAll(() => closeAll(gw, fakes));
 
 describe('GET /gw/openai/v1/models', () => {
-  it('lists every family\'s models, one entry per id, sorted, each naming the families that serve it', async () => {
+  it("lists every family's models, one entry per id, sorted, each naming the families that serve it", async () => {
     const page = await client.models.list();
     const ids = page.data.map((m) => m.id);
     expect(ids).toEqual([...ids].sort());
@@ -70,7 +74,10 @@ describe('GET /gw/openai/v1/models', () => {
     const vllm = fakes[2];
     vllm.behaviour.healthStatus = 500;
     try {
-      await waitFor(async () => ((await client.models.list()).data.every((m) => m.id !== 'org/Mistral-7B') ? true : undefined), 'the down endpoint\'s models gone');
+      await waitFor(
+        async () => ((await client.models.list()).data.every((m) => m.id !== 'org/Mistral-7B') ? true : undefined),
+        "the down endpoint's models gone",
+      );
       expect((await client.models.list()).data.map((m) => m.id)).toContain('qwen3-8b');
     } finally {
       vllm.behaviour.healthStatus = 200;
@@ -85,7 +92,12 @@ describe('POST /gw/openai/v1/*: routed by model across every family', () => {
   const chat = (model: string) => client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] }).withResponse();
 
   it('chat completions reach the model on each family, each endpoint sent its own route', async () => {
-    for (const [model, family, fake] of [['llama3.2:3b', 'localrunner', 0], ['qwen3-8b', 'cppengine', 1], ['org/Mistral-7B', 'pagedengine', 2], ['mlx-community/Qwen3-4B', 'mlxsingle', 3]] as const) {
+    for (const [model, family, fake] of [
+      ['llama3.2:3b', 'localrunner', 0],
+      ['qwen3-8b', 'cppengine', 1],
+      ['org/Mistral-7B', 'pagedengine', 2],
+      ['mlx-community/Qwen3-4B', 'mlxsingle', 3],
+    ] as const) {
       const { data, response } = await chat(model);
       expect(response.headers.get('x-gw-backend-type')).toBe(family);
       expect(data.choices[0].message.content).toBe(`Hello from ${fakes[fake].name}`);
@@ -93,8 +105,10 @@ describe('POST /gw/openai/v1/*: routed by model across every family', () => {
     }
   });
 
-  it('an engine that serves the route under another path is sent it there, query kept (Docker Model Runner\'s /engines/v1)', async () => {
-    const { response } = await client.chat.completions.create({ model: 'ai/smollm2', messages: [{ role: 'user', content: 'hi' }] }, { query: { trace: '1' } }).withResponse();
+  it("an engine that serves the route under another path is sent it there, query kept (Docker Model Runner's /engines/v1)", async () => {
+    const { response } = await client.chat.completions
+      .create({ model: 'ai/smollm2', messages: [{ role: 'user', content: 'hi' }] }, { query: { trace: '1' } })
+      .withResponse();
     expect(response.headers.get('x-gw-endpoint')).toBe('dmr');
     const sent = fakes[4].traffic.at(-1)!;
     expect(sent.url).toBe('/engines/v1/chat/completions?trace=1');
@@ -138,7 +152,7 @@ describe('POST /gw/openai/v1/*: routed by model across every family', () => {
     expect(e.data.data[0].embedding.length).toBeGreaterThan(0);
   });
 
-  it('a route the family\'s engine lacks is 404 ROUTE_NOT_SERVED naming the model and family, no backend asked', async () => {
+  it("a route the family's engine lacks is 404 ROUTE_NOT_SERVED naming the model and family, no backend asked", async () => {
     const before = fakes[4].traffic.length;
     const err = await client.embeddings.create({ model: 'ai/smollm2', input: 'x' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.NotFoundError);
@@ -150,8 +164,15 @@ describe('POST /gw/openai/v1/*: routed by model across every family', () => {
     expect(fakes[4].traffic.length).toBe(before);
   });
 
-  it('answers the SDKs\' preflight as the other routes do', async () => {
-    const res = await request(`${gw.url}/gw/openai/v1/chat/completions`, { method: 'OPTIONS', headers: { origin: 'http://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, authorization, x-stainless-os' } });
+  it("answers the SDKs' preflight as the other routes do", async () => {
+    const res = await request(`${gw.url}/gw/openai/v1/chat/completions`, {
+      method: 'OPTIONS',
+      headers: {
+        origin: 'http://app.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type, authorization, x-stainless-os',
+      },
+    });
     await res.body.dump();
     expect(res.statusCode).toBe(204);
     expect(res.headers['access-control-allow-origin']).toBe('*');
@@ -183,4 +204,3 @@ describe('POST /gw/openai/v1/*: routed by model across every family', () => {
     }
   });
 });
-

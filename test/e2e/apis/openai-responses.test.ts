@@ -52,8 +52,19 @@ describe('responses.create across families', () => {
       expect(response.headers.get('x-gw-mode')).toBe(mode === 'passthrough' ? 'passthrough' : null);
       expect(fake.traffic.at(-1)!.url).toBe(path);
       if (mode === 'translated') {
-        expect(fake.traffic.at(-1)!.json).toMatchObject({ model, messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'hi' }] });
-        expect(data).toMatchObject({ object: 'response', id: expect.stringMatching(/^resp_/), model, usage: { input_tokens: expect.any(Number), output_tokens: expect.any(Number) } });
+        expect(fake.traffic.at(-1)!.json).toMatchObject({
+          model,
+          messages: [
+            { role: 'system', content: 'Be brief.' },
+            { role: 'user', content: 'hi' },
+          ],
+        });
+        expect(data).toMatchObject({
+          object: 'response',
+          id: expect.stringMatching(/^resp_/),
+          model,
+          usage: { input_tokens: expect.any(Number), output_tokens: expect.any(Number) },
+        });
       }
     }
   });
@@ -65,10 +76,14 @@ describe('responses.create across families', () => {
   });
 
   /** Three families: one chat-only (translated), two with the route (native). */
-  const THREE = [['mlx-community/Qwen3-4B', 'mlx', false], ['qwen3-8b', 'llama', true], ['org/Mistral-7B', 'vllm', true]] as const;
+  const THREE = [
+    ['mlx-community/Qwen3-4B', 'mlx', false],
+    ['qwen3-8b', 'llama', true],
+    ['org/Mistral-7B', 'vllm', true],
+  ] as const;
   const reply = (name: string) => `${name === 'mlx' ? 'Bonjour' : 'Hello'} from ${name}`;
 
-  it('streams through the SDK\'s event accumulator (indexes, ids and order checked by it), on three families', async () => {
+  it("streams through the SDK's event accumulator (indexes, ids and order checked by it), on three families", async () => {
     for (const [model, name, native] of THREE) {
       const stream = client.responses.stream({ model, input: 'hi' });
       const types: string[] = [];
@@ -89,7 +104,15 @@ describe('responses.create across families', () => {
   });
 
   it('a function tool round trip, on three families', async () => {
-    const tools: OpenAI.Responses.Tool[] = [{ type: 'function', name: 'get_weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }, strict: true }];
+    const tools: OpenAI.Responses.Tool[] = [
+      {
+        type: 'function',
+        name: 'get_weather',
+        description: 'Weather',
+        parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+        strict: true,
+      },
+    ];
     for (const [model, name, native] of THREE) {
       const fake = fakes[name];
       fake.toolCalls = [WEATHER];
@@ -97,11 +120,22 @@ describe('responses.create across families', () => {
         const first = await client.responses.create({ model, input: 'Weather in Paris?', tools });
         const call = first.output.find((o) => o.type === 'function_call') as OpenAI.Responses.ResponseFunctionToolCall;
         expect(call).toMatchObject({ name: 'get_weather', arguments: '{"city":"Paris"}', status: 'completed' });
-        if (!native) expect(lastChat(fake).json.tools).toEqual([{ type: 'function', function: { name: 'get_weather', description: 'Weather', parameters: (tools[0] as OpenAI.Responses.FunctionTool).parameters, strict: true } }]);
+        if (!native)
+          expect(lastChat(fake).json.tools).toEqual([
+            {
+              type: 'function',
+              function: { name: 'get_weather', description: 'Weather', parameters: (tools[0] as OpenAI.Responses.FunctionTool).parameters, strict: true },
+            },
+          ]);
         fake.toolCalls = [];
         const second = await client.responses.create({
-          model, tools,
-          input: [{ role: 'user', content: 'Weather in Paris?' }, call as OpenAI.Responses.ResponseInputItem, { type: 'function_call_output', call_id: call.call_id, output: '18°C' }],
+          model,
+          tools,
+          input: [
+            { role: 'user', content: 'Weather in Paris?' },
+            call as OpenAI.Responses.ResponseInputItem,
+            { type: 'function_call_output', call_id: call.call_id, output: '18°C' },
+          ],
         });
         expect(second.output_text).toBe(reply(name));
         if (native) {
@@ -109,7 +143,11 @@ describe('responses.create across families', () => {
         } else {
           expect(lastChat(fake).json.messages).toEqual([
             { role: 'user', content: 'Weather in Paris?' },
-            { role: 'assistant', content: null, tool_calls: [{ id: call.call_id, type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+            {
+              role: 'assistant',
+              content: null,
+              tool_calls: [{ id: call.call_id, type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }],
+            },
             { role: 'tool', tool_call_id: call.call_id, content: '18°C' },
           ]);
         }
@@ -122,7 +160,11 @@ describe('responses.create across families', () => {
   it('a streamed function call', async () => {
     fakes.dmr.toolCalls = [WEATHER];
     try {
-      const stream = client.responses.stream({ model: 'ai/smollm2', input: 'Weather?', tools: [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: {} }, strict: false }] });
+      const stream = client.responses.stream({
+        model: 'ai/smollm2',
+        input: 'Weather?',
+        tools: [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: {} }, strict: false }],
+      });
       let args = '';
       for await (const e of stream) if (e.type === 'response.function_call_arguments.delta') args += e.delta;
       const final = await stream.finalResponse();
@@ -188,12 +230,14 @@ describe('responses.create across families', () => {
   });
 
   it('previous_response_id on a translated request: 400 saying how, while the store is off', async () => {
-    const err = await client.responses.create({ model: 'mlx-community/Qwen3-4B', input: 'and then?', previous_response_id: 'resp_123' }).catch((e: unknown) => e);
+    const err = await client.responses
+      .create({ model: 'mlx-community/Qwen3-4B', input: 'and then?', previous_response_id: 'resp_123' })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
     expect((err as Error).message).toContain('translators.responses.store');
   });
 
-  it('the route on a chat-only family\'s own prefix is translated; families that have it keep their proxy route', async () => {
+  it("the route on a chat-only family's own prefix is translated; families that have it keep their proxy route", async () => {
     const own = new OpenAI({ baseURL: `${gw.url}/gw/mlxsingle/v1`, apiKey: 'unused', maxRetries: 0 });
     const r = await own.responses.create({ model: 'mlx-community/Qwen3-4B', input: 'hi' });
     expect(r.output_text).toBe('Bonjour from mlx');
@@ -207,13 +251,23 @@ describe('responses.create across families', () => {
     await models.body.dump();
   });
 
-  it('answers the SDKs\' preflight as the other routes do', async () => {
-    const res = await request(`${gw.url}/gw/openai/v1/responses`, { method: 'OPTIONS', headers: { origin: 'http://app.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, authorization, x-stainless-os' } });
+  it("answers the SDKs' preflight as the other routes do", async () => {
+    const res = await request(`${gw.url}/gw/openai/v1/responses`, {
+      method: 'OPTIONS',
+      headers: {
+        origin: 'http://app.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type, authorization, x-stainless-os',
+      },
+    });
     await res.body.dump();
     expect(res.statusCode).toBe(204);
     expect(res.headers['access-control-allow-origin']).toBe('*');
     expect(String(res.headers['access-control-allow-headers'])).toContain('x-stainless-os');
-    const prefix = await request(`${gw.url}/gw/mlxsingle/v1/responses`, { method: 'OPTIONS', headers: { origin: 'http://app.example', 'access-control-request-method': 'POST' } });
+    const prefix = await request(`${gw.url}/gw/mlxsingle/v1/responses`, {
+      method: 'OPTIONS',
+      headers: { origin: 'http://app.example', 'access-control-request-method': 'POST' },
+    });
     await prefix.body.dump();
     expect(prefix.statusCode).toBe(204);
   });
@@ -227,9 +281,12 @@ describe('responses.create across families', () => {
   });
 });
 
-describe('the Vercel AI SDK\'s default OpenAI provider (the Responses API) on a chat-only family', () => {
+describe("the Vercel AI SDK's default OpenAI provider (the Responses API) on a chat-only family", () => {
   const openai = () => createOpenAI({ baseURL: `${gw.url}/gw/openai/v1`, apiKey: 'sk-test' });
-  const weather = tool({ description: 'the weather', inputSchema: jsonSchema<{ city: string }>({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }) });
+  const weather = tool({
+    description: 'the weather',
+    inputSchema: jsonSchema<{ city: string }>({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }),
+  });
 
   it('generateText and streamText', async () => {
     const { text, usage } = await generateText({ model: openai()('mlx-community/Qwen3-4B'), prompt: 'hello' });
@@ -270,10 +327,15 @@ describe('previous_response_id with translators.responses.store on', () => {
   });
   afterAll(() => closeAll(stored, []));
 
-  it('continues a translated conversation by id: the earlier turns are sent again, the instructions are the new request\'s', async () => {
+  it("continues a translated conversation by id: the earlier turns are sent again, the instructions are the new request's", async () => {
     const first = await c.responses.create({ model: 'mlx-community/Qwen3-4B', instructions: 'Old rules.', input: 'My name is Ada.' });
     expect((first as unknown as { store: boolean }).store).toBe(true);
-    const second = await c.responses.create({ model: 'mlx-community/Qwen3-4B', instructions: 'Be brief.', input: 'What is my name?', previous_response_id: first.id });
+    const second = await c.responses.create({
+      model: 'mlx-community/Qwen3-4B',
+      instructions: 'Be brief.',
+      input: 'What is my name?',
+      previous_response_id: first.id,
+    });
     expect(second.previous_response_id).toBe(first.id);
     expect(lastChat(fakes.mlx).json.messages).toEqual([
       { role: 'system', content: 'Be brief.' },
@@ -289,7 +351,15 @@ describe('previous_response_id with translators.responses.store on', () => {
     await c.responses.create({ model: 'qwen3-8b', input: 'Last one.', previous_response_id: third.id });
     const sent = fakes.llama.traffic.at(-1)!.json;
     expect(sent.previous_response_id).toBeUndefined();
-    expect(sent.input.map((i: { role?: string; type?: string }) => i.role ?? i.type)).toEqual(['user', 'assistant', 'user', 'assistant', 'user', 'assistant', 'user']);
+    expect(sent.input.map((i: { role?: string; type?: string }) => i.role ?? i.type)).toEqual([
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+      'user',
+      'assistant',
+      'user',
+    ]);
   });
 
   it('a response asked with store: false is not kept; an unknown id is 400', async () => {
@@ -320,8 +390,14 @@ describe('reasoning effort toward an engine that takes it (passthrough off: llam
     await c.responses.create({ model: 'mlx-community/Qwen3-4B', input: 'hi', reasoning: { effort: 'high' } });
     expect(lastChat(fakes.mlx).json.reasoning_effort).toBeUndefined();
     const res = await request(`${gw2.url}/gw/msgapi/v1/messages`, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'qwen3-8b', max_tokens: 64, thinking: { type: 'enabled', budget_tokens: 2048 }, messages: [{ role: 'user', content: 'hi' }] }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'qwen3-8b',
+        max_tokens: 64,
+        thinking: { type: 'enabled', budget_tokens: 2048 },
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
     });
     expect(res.statusCode).toBe(200);
     await res.body.dump();

@@ -10,19 +10,26 @@ import { closeAll, endpoint, startGateway, type Started } from '../../helpers/ga
 
 const BETA = 'mid-conversation-system-2026-04-07';
 const BILLING = 'x-anthropic-billing-header: cc_version=2.1.154.e3f; cc_entrypoint=cli; cch=7c1e2;';
-const SYSTEM = [{ type: 'text', text: BILLING }, { type: 'text', text: 'You are Claude Code.', cache_control: { type: 'ephemeral' } }];
+const SYSTEM = [
+  { type: 'text', text: BILLING },
+  { type: 'text', text: 'You are Claude Code.', cache_control: { type: 'ephemeral' } },
+];
 const REMINDER = 'The user changed the working directory to /tmp.';
 
 /** A Claude Code turn: the first user message, then a system message mid-conversation. */
-const conversation = (model: string) => ({
-  model, max_tokens: 64, betas: [BETA], system: SYSTEM,
-  messages: [
-    { role: 'user', content: [{ type: 'text', text: 'List the files.' }] },
-    { role: 'system', content: REMINDER },
-    { role: 'assistant', content: 'Which directory?' },
-    { role: 'user', content: 'This one.' },
-  ],
-}) as unknown as Anthropic.Beta.MessageCreateParamsNonStreaming;
+const conversation = (model: string) =>
+  ({
+    model,
+    max_tokens: 64,
+    betas: [BETA],
+    system: SYSTEM,
+    messages: [
+      { role: 'user', content: [{ type: 'text', text: 'List the files.' }] },
+      { role: 'system', content: REMINDER },
+      { role: 'assistant', content: 'Which directory?' },
+      { role: 'user', content: 'This one.' },
+    ],
+  }) as unknown as Anthropic.Beta.MessageCreateParamsNonStreaming;
 
 let cpp: FakeBackend, chat: FakeBackend, gw: Started;
 beforeAll(async () => {
@@ -30,7 +37,7 @@ beforeAll(async () => {
   chat = await new FakeBackend({ family: 'mlxsingle', name: 'chat', reply: 'Translated hello', models: [{ name: 'qwen-chat' }] }).start();
   gw = await startGateway({
     discovery: { static: { endpoints: [endpoint('cpp', 'cppengine', cpp.url), endpoint('chat', 'mlxsingle', chat.url)] } },
-    model_aliases: { 'coder': ['cpp-chat'] },
+    model_aliases: { coder: ['cpp-chat'] },
   });
 });
 afterAll(() => closeAll(gw, [cpp, chat]));
@@ -40,7 +47,8 @@ beforeEach(() => {
 });
 
 // This SDK sends its key as `Authorization: Bearer`; Claude Code sends `x-api-key` (added here).
-const client = () => new Anthropic({ baseURL: `${gw.url}/gw/msgapi`, apiKey: 'sk-ant-client-key', maxRetries: 0, defaultHeaders: { 'x-api-key': 'sk-ant-client-key' } });
+const client = () =>
+  new Anthropic({ baseURL: `${gw.url}/gw/msgapi`, apiKey: 'sk-ant-client-key', maxRetries: 0, defaultHeaders: { 'x-api-key': 'sk-ant-client-key' } });
 
 /** What the SDK puts in the body: the params less `betas` (they travel as a header). */
 function bodyOf(params: object): Record<string, unknown> {
@@ -58,7 +66,12 @@ describe('passthrough (cppengine speaks the messages API)', () => {
     expect(sent.url).toBe('/v1/messages');
     expect(sent.json).toEqual({ ...bodyOf(params), system: [SYSTEM[1]] });
     // The messages API's own headers reach a backend that speaks it.
-    expect(sent.headers).toMatchObject({ 'anthropic-beta': BETA, 'anthropic-version': expect.any(String), 'x-api-key': 'sk-ant-client-key', 'x-stainless-lang': 'js' });
+    expect(sent.headers).toMatchObject({
+      'anthropic-beta': BETA,
+      'anthropic-version': expect.any(String),
+      'x-api-key': 'sk-ant-client-key',
+      'x-stainless-lang': 'js',
+    });
   });
 
   it('streams the same conversation through', async () => {
@@ -90,14 +103,21 @@ describe('translation (mlxsingle speaks chat-completions)', () => {
   });
 
   it('streams the same conversation', async () => {
-    const final = await client().beta.messages.stream({ ...conversation('qwen-chat'), stream: true }).finalMessage();
+    const final = await client()
+      .beta.messages.stream({ ...conversation('qwen-chat'), stream: true })
+      .finalMessage();
     expect(final.content).toEqual([{ type: 'text', text: 'Translated hello' }]);
     expect(chat.traffic[0].json).toMatchObject({ stream: true, messages: expected });
   });
 });
 
 describe('count_tokens', () => {
-  const params = { model: 'cpp-chat', betas: [BETA], system: SYSTEM, messages: conversation('cpp-chat').messages } as unknown as Anthropic.Beta.MessageCountTokensParams;
+  const params = {
+    model: 'cpp-chat',
+    betas: [BETA],
+    system: SYSTEM,
+    messages: conversation('cpp-chat').messages,
+  } as unknown as Anthropic.Beta.MessageCountTokensParams;
 
   it('is answered by a backend that counts (cppengine), the billing block left out', async () => {
     const { data, response } = await client().beta.messages.countTokens(params).withResponse();
@@ -118,7 +138,9 @@ describe('count_tokens', () => {
   it('falls back to the estimate when the backend has no such path (404, 501)', async () => {
     for (const status of [404, 501]) {
       cpp.behaviour.status = status;
-      const { data, response } = await client().messages.countTokens({ model: 'cpp-chat', messages: [{ role: 'user', content: 'x'.repeat(40) }] }).withResponse();
+      const { data, response } = await client()
+        .messages.countTokens({ model: 'cpp-chat', messages: [{ role: 'user', content: 'x'.repeat(40) }] })
+        .withResponse();
       expect(response.headers.get('x-gw-token-count')).toBe('estimate');
       expect(data).toEqual({ input_tokens: 10, output_tokens: 0, total_tokens: 10 });
     }
@@ -126,7 +148,9 @@ describe('count_tokens', () => {
 
   it('brings another backend error back in the messages error shape', async () => {
     cpp.behaviour.status = 500;
-    const err = await client().beta.messages.countTokens(params).catch((e) => e);
+    const err = await client()
+      .beta.messages.countTokens(params)
+      .catch((e) => e);
     expect(err).toBeInstanceOf(Anthropic.InternalServerError);
     expect(err.error).toEqual({ type: 'error', error: { type: 'api_error', message: 'fake cpp failing with 500' } });
     expect(err.headers.get('x-gw-token-count')).toBeNull();
@@ -134,7 +158,9 @@ describe('count_tokens', () => {
 
   it('fails over to the next endpoint that counts', async () => {
     const dead = await new FakeBackend({ family: 'cppengine', name: 'dead', models: [{ name: 'cpp-chat' }] }).start();
-    const two = await startGateway({ discovery: { static: { endpoints: [endpoint('dead', 'cppengine', dead.url, { priority: 200 }), endpoint('cpp', 'cppengine', cpp.url)] } } });
+    const two = await startGateway({
+      discovery: { static: { endpoints: [endpoint('dead', 'cppengine', dead.url, { priority: 200 }), endpoint('cpp', 'cppengine', cpp.url)] } },
+    });
     try {
       dead.behaviour.resetOnRequest = true;
       const c = new Anthropic({ baseURL: `${two.url}/gw/msgapi`, apiKey: 'x', maxRetries: 0 });
@@ -148,13 +174,17 @@ describe('count_tokens', () => {
   });
 
   it('answers 404 for a model no endpoint serves, as messages does', async () => {
-    const err = await client().messages.countTokens({ model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
+    const err = await client()
+      .messages.countTokens({ model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] })
+      .catch((e) => e);
     expect(err.status).toBe(404);
     expect(err.error).toMatchObject({ type: 'error', error: { code: 'MODEL_NOT_FOUND' } });
   });
 
   it('is estimated where no backend counts', async () => {
-    const { data, response } = await client().messages.countTokens({ model: 'qwen-chat', system: 'abcd', messages: [{ role: 'user', content: 'hello world!' }] }).withResponse();
+    const { data, response } = await client()
+      .messages.countTokens({ model: 'qwen-chat', system: 'abcd', messages: [{ role: 'user', content: 'hello world!' }] })
+      .withResponse();
     expect(response.headers.get('x-gw-token-count')).toBe('estimate');
     expect(data).toEqual({ input_tokens: 4, output_tokens: 0, total_tokens: 4 });
     expect(chat.traffic).toHaveLength(0);

@@ -15,7 +15,13 @@ describe.skipIf(browserMissing)('browser clients on another origin', () => {
     paged = await new FakeBackend({ family: 'pagedengine', reply: 'Paged says hi', models: [{ name: 'Qwen2.5-7B' }] }).start();
     chat = await new FakeBackend({ family: 'mlxsingle', reply: 'Translated hi', models: [{ name: 'qwen-chat' }] }).start();
     local = await new FakeBackend({ family: 'localrunner', reply: 'Local hi', models: [{ name: 'llama3.1:8b' }] }).start();
-    gw = await startGateway({ discovery: { static: { endpoints: [endpoint('paged', 'pagedengine', paged.url), endpoint('chat', 'mlxsingle', chat.url), endpoint('local', 'localrunner', local.url)] } } });
+    gw = await startGateway({
+      discovery: {
+        static: {
+          endpoints: [endpoint('paged', 'pagedengine', paged.url), endpoint('chat', 'mlxsingle', chat.url), endpoint('local', 'localrunner', local.url)],
+        },
+      },
+    });
     origin = await servePage(await bundle('clients.ts'));
     browser = await launchBrowser();
     page = await browser.newPage();

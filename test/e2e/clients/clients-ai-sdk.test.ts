@@ -10,8 +10,19 @@ import { closeAll, endpoint, startGateway, type Started } from '../../helpers/ga
 let paged: FakeBackend, local: FakeBackend, gw: Started;
 
 beforeAll(async () => {
-  paged = await new FakeBackend({ family: 'pagedengine', name: 'paged', reply: 'Paged engine says hello', toolCalls: [{ name: 'get_weather', arguments: '{"city":"Paris"}' }], models: [{ name: 'Qwen2.5-7B' }] }).start();
-  local = await new FakeBackend({ family: 'localrunner', name: 'local', reply: 'Hi from the local runner', models: [{ name: 'llama3.1:8b' }, { name: 'nomic-embed-text' }] }).start();
+  paged = await new FakeBackend({
+    family: 'pagedengine',
+    name: 'paged',
+    reply: 'Paged engine says hello',
+    toolCalls: [{ name: 'get_weather', arguments: '{"city":"Paris"}' }],
+    models: [{ name: 'Qwen2.5-7B' }],
+  }).start();
+  local = await new FakeBackend({
+    family: 'localrunner',
+    name: 'local',
+    reply: 'Hi from the local runner',
+    models: [{ name: 'llama3.1:8b' }, { name: 'nomic-embed-text' }],
+  }).start();
   gw = await startGateway({ discovery: { static: { endpoints: [endpoint('paged', 'pagedengine', paged.url), endpoint('local', 'localrunner', local.url)] } } });
 });
 afterAll(() => closeAll(gw, [paged, local]));
@@ -37,7 +48,10 @@ describe('@ai-sdk/openai', () => {
   });
 
   it('openai(model) returns tool calls', async () => {
-    const weather = tool({ description: 'the weather', inputSchema: jsonSchema<{ city: string }>({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }) });
+    const weather = tool({
+      description: 'the weather',
+      inputSchema: jsonSchema<{ city: string }>({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }),
+    });
     const { toolCalls } = await generateText({ model: openai()('Qwen2.5-7B'), prompt: 'weather?', tools: { get_weather: weather } });
     expect(toolCalls[0]).toMatchObject({ toolName: 'get_weather', input: { city: 'Paris' } });
   });

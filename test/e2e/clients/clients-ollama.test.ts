@@ -9,9 +9,27 @@ import { closeAll, endpoint, startGateway, type Started } from '../../helpers/ga
 let local1: FakeBackend, local2: FakeBackend, gw: Started;
 
 beforeAll(async () => {
-  local1 = await new FakeBackend({ family: 'localrunner', name: 'local1', reply: 'Hi there from the local runner', models: [{ name: 'llama3.1:8b', digest: 'sha256:aa' }, { name: 'nomic-embed-text', digest: 'sha256:nn' }] }).start();
-  local2 = await new FakeBackend({ family: 'localrunner', name: 'local2', reply: 'Hi there from the other runner', models: [{ name: 'qwen2.5:7b', digest: 'sha256:qq' }, { name: 'all-minilm', digest: 'sha256:mm' }] }).start();
-  gw = await startGateway({ discovery: { static: { endpoints: [endpoint('local1', 'localrunner', local1.url), endpoint('local2', 'localrunner', local2.url)] } } });
+  local1 = await new FakeBackend({
+    family: 'localrunner',
+    name: 'local1',
+    reply: 'Hi there from the local runner',
+    models: [
+      { name: 'llama3.1:8b', digest: 'sha256:aa' },
+      { name: 'nomic-embed-text', digest: 'sha256:nn' },
+    ],
+  }).start();
+  local2 = await new FakeBackend({
+    family: 'localrunner',
+    name: 'local2',
+    reply: 'Hi there from the other runner',
+    models: [
+      { name: 'qwen2.5:7b', digest: 'sha256:qq' },
+      { name: 'all-minilm', digest: 'sha256:mm' },
+    ],
+  }).start();
+  gw = await startGateway({
+    discovery: { static: { endpoints: [endpoint('local1', 'localrunner', local1.url), endpoint('local2', 'localrunner', local2.url)] } },
+  });
 });
 afterAll(() => closeAll(gw, [local1, local2]));
 

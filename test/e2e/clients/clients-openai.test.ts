@@ -11,9 +11,25 @@ const tools = [{ type: 'function' as const, function: { name: 'get_weather', par
 let paged1: FakeBackend, paged2: FakeBackend, gw: Started;
 
 beforeAll(async () => {
-  paged1 = await new FakeBackend({ family: 'pagedengine', name: 'paged1', reply: 'Paged engine says hello', toolCalls: [weather], models: [{ name: 'Qwen2.5-7B', context: 32768 }, { name: 'bge-small' }] }).start();
-  paged2 = await new FakeBackend({ family: 'pagedengine', name: 'paged2', reply: 'The other one', models: [{ name: 'Llama-3.1-8B', context: 131072 }, { name: 'Qwen/Qwen3-4B', context: 40960 }] }).start();
-  gw = await startGateway({ discovery: { static: { endpoints: [endpoint('paged1', 'pagedengine', paged1.url), endpoint('paged2', 'pagedengine', paged2.url)] } } });
+  paged1 = await new FakeBackend({
+    family: 'pagedengine',
+    name: 'paged1',
+    reply: 'Paged engine says hello',
+    toolCalls: [weather],
+    models: [{ name: 'Qwen2.5-7B', context: 32768 }, { name: 'bge-small' }],
+  }).start();
+  paged2 = await new FakeBackend({
+    family: 'pagedengine',
+    name: 'paged2',
+    reply: 'The other one',
+    models: [
+      { name: 'Llama-3.1-8B', context: 131072 },
+      { name: 'Qwen/Qwen3-4B', context: 40960 },
+    ],
+  }).start();
+  gw = await startGateway({
+    discovery: { static: { endpoints: [endpoint('paged1', 'pagedengine', paged1.url), endpoint('paged2', 'pagedengine', paged2.url)] } },
+  });
 });
 afterAll(() => closeAll(gw, [paged1, paged2]));
 
@@ -21,7 +37,9 @@ const client = () => new OpenAI({ baseURL: `${gw.url}/gw/pagedengine/v1`, apiKey
 
 describe('chat completions', () => {
   it('creates a chat completion', async () => {
-    const { data, response } = await client().chat.completions.create({ model: 'Qwen2.5-7B', messages: [{ role: 'user', content: 'hello' }] }).withResponse();
+    const { data, response } = await client()
+      .chat.completions.create({ model: 'Qwen2.5-7B', messages: [{ role: 'user', content: 'hello' }] })
+      .withResponse();
     expect(data.choices[0].message.content).toBe('Paged engine says hello');
     expect(data.choices[0].finish_reason).toBe('stop');
     expect(response.headers.get('x-gw-endpoint')).toBe('paged1');
@@ -83,7 +101,9 @@ describe('the Responses API', () => {
   });
 
   it('returns function calls, and the stream helper assembles them', async () => {
-    const fnTools = [{ type: 'function' as const, name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: false }];
+    const fnTools = [
+      { type: 'function' as const, name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: false },
+    ];
     const res = await client().responses.create({ model: 'Qwen2.5-7B', input: 'weather?', tools: fnTools });
     expect(res.output.find((o) => o.type === 'function_call')).toMatchObject({ name: 'get_weather', arguments: weather.arguments });
     const final = await client().responses.stream({ model: 'Qwen2.5-7B', input: 'weather?', tools: fnTools }).finalResponse();
@@ -100,7 +120,7 @@ describe('models', () => {
     }
   });
 
-  it('retrieves one model with the family\'s fields, and 404s an unknown one', async () => {
+  it("retrieves one model with the family's fields, and 404s an unknown one", async () => {
     const model = await client().models.retrieve('Llama-3.1-8B');
     expect(model).toMatchObject({ id: 'Llama-3.1-8B', object: 'model', owned_by: 'pagedengine', max_model_len: 131072 });
     await expect(client().models.retrieve('gpt-9')).rejects.toBeInstanceOf(OpenAI.NotFoundError);

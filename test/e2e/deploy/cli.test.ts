@@ -12,7 +12,9 @@ import { FakeBackend } from '../../../engine/demo/index.js';
 
 function portBusy(port: number): Promise<boolean> {
   return new Promise((resolveBusy) => {
-    const s = createServer().once('error', () => resolveBusy(true)).listen(port, '127.0.0.1', () => s.close(() => resolveBusy(false)));
+    const s = createServer()
+      .once('error', () => resolveBusy(true))
+      .listen(port, '127.0.0.1', () => s.close(() => resolveBusy(false)));
   });
 }
 
@@ -157,7 +159,10 @@ describe('gw serve', () => {
     const steps: string[] = [];
     const step = <T>(what: string, p: Promise<T>, ms = 20_000): Promise<T> => {
       steps.push(what);
-      return Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what}: not done in ${ms} ms (steps: ${steps.join(' → ')})`)), ms).unref())]);
+      return Promise.race([
+        p,
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what}: not done in ${ms} ms (steps: ${steps.join(' → ')})`)), ms).unref()),
+      ]);
     };
     let started: Awaited<ReturnType<typeof serve>> | undefined;
     const deadline = Date.now() + 40_000;
@@ -179,13 +184,19 @@ describe('gw serve', () => {
     expect(((await res.body.json()) as any).endpoints[0].name).toBe('local-runner');
     const exited = new Promise((r) => child.on('exit', r));
     child.kill('SIGTERM');
-    expect(await step('exit after SIGTERM', exited).catch((err) => { throw new Error(`${err.message}\n${output()}`); })).toBe(0);
+    expect(
+      await step('exit after SIGTERM', exited).catch((err) => {
+        throw new Error(`${err.message}\n${output()}`);
+      }),
+    ).toBe(0);
   });
 
   it('lets a live stream finish on SIGTERM, then exits 0', async () => {
     const fake = await new FakeBackend({ family: 'localrunner', reply: 'a b c d e f g h' }).start();
     fake.behaviour.chunkDelayMs = 100;
-    const file = configFile(`server: { host: 127.0.0.1, port: 0 }\ndiscovery:\n  static:\n    endpoints:\n      - { name: l, type: localrunner, url: "${fake.url}" }\n`);
+    const file = configFile(
+      `server: { host: 127.0.0.1, port: 0 }\ndiscovery:\n  static:\n    endpoints:\n      - { name: l, type: localrunner, url: "${fake.url}" }\n`,
+    );
     const { child, port } = await serve(['--config', file]);
     children.push(child);
     // SIGTERM once the first chunk arrived: the stream is in flight for certain.
@@ -215,7 +226,9 @@ describe('gw serve', () => {
   });
 
   it('never prints a secret held in a mistyped value, in validate or in serve', async () => {
-    const file = configFile('discovery:\n  static:\n    endpoints:\n      - name: gpu\n        type: pagedengine\n        url: "http://127.0.0.1:1"\n        headers: { Authorization: { nested: "Bearer tok-SECRET-4711" } }\n');
+    const file = configFile(
+      'discovery:\n  static:\n    endpoints:\n      - name: gpu\n        type: pagedengine\n        url: "http://127.0.0.1:1"\n        headers: { Authorization: { nested: "Bearer tok-SECRET-4711" } }\n',
+    );
     const validated = await run(['validate', '--config', file]);
     expect(validated.code).toBe(1);
     expect(validated.out).toContain('discovery.static.endpoints[0].headers.Authorization: must be string, got an object (value not shown: it may be a secret)');
@@ -235,10 +248,15 @@ describe('gw serve', () => {
 
   it('shows profile fields it refuses, naming the file, the field and the range; and the ones it only notes', async () => {
     const dir = emptyDir();
-    writeFileSync(join(dir, 'mine.yaml'), 'name: mine\nversion: "1.0"\nrouting: { prefixes: [mine] }\napi: { paths: [/a, /b] }\npath_indices: { chat: 2 }\nmodels: { name_format: "{{.Id}}" }\n');
+    writeFileSync(
+      join(dir, 'mine.yaml'),
+      'name: mine\nversion: "1.0"\nrouting: { prefixes: [mine] }\napi: { paths: [/a, /b] }\npath_indices: { chat: 2 }\nmodels: { name_format: "{{.Id}}" }\n',
+    );
     const r = await run(['validate', '--config', configFile(`proxy: { profiles_dir: ${dir} }\n`)]);
     expect(r.code).toBe(1);
-    expect(r.out).toContain(`FAIL profile mine (${join(dir, 'mine.yaml')}): path_indices.chat: index 2 is outside api.paths, which has 2 entries — fix: use an index from 0 to 1`);
+    expect(r.out).toContain(
+      `FAIL profile mine (${join(dir, 'mine.yaml')}): path_indices.chat: index 2 is outside api.paths, which has 2 entries — fix: use an index from 0 to 1`,
+    );
     expect(r.out).toMatch(/^FAIL profile mine .*: models\.name_format: template "\{\{\.Id\}\}" is not supported/m);
     // The built-in defaults pass; an enabled informational feature says it is not acted on.
     const ok = await run(['validate']);
@@ -248,7 +266,8 @@ describe('gw serve', () => {
   it('reloads on SIGHUP without dropping a stream in flight, and keeps serving', async () => {
     const fake = await new FakeBackend({ family: 'localrunner', reply: 'a b c d e f g h' }).start();
     fake.behaviour.chunkDelayMs = 50;
-    const text = (aliases: string) => `server: { host: 127.0.0.1, port: 0 }\npipelines: { watch: false }\nmodel_aliases: { ${aliases} }\ndiscovery:\n  static:\n    endpoints:\n      - { name: l, type: localrunner, url: "${fake.url}" }\n`;
+    const text = (aliases: string) =>
+      `server: { host: 127.0.0.1, port: 0 }\npipelines: { watch: false }\nmodel_aliases: { ${aliases} }\ndiscovery:\n  static:\n    endpoints:\n      - { name: l, type: localrunner, url: "${fake.url}" }\n`;
     const file = configFile(text('first: [test-model]'));
     const { child, port } = await serve(['--config', file]);
     children.push(child);

@@ -29,7 +29,7 @@ describe('deploy/compose', () => {
     expect(proxy.ports).toEqual(['127.0.0.1:40114:80']);
   });
 
-  it('the replicas\' config validates, shares the rate limits through the redis service and trusts nginx\'s forwarded address', async () => {
+  it("the replicas' config validates, shares the rate limits through the redis service and trusts nginx's forwarded address", async () => {
     const mount = gateway.volumes.find((v: string) => v.startsWith('./config:'));
     expect(mount).toBe('./config:/etc/gw:ro');
     expect(gateway.environment.GW_CONFIG).toBe('/etc/gw/gateway.yaml');
@@ -52,7 +52,10 @@ describe('deploy/compose', () => {
     expect(nginx).not.toContain('$proxy_add_x_forwarded_for');
     expect(proxy.volumes).toContain('./nginx.conf:/etc/nginx/conf.d/default.conf:ro');
     // nginx's `resolve` on an upstream server needs 1.27.3 or newer.
-    const [major, minor] = proxy.image.match(/nginx:(\d+)\.(\d+)/).slice(1).map(Number);
+    const [major, minor] = proxy.image
+      .match(/nginx:(\d+)\.(\d+)/)
+      .slice(1)
+      .map(Number);
     expect(major > 1 || minor >= 27).toBe(true);
   });
 });

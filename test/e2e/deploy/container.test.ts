@@ -22,8 +22,14 @@ afterEach(() => {
 /** Dockerfile instructions with continuation lines joined and comments dropped. */
 function dockerfile(): { op: string; args: string }[] {
   const text = readFileSync('Dockerfile', 'utf8').replace(/\\\n/g, ' ');
-  return text.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'))
-    .map((l) => { const [op, ...rest] = l.split(/\s+/); return { op: op.toUpperCase(), args: rest.join(' ') }; });
+  return text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'))
+    .map((l) => {
+      const [op, ...rest] = l.split(/\s+/);
+      return { op: op.toUpperCase(), args: rest.join(' ') };
+    });
 }
 
 /** The instructions of the last stage: what the image runs. */
@@ -105,7 +111,9 @@ describe('config/container.yaml (the image default)', () => {
   it('listens on 0.0.0.0 when served', async () => {
     const { child, output } = await serve(['--config', CONTAINER], { ...cleanEnv(), GW_SERVER_PORT: '0' });
     cleanups.push(() => child.kill('SIGKILL'));
-    const line = output().split('\n').find((l) => l.includes('"msg":"gateway listening"'))!;
+    const line = output()
+      .split('\n')
+      .find((l) => l.includes('"msg":"gateway listening"'))!;
     expect(JSON.parse(line).host).toBe('0.0.0.0');
   });
 });
@@ -115,7 +123,11 @@ describe('Dockerfile', () => {
     const stage = runtimeStage();
     const one = (op: string) => stage.filter((i) => i.op === op).at(-1)?.args;
     expect(stage[0].args).toMatch(/^node:24-slim\b/); // the LTS line
-    expect(dockerfile().filter((i) => i.op === 'FROM').every((i) => /^node:24-slim\b/.test(i.args))).toBe(true);
+    expect(
+      dockerfile()
+        .filter((i) => i.op === 'FROM')
+        .every((i) => /^node:24-slim\b/.test(i.args)),
+    ).toBe(true);
     expect(one('USER')).toMatch(/^(?!root\b|0\b)\w+/);
     expect(JSON.parse(one('ENTRYPOINT')!)).toEqual(['node', 'bin/gw.js']);
     expect(JSON.parse(one('CMD')!)).toEqual(['serve']);

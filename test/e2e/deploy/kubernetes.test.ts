@@ -35,7 +35,7 @@ afterEach(async () => {
 });
 
 describe('deploy/kubernetes/gateway.yaml', () => {
-  it('passes the Kubernetes API\'s schemas (kubernetes-models: the types of the fields it knows; it does not refuse unknown fields)', () => {
+  it("passes the Kubernetes API's schemas (kubernetes-models: the types of the fields it knows; it does not refuse unknown fields)", () => {
     const models = { ConfigMap, Deployment, Service } as const;
     for (const d of docs) expect(() => new models[d.kind as keyof typeof models](d).validate(), d.kind).not.toThrow();
     const broken = structuredClone(deployment);
@@ -87,7 +87,13 @@ describe('deploy/kubernetes/gateway.yaml', () => {
     const dir = mkdtempSync(join(tmpdir(), 'gw-configmap-'));
     const version = (name: string, level: string) => {
       mkdirSync(join(dir, name));
-      const config = { server: { host: '127.0.0.1', port: 0, shutdown_timeout: '2s', rate_limits: NO_RATE_LIMITS }, logging: { level }, proxy: { profiles_dir: '/nonexistent/profiles' }, pipelines: { dir: '/nonexistent/pipelines' }, discovery: { static: { endpoints: [] } } };
+      const config = {
+        server: { host: '127.0.0.1', port: 0, shutdown_timeout: '2s', rate_limits: NO_RATE_LIMITS },
+        logging: { level },
+        proxy: { profiles_dir: '/nonexistent/profiles' },
+        pipelines: { dir: '/nonexistent/pipelines' },
+        discovery: { static: { endpoints: [] } },
+      };
       writeFileSync(join(dir, name, 'config.yaml'), stringify(config));
     };
     version('..2026_11_26_01', 'info');

@@ -7,7 +7,7 @@
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Client, } from 'undici';
+import { Client } from 'undici';
 import { stringify } from 'yaml';
 import { FakeBackend } from '../../../engine/demo/index.js';
 import { cleanEnv, configFile, serve } from '../../helpers/cli.js';
@@ -79,12 +79,15 @@ async function chat(client: Client, path = '/gw/pagedengine/v1/chat/completions'
 }
 
 describe('gw serve --workers 2', () => {
-  it('serves from two processes; status and metrics report the host, with each worker\'s share', async () => {
+  it("serves from two processes; status and metrics report the host, with each worker's share", async () => {
     const fake = await new FakeBackend({ family: 'pagedengine' }).start();
     fakes.push(fake);
     // Health checked at start only: the host's one first round is all the backend sees. The
     // command line's --workers beats the file's server.workers.
-    const gw = await start(config({ server: { workers: 1 }, discovery: { static: { endpoints: [endpoint('engine', 'pagedengine', fake.url, { check_interval: '1h' })] } } }), ['--workers', '2']);
+    const gw = await start(
+      config({ server: { workers: 1 }, discovery: { static: { endpoints: [endpoint('engine', 'pagedengine', fake.url, { check_interval: '1h' })] } } }),
+      ['--workers', '2'],
+    );
     const [a, b] = await oneEach(gw.base);
     expect(a.pid).not.toBe(b.pid);
     for (const c of [a, a, a, b, b]) expect((await chat(c.client)).status).toBe(200);
@@ -92,7 +95,12 @@ describe('gw serve --workers 2', () => {
     const status = await getJson(a.client, '/internal/status');
     expect(status.statistics.requests_total).toBe(5);
     expect(status.endpoints.engine.requests).toBe(5);
-    expect(status.workers.map((w: any) => [w.pid, w.requests_total]).sort()).toEqual([[a.pid, 3], [b.pid, 2]].sort());
+    expect(status.workers.map((w: any) => [w.pid, w.requests_total]).sort()).toEqual(
+      [
+        [a.pid, 3],
+        [b.pid, 2],
+      ].sort(),
+    );
     const fromB = await getJson(b.client, '/internal/status/endpoints');
     expect(fromB.endpoints[0].requests).toBe(5);
     const proc = await getJson(b.client, '/internal/process');
@@ -120,7 +128,10 @@ describe('gw serve --workers 2', () => {
     fakes.push(first, second);
     // Health checks at start only (interval 1h): nothing but the host's re-check after a
     // request's failure can tell a worker that the first endpoint went away.
-    const eps = [endpoint('first', 'pagedengine', first.url, { priority: 200, check_interval: '1h' }), endpoint('second', 'pagedengine', second.url, { priority: 100, check_interval: '1h' })];
+    const eps = [
+      endpoint('first', 'pagedengine', first.url, { priority: 200, check_interval: '1h' }),
+      endpoint('second', 'pagedengine', second.url, { priority: 100, check_interval: '1h' }),
+    ];
     const gw = await start(config({ discovery: { static: { endpoints: eps } } }));
     const [a, b] = await oneEach(gw.base);
     await first.stop();
@@ -128,7 +139,10 @@ describe('gw serve --workers 2', () => {
     expect(failedOver.status).toBe(200);
     expect(failedOver.headers['x-gw-endpoint']).toBe('second');
     // Worker b never sent anything to it, yet learns it is down from the host.
-    await waitFor(async () => (await getJson(b.client, '/internal/status/endpoints')).endpoints.find((e: any) => e.name === 'first').routable === false || undefined, 'worker b sees the first endpoint out of rotation');
+    await waitFor(
+      async () => (await getJson(b.client, '/internal/status/endpoints')).endpoints.find((e: any) => e.name === 'first').routable === false || undefined,
+      'worker b sees the first endpoint out of rotation',
+    );
     const direct = await chat(b.client);
     expect(direct.status).toBe(200);
     expect(direct.headers['x-gw-endpoint']).toBe('second');
@@ -141,10 +155,12 @@ describe('gw serve --workers 2', () => {
     fakes.push(fake);
     // Each request one attempt (no retry on a 500), health checks at start only and a long open
     // period: nothing but the five failures moves the breaker.
-    const gw = await start(config({
-      proxy: { retry: { on_statuses: [] }, circuit_breaker: { proxy_failures: 5, initial_open_timeout: '60s', open_timeout: '60s' } },
-      discovery: { static: { endpoints: [endpoint('engine', 'pagedengine', fake.url, { check_interval: '1h' })] } },
-    }));
+    const gw = await start(
+      config({
+        proxy: { retry: { on_statuses: [] }, circuit_breaker: { proxy_failures: 5, initial_open_timeout: '60s', open_timeout: '60s' } },
+        discovery: { static: { endpoints: [endpoint('engine', 'pagedengine', fake.url, { check_interval: '1h' })] } },
+      }),
+    );
     const [a, b] = await oneEach(gw.base);
     fake.behaviour.status = 500;
     // Three failures on worker a, two on worker b: five for the host, under five for either.
@@ -168,7 +184,7 @@ describe('gw serve --workers 2', () => {
     expect(statuses.filter((s) => s === 429)).toHaveLength(6);
   });
 
-  it('holds an endpoint\'s concurrency limit across the workers', async () => {
+  it("holds an endpoint's concurrency limit across the workers", async () => {
     const fake = await new FakeBackend({ family: 'pagedengine' }).start();
     fakes.push(fake);
     // One request at a time, none waits: while worker a's request holds the host's one slot,
@@ -191,7 +207,10 @@ describe('gw serve --workers 2', () => {
     expect((await held).status).toBe(200);
     // The slot goes back to the host (worker a tells it once the reply is over; that message and
     // worker b's next request race, so the test waits for the host to have it); then b takes it.
-    await waitFor(async () => (await getJson(b.client, '/internal/status/endpoints')).endpoints[0].queue.in_flight === 0 || undefined, 'the slot back with the host');
+    await waitFor(
+      async () => (await getJson(b.client, '/internal/status/endpoints')).endpoints[0].queue.in_flight === 0 || undefined,
+      'the slot back with the host',
+    );
     expect((await chat(b.client)).status).toBe(200);
   });
 
@@ -201,7 +220,12 @@ describe('gw serve --workers 2', () => {
     fake.behaviour.chunkDelayMs = 50;
     const gw = await start(config({ discovery: { static: { endpoints: [endpoint('engine', 'pagedengine', fake.url)] } } }));
     const [a, b] = await oneEach(gw.base);
-    const stream = await a.client.request({ path: '/gw/pagedengine/v1/chat/completions', method: 'POST', body: JSON.stringify({ model: 'test-model', stream: true, messages: [{ role: 'user', content: 'hi' }] }), headers: { 'content-type': 'application/json' } });
+    const stream = await a.client.request({
+      path: '/gw/pagedengine/v1/chat/completions',
+      method: 'POST',
+      body: JSON.stringify({ model: 'test-model', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+      headers: { 'content-type': 'application/json' },
+    });
     child!.kill('SIGKILL');
     expect(await stream.body.text()).toContain('[DONE]');
     const alive = (pid: number) => {
@@ -223,8 +247,16 @@ describe('gw serve --workers 2', () => {
     const gw = await start(cfg);
     const [a] = await oneEach(gw.base);
     // A stream held by worker a when it is killed: that one fails.
-    const stream = await a.client.request({ path: '/gw/pagedengine/v1/chat/completions', method: 'POST', body: JSON.stringify({ model: 'test-model', stream: true, messages: [{ role: 'user', content: 'hi' }] }), headers: { 'content-type': 'application/json' } });
-    const broke = stream.body.text().then(() => false, () => true);
+    const stream = await a.client.request({
+      path: '/gw/pagedengine/v1/chat/completions',
+      method: 'POST',
+      body: JSON.stringify({ model: 'test-model', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+      headers: { 'content-type': 'application/json' },
+    });
+    const broke = stream.body.text().then(
+      () => false,
+      () => true,
+    );
     process.kill(a.pid, 'SIGKILL');
     expect(await broke).toBe(true);
     await waitFor(() => gw.output().includes('"msg":"worker exited; starting another"') || undefined, 'the host saw the worker exit');
@@ -247,11 +279,19 @@ describe('gw serve --workers 2', () => {
     writeFileSync(gw.file, stringify({ ...cfg, model_aliases: { fast: ['test-model'], quick: ['test-model'] } }));
     for (let i = 0; i < 6; i++) {
       const c = await connection(gw.base);
-      await waitFor(async () => (await getJson(c.client, '/internal/status')).reload.generation >= 3 || undefined, `worker ${c.pid} reloaded on the file change`);
+      await waitFor(
+        async () => (await getJson(c.client, '/internal/status')).reload.generation >= 3 || undefined,
+        `worker ${c.pid} reloaded on the file change`,
+      );
     }
 
     // SIGTERM: a stream under way finishes, then the host and its workers exit 0.
-    const last = await (await connection(gw.base)).client.request({ path: '/gw/pagedengine/v1/chat/completions', method: 'POST', body: JSON.stringify({ model: 'test-model', stream: true, messages: [{ role: 'user', content: 'hi' }] }), headers: { 'content-type': 'application/json' } });
+    const last = await (await connection(gw.base)).client.request({
+      path: '/gw/pagedengine/v1/chat/completions',
+      method: 'POST',
+      body: JSON.stringify({ model: 'test-model', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+      headers: { 'content-type': 'application/json' },
+    });
     const exited = new Promise<number | null>((r) => child!.once('exit', r));
     child!.kill('SIGTERM');
     const text = await last.body.text();

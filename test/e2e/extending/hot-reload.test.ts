@@ -16,7 +16,8 @@ const dir = mkdtempSync(join(tmpdir(), 'gw-reload-'));
 const profilesDir = join(dir, 'profiles');
 const pipelinesDir = join(dir, 'pipelines');
 const pluginFile = join(dir, 'tagger.mjs');
-const tagger = (value: string) => `export default { name: 'tagger', schema: { type: 'object' }, apply(hooks) { hooks.respond.tap('tagger', (ctx) => { ctx.replyHeaders.push('x-tagger', '${value}'); }); } };\n`;
+const tagger = (value: string) =>
+  `export default { name: 'tagger', schema: { type: 'object' }, apply(hooks) { hooks.respond.tap('tagger', (ctx) => { ctx.replyHeaders.push('x-tagger', '${value}'); }); } };\n`;
 
 let a: FakeBackend, b: FakeBackend, c: FakeBackend, gw: Started;
 const dispatcher = new Agent({ connections: 16 });
@@ -116,32 +117,50 @@ describe('hot reload under load', () => {
       // A profile: a new prefix for the family.
       const profile = parse(readFileSync(join(BUILTIN_PROFILES_DIR, 'pagedengine.yaml'), 'utf8'));
       profile.routing.prefixes.push('paged2');
-      took.profile = await change('the new prefix to answer', () => writeFileSync(join(profilesDir, 'pagedengine.yaml'), stringify(profile)),
-        async () => (await status('/gw/paged2/v1/models')).status === 200);
+      took.profile = await change(
+        'the new prefix to answer',
+        () => writeFileSync(join(profilesDir, 'pagedengine.yaml'), stringify(profile)),
+        async () => (await status('/gw/paged2/v1/models')).status === 200,
+      );
 
       // A pipeline: the proxy pipeline with a new plugin step.
-      const proxy = readFileSync(join(BUILTIN_PIPELINES_DIR, 'proxy.yaml'), 'utf8').replace('  - use: forward', '  - use: forward\n  - use: tag-reply\n    with: { value: reloaded }');
-      took.pipeline = await change('the new step to run', () => writeFileSync(join(pipelinesDir, 'proxy.yaml'), proxy),
-        async () => (await status('/gw/pagedengine/v1/models')).headers['x-tag'] === 'reloaded');
+      const proxy = readFileSync(join(BUILTIN_PIPELINES_DIR, 'proxy.yaml'), 'utf8').replace(
+        '  - use: forward',
+        '  - use: forward\n  - use: tag-reply\n    with: { value: reloaded }',
+      );
+      took.pipeline = await change(
+        'the new step to run',
+        () => writeFileSync(join(pipelinesDir, 'proxy.yaml'), proxy),
+        async () => (await status('/gw/pagedengine/v1/models')).headers['x-tag'] === 'reloaded',
+      );
 
       // The endpoint list: b removed, c added — while b carries a stream (b streams slowly).
       b.behaviour.chunkDelayMs = 100;
       const bEndpoint = gw.gw.runtime.endpoints.all.find((e) => e.name === 'b')!;
       await waitFor(() => bEndpoint.active > 0, 'a request in flight on b');
       const cBefore = c.traffic.length;
-      took.endpoints = await change('c to take traffic and b to leave', () => writeFileSync(gw.configFile, stringify(config([a, c]))),
-        () => c.traffic.length > cBefore + 5 && gw.gw.runtime.endpoints.all.every((e) => e.name !== 'b'));
+      took.endpoints = await change(
+        'c to take traffic and b to leave',
+        () => writeFileSync(gw.configFile, stringify(config([a, c]))),
+        () => c.traffic.length > cBefore + 5 && gw.gw.runtime.endpoints.all.every((e) => e.name !== 'b'),
+      );
       expect(bEndpoint.retired).toBe(true);
       const bAfter = b.traffic.length;
 
       // A plugin file, re-imported.
-      took.plugin = await change('the edited plugin to run', () => writeFileSync(pluginFile, tagger('v2')),
-        async () => (await status('/gw/pagedengine/v1/models')).headers['x-tagger'] === 'v2');
+      took.plugin = await change(
+        'the edited plugin to run',
+        () => writeFileSync(pluginFile, tagger('v2')),
+        async () => (await status('/gw/pagedengine/v1/models')).headers['x-tagger'] === 'v2',
+      );
 
       // A broken file: reported, and the graph before it keeps serving.
       const before = gen();
-      took.broken = await change('the broken edit to be reported', () => writeFileSync(join(pipelinesDir, 'proxy.yaml'), 'name: proxy\nsteps: [ {use: forward\n'),
-        async () => JSON.parse((await status('/internal/status')).text).reload.ok === false);
+      took.broken = await change(
+        'the broken edit to be reported',
+        () => writeFileSync(join(pipelinesDir, 'proxy.yaml'), 'name: proxy\nsteps: [ {use: forward\n'),
+        async () => JSON.parse((await status('/internal/status')).text).reload.ok === false,
+      );
       const report = JSON.parse((await status('/internal/status')).text).reload;
       expect(report.error).toContain(join(pipelinesDir, 'proxy.yaml'));
       expect(report.error).toContain('invalid YAML');
@@ -152,8 +171,12 @@ describe('hot reload under load', () => {
       expect(still.headers['x-tag']).toBe('reloaded');
 
       // Fixed again: the next good edit takes effect.
-      took.fixed = await change('the fixed file to load', () => copyFileSync(join(BUILTIN_PIPELINES_DIR, 'proxy.yaml'), join(pipelinesDir, 'proxy.yaml')),
-        async () => JSON.parse((await status('/internal/status')).text).reload.ok === true && (await status('/gw/pagedengine/v1/models')).headers['x-tag'] === undefined);
+      took.fixed = await change(
+        'the fixed file to load',
+        () => copyFileSync(join(BUILTIN_PIPELINES_DIR, 'proxy.yaml'), join(pipelinesDir, 'proxy.yaml')),
+        async () =>
+          JSON.parse((await status('/internal/status')).text).reload.ok === true && (await status('/gw/pagedengine/v1/models')).headers['x-tag'] === undefined,
+      );
 
       await waitFor(() => l.streams > 20, 'more streams to complete');
       expect(b.traffic.length).toBeLessThanOrEqual(bAfter + 16); // at most what was in flight when it left
@@ -161,7 +184,9 @@ describe('hot reload under load', () => {
       await l.stop();
     }
     // The figures, for the record: how long each edit took to take effect, and the load carried.
-    console.log(`hot reload: ${JSON.stringify(Object.fromEntries(Object.entries(took).map(([k, v]) => [k, Math.round(v)])))} ms; ${l.requests} requests and ${l.streams} streams, ${l.failures.length} failed`);
+    console.log(
+      `hot reload: ${JSON.stringify(Object.fromEntries(Object.entries(took).map(([k, v]) => [k, Math.round(v)])))} ms; ${l.requests} requests and ${l.streams} streams, ${l.failures.length} failed`,
+    );
     expect(l.failures).toEqual([]);
     expect(gen()).toBeGreaterThanOrEqual(6);
   });
@@ -172,7 +197,11 @@ describe('hot reload after a failed edit', () => {
     const own = mkdtempSync(join(tmpdir(), 'gw-reload-fix-'));
     const later = join(own, 'later.mjs');
     const fake = await new FakeBackend({ family: 'pagedengine', name: 'solo' }).start();
-    const base = { server: { rate_limits: NO_RATE_LIMITS, host: '127.0.0.1', port: 0 }, logging: { level: 'info' }, discovery: { static: { endpoints: [endpoint('solo', 'pagedengine', fake.url)] } } };
+    const base = {
+      server: { rate_limits: NO_RATE_LIMITS, host: '127.0.0.1', port: 0 },
+      logging: { level: 'info' },
+      discovery: { static: { endpoints: [endpoint('solo', 'pagedengine', fake.url)] } },
+    };
     const g = await startGateway(base);
     try {
       // The config names a plugin file that is not there yet: the reload fails.
@@ -180,7 +209,10 @@ describe('hot reload after a failed edit', () => {
       await waitFor(() => g.gw.runtime.reload.ok === false, 'the reload to fail on the missing plugin');
       expect(g.gw.runtime.reload.error).toContain(later);
       // Writing the plugin is the fix: it is watched, so it reloads by itself.
-      writeFileSync(later, "export default { name: 'later', schema: { type: 'object' }, apply(h) { h.respond.tap('later', (ctx) => ctx.replyHeaders.push('x-later', 'yes')); } };\n");
+      writeFileSync(
+        later,
+        "export default { name: 'later', schema: { type: 'object' }, apply(h) { h.respond.tap('later', (ctx) => ctx.replyHeaders.push('x-later', 'yes')); } };\n",
+      );
       await waitFor(async () => {
         const res = await request(`${g.url}/gw/pagedengine/v1/models`);
         await res.body.dump();
@@ -196,11 +228,19 @@ describe('hot reload after a failed edit', () => {
 describe('settings a reload cannot change', () => {
   it('keeps the listen address, says a restart applies it, and applies the rest', async () => {
     const fake = await new FakeBackend({ family: 'pagedengine', name: 'solo' }).start();
-    const base = { server: { rate_limits: NO_RATE_LIMITS, host: '127.0.0.1', port: 0 }, logging: { level: 'info' }, pipelines: { watch: false }, discovery: { static: { endpoints: [endpoint('solo', 'pagedengine', fake.url)] } } };
+    const base = {
+      server: { rate_limits: NO_RATE_LIMITS, host: '127.0.0.1', port: 0 },
+      logging: { level: 'info' },
+      pipelines: { watch: false },
+      discovery: { static: { endpoints: [endpoint('solo', 'pagedengine', fake.url)] } },
+    };
     const g = await startGateway(base);
     try {
       const port = g.gw.port;
-      writeFileSync(g.configFile, stringify({ ...base, server: { rate_limits: NO_RATE_LIMITS, host: '127.0.0.1', port: port + 1 }, model_aliases: { later: ['test-model'] } }));
+      writeFileSync(
+        g.configFile,
+        stringify({ ...base, server: { rate_limits: NO_RATE_LIMITS, host: '127.0.0.1', port: port + 1 }, model_aliases: { later: ['test-model'] } }),
+      );
       expect(await g.gw.reload('test')).toBe(true);
       expect(g.gw.port).toBe(port);
       expect(g.logs.some((l) => l.level === 40 && String(l.msg).includes('take effect at the next restart'))).toBe(true);

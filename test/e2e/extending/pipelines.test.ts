@@ -38,13 +38,17 @@ describe('YAML order is checked', () => {
     const { code, lines } = await validateWith({ 'proxy.yaml': proxy(['forward', 'select-endpoint', 'alias-resolve', 'read-body', 'match-prefix']) });
     expect(code).toBe(1);
     const fails = lines.filter((l) => l.startsWith('FAIL pipeline proxy'));
-    expect(fails.join('\n')).toContain('/steps/0: forward needs path, which match-prefix (/steps/4) provides only later — fix: move match-prefix above forward: YAML order is the order steps run');
+    expect(fails.join('\n')).toContain(
+      '/steps/0: forward needs path, which match-prefix (/steps/4) provides only later — fix: move match-prefix above forward: YAML order is the order steps run',
+    );
     expect(fails.join('\n')).toContain('/steps/1: select-endpoint needs body, which read-body (/steps/3) provides only later');
     expect(fails.join('\n')).toContain('/steps/1: select-endpoint uses aliases, which alias-resolve (/steps/2) provides only later');
   });
 
   it('fails an allowlist before the prefix match (every route would answer 404)', async () => {
-    const { code, lines } = await validateWith({ 'proxy.yaml': proxy(['allowlist', 'match-prefix', 'read-body', 'select-endpoint', 'upstream-headers', 'forward']) });
+    const { code, lines } = await validateWith({
+      'proxy.yaml': proxy(['allowlist', 'match-prefix', 'read-body', 'select-endpoint', 'upstream-headers', 'forward']),
+    });
     expect(code).toBe(1);
     expect(lines).toContainEqual(expect.stringContaining('/steps/0: allowlist needs path, which match-prefix (/steps/1) provides only later'));
   });
@@ -56,7 +60,11 @@ describe('YAML order is checked', () => {
 
   it('fails a step listed after one of a later phase', async () => {
     const { lines } = await validateWith({ 'proxy.yaml': proxy(['match-prefix', 'read-body', 'select-endpoint', 'forward', 'upstream-headers']) });
-    expect(lines).toContainEqual(expect.stringContaining('/steps/4: upstream-headers runs in the upstream (when the terminal step sends) phase, but is listed after forward (/steps/3), which runs later (terminal)'));
+    expect(lines).toContainEqual(
+      expect.stringContaining(
+        '/steps/4: upstream-headers runs in the upstream (when the terminal step sends) phase, but is listed after forward (/steps/3), which runs later (terminal)',
+      ),
+    );
   });
 
   it('passes a pipeline that lists a shared step of a later phase itself, and a path mount that forwards its own path', async () => {
@@ -79,9 +87,13 @@ describe('a pipeline for some families only', () => {
   it('replaces the proxy pipeline for cppengine (no allowlist) and leaves the other families alone', async () => {
     fakes = [await new FakeBackend({ family: 'cppengine', name: 'cpp' }).start(), await new FakeBackend({ family: 'pagedengine', name: 'paged' }).start()];
     const dir = pipelineDir({
-      'proxy-cppengine.yaml': 'name: proxy-cppengine\nmount: { per_profile: true, families: [cppengine] }\nsteps:\n  - use: match-prefix\n  - use: read-body\n  - use: select-endpoint\n  - use: upstream-headers\n  - use: forward\n',
+      'proxy-cppengine.yaml':
+        'name: proxy-cppengine\nmount: { per_profile: true, families: [cppengine] }\nsteps:\n  - use: match-prefix\n  - use: read-body\n  - use: select-endpoint\n  - use: upstream-headers\n  - use: forward\n',
     });
-    gw = await startGateway({ pipelines: { dir }, discovery: { static: { endpoints: [endpoint('cpp', 'cppengine', fakes[0].url), endpoint('paged', 'pagedengine', fakes[1].url)] } } });
+    gw = await startGateway({
+      pipelines: { dir },
+      discovery: { static: { endpoints: [endpoint('cpp', 'cppengine', fakes[0].url), endpoint('paged', 'pagedengine', fakes[1].url)] } },
+    });
     const cpp = await request(`${gw.url}/gw/cppengine/props`);
     expect(cpp.statusCode).toBe(200);
     expect(((await cpp.body.json()) as any).path).toBe('/props');
@@ -110,9 +122,14 @@ describe('a pipeline for some families only', () => {
       // /v1/rerank: llama.cpp lists it, mlx-lm does not; this pipeline forwards it there anyway.
       'rerank.yaml': `name: rerank-filled\nmount: { per_profile: true, fills: /v1/rerank, families: [mlxsingle, cppengine], methods: [POST] }\n${steps}`,
     });
-    gw = await startGateway({ pipelines: { dir }, discovery: { static: { endpoints: [endpoint('cpp', 'cppengine', fakes[0].url), endpoint('mlx', 'mlxsingle', fakes[1].url)] } } });
+    gw = await startGateway({
+      pipelines: { dir },
+      discovery: { static: { endpoints: [endpoint('cpp', 'cppengine', fakes[0].url), endpoint('mlx', 'mlxsingle', fakes[1].url)] } },
+    });
     // Mounted for mlx-lm only: llama.cpp serves the route itself.
-    const checked = await validateWith({ 'rerank.yaml': `name: rerank-filled\nmount: { per_profile: true, fills: /v1/rerank, families: [mlxsingle, cppengine], methods: [POST] }\n${steps}` });
+    const checked = await validateWith({
+      'rerank.yaml': `name: rerank-filled\nmount: { per_profile: true, fills: /v1/rerank, families: [mlxsingle, cppengine], methods: [POST] }\n${steps}`,
+    });
     expect(checked.lines).toContainEqual(expect.stringMatching(/PASS pipeline rerank-filled .*: 1 route$/));
     const filled = await request(`${gw.url}/gw/mlxsingle/v1/rerank`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
     await filled.body.dump();

@@ -32,7 +32,12 @@ afterAll(() => closeAll(gw, [fake]));
 async function call(path: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}) {
   const res = await request(`${gw.url}${path}`, { method: (init.method ?? 'GET') as 'GET', headers: init.headers, body: init.body });
   const text = await res.body.text();
-  return { status: res.statusCode, headers: res.headers, json: String(res.headers['content-type']).startsWith('application/json') ? JSON.parse(text) : undefined, text };
+  return {
+    status: res.statusCode,
+    headers: res.headers,
+    json: String(res.headers['content-type']).startsWith('application/json') ? JSON.parse(text) : undefined,
+    text,
+  };
 }
 
 describe('an API-key plugin from its own package, on every route by one config line', () => {

@@ -18,13 +18,17 @@ function userFolder(files: Record<string, string>): string {
   return root;
 }
 
-const plugin = (name: string, head = '') => `import { definePlugin } from 'inference-gateway';\n${head}\nexport default definePlugin({ name: ${name}, schema: { type: 'object' }, apply() {} });\n`;
+const plugin = (name: string, head = '') =>
+  `import { definePlugin } from 'inference-gateway';\n${head}\nexport default definePlugin({ name: ${name}, schema: { type: 'object' }, apply() {} });\n`;
 
 let root: string;
 let out: string;
 beforeAll(async () => {
   root = userFolder({
-    'api.mjs': plugin("typeof INFERENCE_API.contextLengthError === 'function' ? 'both-imports' : 'no-inference-api'", "import { INFERENCE_API } from 'inference-gateway/inference-api';"),
+    'api.mjs': plugin(
+      "typeof INFERENCE_API.contextLengthError === 'function' ? 'both-imports' : 'no-inference-api'",
+      "import { INFERENCE_API } from 'inference-gateway/inference-api';",
+    ),
     // Another copy of the package (an old install, say): its definePlugin would rename the plugin.
     'own-copy/node_modules/inference-gateway/package.json': JSON.stringify({ name: 'inference-gateway', type: 'module', exports: { '.': './api.js' } }),
     'own-copy/node_modules/inference-gateway/api.js': "export const definePlugin = (p) => ({ ...p, name: 'from-the-other-copy' });\n",
@@ -42,7 +46,10 @@ beforeAll(async () => {
   out = r.out;
 });
 
-const lineOf = (file: string) => out.split('\n').find((l) => l.startsWith(`PASS plugin ${join(root, file)}:`) || l.startsWith(`FAIL plugin plugins[`) && l.includes(` ${join(root, file)}: `));
+const lineOf = (file: string) =>
+  out
+    .split('\n')
+    .find((l) => l.startsWith(`PASS plugin ${join(root, file)}:`) || (l.startsWith(`FAIL plugin plugins[`) && l.includes(` ${join(root, file)}: `)));
 
 describe('a plugin in a folder of its own', () => {
   it('imports inference-gateway and its subpath exports with nothing installed', () => {
@@ -61,17 +68,23 @@ describe('a plugin in a folder of its own', () => {
 describe('a plugin that does not load: one line, its file, what to do', () => {
   it('a package it imports is not installed: which, and where to install it', () => {
     const file = join(root, 'missing/needs-dep.mjs');
-    expect(lineOf('missing/needs-dep.mjs')).toBe(`FAIL plugin plugins[3] ${file}: cannot load ${file}: Cannot find package 'no-such-dep-xyz' imported from ${file} — fix: install it for the plugin: npm install no-such-dep-xyz in ${join(root, 'missing')} (inference-gateway itself needs no install)`);
+    expect(lineOf('missing/needs-dep.mjs')).toBe(
+      `FAIL plugin plugins[3] ${file}: cannot load ${file}: Cannot find package 'no-such-dep-xyz' imported from ${file} — fix: install it for the plugin: npm install no-such-dep-xyz in ${join(root, 'missing')} (inference-gateway itself needs no install)`,
+    );
   });
 
   it('it throws as it loads: the line where', () => {
     const file = join(root, 'boom.mjs');
-    expect(lineOf('boom.mjs')).toBe(`FAIL plugin plugins[4] ${file}: cannot load ${file}: no config for boom (at ${file}:3:7) — fix: fix the plugin, or remove it from plugins: in the config`);
+    expect(lineOf('boom.mjs')).toBe(
+      `FAIL plugin plugins[4] ${file}: cannot load ${file}: no config for boom (at ${file}:3:7) — fix: fix the plugin, or remove it from plugins: in the config`,
+    );
   });
 
   it('a syntax error: how to find the line', () => {
     const file = join(root, 'syntax.mjs');
-    expect(lineOf('syntax.mjs')).toBe(`FAIL plugin plugins[5] ${file}: cannot load ${file}: SyntaxError: Unexpected token ',' — fix: node --check ${file} shows the line (or the file it imports that has it)`);
+    expect(lineOf('syntax.mjs')).toBe(
+      `FAIL plugin plugins[5] ${file}: cannot load ${file}: SyntaxError: Unexpected token ',' — fix: node --check ${file} shows the line (or the file it imports that has it)`,
+    );
   });
 
   it('the rest of the check goes on, and the summary counts each failure once', () => {

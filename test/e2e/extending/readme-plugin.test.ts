@@ -48,13 +48,21 @@ afterAll(async () => {
 });
 
 const chat = (headers: Record<string, string>) =>
-  request(`${base}/gw/pagedengine/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: '{"model":"test-model","messages":[{"role":"user","content":"hi"}]}' });
+  request(`${base}/gw/pagedengine/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: '{"model":"test-model","messages":[{"role":"user","content":"hi"}]}',
+  });
 
 describe("the docs' plugin recipe, from a folder of its own", () => {
   it('refuses a request without a key, in the envelope, before any backend is reached', async () => {
     const res = await chat({});
     expect(res.statusCode).toBe(401);
-    expect(((await res.body.json()) as any).error).toEqual({ message: 'send your API key in the x-api-key header', type: 'unauthorized', code: 'API_KEY_REQUIRED' });
+    expect(((await res.body.json()) as any).error).toEqual({
+      message: 'send your API key in the x-api-key header',
+      type: 'unauthorized',
+      code: 'API_KEY_REQUIRED',
+    });
     expect(res.headers['x-gw-request-id']).toBeDefined();
     expect(fake.traffic).toHaveLength(0);
   });

@@ -20,20 +20,33 @@ beforeAll(async () => {
   const folder = mkdtempSync(join(tmpdir(), 'gw-third-party-'));
   cpSync(resolve('test/fixtures/packages/gw-third-party'), join(folder, 'plugins', 'gw-third-party'), { recursive: true });
   mkdirSync(join(folder, 'pipelines'));
-  writeFileSync(join(folder, 'pipelines', 'ask.yaml'), stringify({
-    name: 'ask', mount: { paths: ['/ask'], methods: ['POST'] },
-    steps: [{ use: 'read-body' }, { use: 'key-limit', with: { per_minute: 3 } }, { use: 'pick-endpoint', with: { prefer: 'near', nicknames: { smart: 'model-b' } } }, { use: 'upstream-headers' }, { use: 'ask' }],
-  }));
+  writeFileSync(
+    join(folder, 'pipelines', 'ask.yaml'),
+    stringify({
+      name: 'ask',
+      mount: { paths: ['/ask'], methods: ['POST'] },
+      steps: [
+        { use: 'read-body' },
+        { use: 'key-limit', with: { per_minute: 3 } },
+        { use: 'pick-endpoint', with: { prefer: 'near', nicknames: { smart: 'model-b' } } },
+        { use: 'upstream-headers' },
+        { use: 'ask' },
+      ],
+    }),
+  );
   near = await new FakeBackend({ family: 'pagedengine', name: 'near', models: [{ name: 'model-a' }, { name: 'model-b' }] }).start();
   far = await new FakeBackend({ family: 'pagedengine', name: 'far', models: [{ name: 'model-a' }, { name: 'model-b' }] }).start();
   other = await new FakeBackend({ family: 'pagedengine', name: 'other', models: [{ name: 'model-c' }] }).start();
-  writeFileSync(join(folder, 'config.yaml'), stringify({
-    // The built-in limits off: the replies' X-RateLimit-* are the plugin's alone.
-    server: { host: '127.0.0.1', port: 0, rate_limits: { global_requests_per_minute: 0, per_ip_requests_per_minute: 0 } },
-    plugins: ['./plugins/gw-third-party'],
-    pipelines: { dir: './pipelines' },
-    discovery: { static: { endpoints: [far, near, other].map((f) => ({ name: f.name, type: 'pagedengine', url: f.url, check_interval: '1s' })) } },
-  }));
+  writeFileSync(
+    join(folder, 'config.yaml'),
+    stringify({
+      // The built-in limits off: the replies' X-RateLimit-* are the plugin's alone.
+      server: { host: '127.0.0.1', port: 0, rate_limits: { global_requests_per_minute: 0, per_ip_requests_per_minute: 0 } },
+      plugins: ['./plugins/gw-third-party'],
+      pipelines: { dir: './pipelines' },
+      discovery: { static: { endpoints: [far, near, other].map((f) => ({ name: f.name, type: 'pagedengine', url: f.url, check_interval: '1s' })) } },
+    }),
+  );
   const started = await serve(['--config', 'config.yaml'], cleanEnv(), folder);
   child = started.child;
   base = `http://127.0.0.1:${started.port}`;
@@ -55,10 +68,11 @@ const asked = () => {
   for (const f of [near, far, other]) f.received.length = 0;
   return out;
 };
-const seen = () => Object.fromEntries([near, far, other].map((f) => [f.name, f.traffic.filter((r) => r.url === '/v1/chat/completions').map((r) => r.json.model)]));
+const seen = () =>
+  Object.fromEntries([near, far, other].map((f) => [f.name, f.traffic.filter((r) => r.url === '/v1/chat/completions').map((r) => r.json.model)]));
 
 describe('a third-party selector, terminal step and rate limit, from a folder of their own', () => {
-  it('selects like select-endpoint and translates like translate: the preferred engine, its chat reply in the API\'s shape', async () => {
+  it("selects like select-endpoint and translates like translate: the preferred engine, its chat reply in the API's shape", async () => {
     asked();
     const r = await askFor({ model: 'model-a', ask: 'hello?' }, 'k-select');
     expect(r.status).toBe(200);
@@ -68,7 +82,7 @@ describe('a third-party selector, terminal step and rate limit, from a folder of
     expect(asked()).toEqual({ near: ['model-a'], far: [], other: [] });
   });
 
-  it('each candidate is sent the name the plan gives it (a nickname\'s real name)', async () => {
+  it("each candidate is sent the name the plan gives it (a nickname's real name)", async () => {
     asked();
     const r = await askFor({ model: 'smart', ask: 'who are you?' }, 'k-nick');
     expect(r.status).toBe(200);
@@ -76,7 +90,7 @@ describe('a third-party selector, terminal step and rate limit, from a folder of
     expect(asked()).toEqual({ near: ['model-b'], far: [], other: [] });
   });
 
-  it('fails over through the gateway\'s attempt loop when the preferred engine fails', async () => {
+  it("fails over through the gateway's attempt loop when the preferred engine fails", async () => {
     near.behaviour.status = 503;
     asked();
     const r = await askFor({ model: 'model-a', ask: 'still there?' }, 'k-failover');
@@ -86,7 +100,7 @@ describe('a third-party selector, terminal step and rate limit, from a folder of
     expect(asked()).toEqual({ near: ['model-a'], far: ['model-a'], other: [] });
   });
 
-  it('refuses what nothing serves, in the gateway\'s error envelope', async () => {
+  it("refuses what nothing serves, in the gateway's error envelope", async () => {
     const r = await askFor({ model: 'nobody-has-it', ask: 'x' }, 'k-missing');
     expect(r.status).toBe(404);
     expect(r.json.error).toMatchObject({ type: 'not_found', code: 'MODEL_NOT_FOUND' });

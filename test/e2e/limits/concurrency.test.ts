@@ -39,7 +39,16 @@ async function queueOf(name: string) {
 
 /** Rewrite the running gateway's config file (as startGateway wrote it, with `config` on top) and reload. */
 async function reloadWith(config: Record<string, unknown>): Promise<void> {
-  writeFileSync(gw!.configFile, stringify({ server: { rate_limits: NO_RATE_LIMITS, host: '127.0.0.1', port: 0, shutdown_timeout: '2s' }, logging: { level: 'debug' }, proxy: { profiles_dir: '/nonexistent/profiles' }, pipelines: { dir: '/nonexistent/pipelines', watch: false }, ...config }));
+  writeFileSync(
+    gw!.configFile,
+    stringify({
+      server: { rate_limits: NO_RATE_LIMITS, host: '127.0.0.1', port: 0, shutdown_timeout: '2s' },
+      logging: { level: 'debug' },
+      proxy: { profiles_dir: '/nonexistent/profiles' },
+      pipelines: { dir: '/nonexistent/pipelines', watch: false },
+      ...config,
+    }),
+  );
   expect(await gw!.gw.reload('test')).toBe(true);
 }
 
@@ -56,8 +65,14 @@ async function holdBoth(): Promise<{ hold: ReturnType<typeof gate>; busy: Return
 
 async function desk(count: number, extra: (i: number) => Record<string, unknown> = () => ({}), config: Record<string, unknown> = {}) {
   fakes = await Promise.all(Array.from({ length: count }, (_, i) => new FakeBackend({ family: 'deskrunner', name: `d${i}` }).start()));
-  gw = await startGateway({ ...config, discovery: { static: { endpoints: fakes.map((f, i) => endpoint(f.name, 'deskrunner', f.url, { priority: 100 - i * 10, ...extra(i) })) } } });
-  await waitFor(async () => (await request(`${gw!.url}/internal/health`).then((r) => r.body.json() as Promise<any>)).status === 'healthy', 'the endpoints to be healthy');
+  gw = await startGateway({
+    ...config,
+    discovery: { static: { endpoints: fakes.map((f, i) => endpoint(f.name, 'deskrunner', f.url, { priority: 100 - i * 10, ...extra(i) })) } },
+  });
+  await waitFor(
+    async () => (await request(`${gw!.url}/internal/health`).then((r) => r.body.json() as Promise<any>)).status === 'healthy',
+    'the endpoints to be healthy',
+  );
 }
 
 describe('one request at a time (deskrunner: characteristics.max_concurrent_requests 1)', () => {
@@ -79,7 +94,18 @@ describe('one request at a time (deskrunner: characteristics.max_concurrent_requ
     hold.open();
     expect((await Promise.all(replies)).map((r) => r.status)).toEqual([200, 200, 200]);
     const q = await queueOf('d0');
-    expect(q).toMatchObject({ max_concurrent_requests: 1, in_flight: 0, queued: 0, max_queued_requests: 100, queue_timeout: '2m', admitted: 3, waited: 2, rejected_full: 0, timed_out: 0, abandoned: 0 });
+    expect(q).toMatchObject({
+      max_concurrent_requests: 1,
+      in_flight: 0,
+      queued: 0,
+      max_queued_requests: 100,
+      queue_timeout: '2m',
+      admitted: 3,
+      waited: 2,
+      rejected_full: 0,
+      timed_out: 0,
+      abandoned: 0,
+    });
     expect(q!.wait_p95).toMatch(/s$/);
   });
 
@@ -88,7 +114,11 @@ describe('one request at a time (deskrunner: characteristics.max_concurrent_requ
     const [fake] = fakes;
     const rest = gate();
     fake.behaviour.beforeChunk = (i) => (i >= 2 ? rest.promise : Promise.resolve());
-    const stream = await request(`${gw!.url}/gw/deskrunner/v1/chat/completions`, { method: 'POST', body: CHAT.replace('{', '{"stream":true,'), headers: { 'content-type': 'application/json' } });
+    const stream = await request(`${gw!.url}/gw/deskrunner/v1/chat/completions`, {
+      method: 'POST',
+      body: CHAT.replace('{', '{"stream":true,'),
+      headers: { 'content-type': 'application/json' },
+    });
     expect(stream.statusCode).toBe(200); // the head arrived; the stream is open
     const second = chat();
     await waitFor(async () => (await queueOf('d0'))?.queued === 1, 'the second request to queue behind the stream');
@@ -106,7 +136,11 @@ describe('one request at a time (deskrunner: characteristics.max_concurrent_requ
     expect((await chat()).status).toBe(500);
     fake.behaviour.status = 0;
     fake.behaviour.resetAfterChunks = 2; // a stream that breaks after its first content went out
-    const broken = await request(`${gw!.url}/gw/deskrunner/v1/chat/completions`, { method: 'POST', body: CHAT.replace('{', '{"stream":true,'), headers: { 'content-type': 'application/json' } });
+    const broken = await request(`${gw!.url}/gw/deskrunner/v1/chat/completions`, {
+      method: 'POST',
+      body: CHAT.replace('{', '{"stream":true,'),
+      headers: { 'content-type': 'application/json' },
+    });
     await broken.body.text().catch(() => undefined);
     fake.behaviour.resetAfterChunks = -1;
     // A client that goes away mid-reply.
@@ -132,7 +166,11 @@ describe('what takes a slot', () => {
     const [fake] = fakes;
     fake.behaviour.stallAfterChunks = 1;
     const streaming = new AbortController();
-    const stream = chat('/gw/deskrunner/v1/chat/completions', JSON.stringify({ model: 'test-model', stream: true, messages: [{ role: 'user', content: 'hi' }] }), streaming.signal).catch(() => null);
+    const stream = chat(
+      '/gw/deskrunner/v1/chat/completions',
+      JSON.stringify({ model: 'test-model', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+      streaming.signal,
+    ).catch(() => null);
     await waitFor(async () => (await queueOf('d0'))?.in_flight === 1, 'the stream to hold the only slot');
     const status = await request(`${gw!.url}/gw/deskrunner/api/v1/models/download/status`);
     await status.body.dump();
@@ -145,7 +183,7 @@ describe('what takes a slot', () => {
 });
 
 describe('full queues and long waits', () => {
-  it('answers 429 QUEUE_FULL with Retry-After once the queue is full, in the route\'s error format', async () => {
+  it("answers 429 QUEUE_FULL with Retry-After once the queue is full, in the route's error format", async () => {
     await desk(1, () => ({ max_queued_requests: 1 }));
     const [fake] = fakes;
     const hold = gate();
@@ -159,7 +197,10 @@ describe('full queues and long waits', () => {
     expect(third.headers['retry-after']).toMatch(/^\d+$/);
     expect(third.json.error).toMatchObject({ code: 'QUEUE_FULL', type: 'queue_full' });
     expect(third.json.error.message).toContain('d0');
-    const viaMsgapi = await chat('/gw/msgapi/v1/messages', JSON.stringify({ model: 'test-model', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }));
+    const viaMsgapi = await chat(
+      '/gw/msgapi/v1/messages',
+      JSON.stringify({ model: 'test-model', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }),
+    );
     expect(viaMsgapi.status).toBe(429);
     expect(viaMsgapi.json).toMatchObject({ type: 'error', error: { code: 'QUEUE_FULL' } });
     expect(viaMsgapi.headers['retry-after']).toMatch(/^\d+$/);
@@ -239,7 +280,7 @@ describe('failover by capacity', () => {
 });
 
 describe('limits from config and hot reload', () => {
-  it('takes an endpoint\'s own max_concurrent_requests over its profile (0: no limit)', async () => {
+  it("takes an endpoint's own max_concurrent_requests over its profile (0: no limit)", async () => {
     await desk(2, (i) => ({ max_concurrent_requests: i === 0 ? 2 : 0 }));
     expect(await queueOf('d0')).toMatchObject({ max_concurrent_requests: 2 });
     expect(await queueOf('d1')).toBeNull();
@@ -280,6 +321,10 @@ describe('limits from config and hot reload', () => {
     await waitFor(async () => (await queueOf('d1'))?.queued === 1, 'the waiter queued at d1');
     hold.open();
     const all = await Promise.all([...busy, waiting]);
-    expect(all.map((r) => [r.status, r.endpoint])).toEqual([[200, 'd0'], [200, 'd1'], [200, 'd1']]);
+    expect(all.map((r) => [r.status, r.endpoint])).toEqual([
+      [200, 'd0'],
+      [200, 'd1'],
+      [200, 'd1'],
+    ]);
   });
 });

@@ -50,7 +50,16 @@ describe.skipIf(!haveRedis)('server.rate_limits.store: redis', () => {
   beforeAll(async () => {
     port = await freePort();
     await startRedis();
-    const limits = { global_requests_per_minute: 0, per_ip_requests_per_minute: PER_MINUTE, health_requests_per_minute: 1000, internal_requests_per_minute: 0, burst_size: BURST, per_endpoint: { default_requests_per_minute: 0 }, store: 'redis', redis: { url: `redis://127.0.0.1:${port}`, key_prefix: 'gw-test', timeout: '500ms' } };
+    const limits = {
+      global_requests_per_minute: 0,
+      per_ip_requests_per_minute: PER_MINUTE,
+      health_requests_per_minute: 1000,
+      internal_requests_per_minute: 0,
+      burst_size: BURST,
+      per_endpoint: { default_requests_per_minute: 0 },
+      store: 'redis',
+      redis: { url: `redis://127.0.0.1:${port}`, key_prefix: 'gw-test', timeout: '500ms' },
+    };
     for (let i = 0; i < 3; i++) replicas.push(await startGateway({ server: { rate_limits: limits }, discovery: { static: { endpoints: [] } } }));
     await waitFor(() => replicas.every((r) => r.gw.backends.fleet.buckets?.connected) || undefined, 'every replica connected to Redis');
   }, 60_000);
@@ -67,7 +76,7 @@ describe.skipIf(!haveRedis)('server.rate_limits.store: redis', () => {
     return res.statusCode;
   };
 
-  it('one client\'s per-IP limit holds across three replicas (within the burst), 429 from whichever replica it reaches', async () => {
+  it("one client's per-IP limit holds across three replicas (within the burst), 429 from whichever replica it reaches", async () => {
     const statuses: number[] = [];
     for (let i = 0; i < 15; i++) statuses.push(await hit(replicas[i % 3]));
     const allowed = statuses.filter((s) => s === 200).length;
@@ -81,7 +90,7 @@ describe.skipIf(!haveRedis)('server.rate_limits.store: redis', () => {
     expect(replicas.reduce((n, r) => n + r.gw.runtime.stats.rateLimited.ip, 0)).toBe(15 - allowed);
   });
 
-  it('takes from the client\'s bucket and the global one together, all or none: a global refusal charges the client nothing', async () => {
+  it("takes from the client's bucket and the global one together, all or none: a global refusal charges the client nothing", async () => {
     const { RedisBucketStore } = await import('../../../engine/backends/sharing/redis-buckets.js');
     const store = new RedisBucketStore({ url: `redis://127.0.0.1:${port}`, key_prefix: 'gw-unit', timeout: 500 }, replicas[0].gw.runtime.log);
     try {
@@ -105,12 +114,19 @@ describe.skipIf(!haveRedis)('server.rate_limits.store: redis', () => {
   });
 
   it('a reload switches the store: memory → redis → memory, a bad URL refused with the store kept', async () => {
-    const base = { server: { host: '127.0.0.1', port: 0, shutdown_timeout: '2s', rate_limits: { ...NO_RATE_LIMITS, per_ip_requests_per_minute: 100 } }, logging: { level: 'debug' }, proxy: { profiles_dir: '/nonexistent/profiles' }, pipelines: { dir: '/nonexistent/pipelines', watch: false }, discovery: { static: { endpoints: [] } } };
+    const base = {
+      server: { host: '127.0.0.1', port: 0, shutdown_timeout: '2s', rate_limits: { ...NO_RATE_LIMITS, per_ip_requests_per_minute: 100 } },
+      logging: { level: 'debug' },
+      proxy: { profiles_dir: '/nonexistent/profiles' },
+      pipelines: { dir: '/nonexistent/pipelines', watch: false },
+      discovery: { static: { endpoints: [] } },
+    };
     const g = await startGateway({ ...base });
     try {
       const fleet = g.gw.backends.fleet;
       expect(fleet.buckets).toBeNull();
-      const write = (rate_limits: Record<string, unknown>) => writeFileSync(g.configFile, stringify({ ...base, server: { ...base.server, rate_limits: { ...base.server.rate_limits, ...rate_limits } } }));
+      const write = (rate_limits: Record<string, unknown>) =>
+        writeFileSync(g.configFile, stringify({ ...base, server: { ...base.server, rate_limits: { ...base.server.rate_limits, ...rate_limits } } }));
       write({ store: 'redis', redis: { url: `redis://127.0.0.1:${port}`, key_prefix: 'gw-reload' } });
       expect(await g.gw.reload('test')).toBe(true);
       const shared = fleet.buckets!;
@@ -158,10 +174,35 @@ describe.skipIf(!haveRedis)('breaker openings and Retry-After pauses shared thro
     await startRedis();
     fake = await new FakeBackend({ family: 'pagedengine', name: 'vllm', models: [{ name: 'm' }] }).start();
     other = await new FakeBackend({ family: 'pagedengine', name: 'vllm-2', models: [{ name: 'm2' }] }).start();
-    const limits = { global_requests_per_minute: 0, per_ip_requests_per_minute: 0, health_requests_per_minute: 0, internal_requests_per_minute: 0, per_endpoint: { default_requests_per_minute: 0 }, store: 'redis', redis: { url: `redis://127.0.0.1:${port}`, key_prefix: 'gw-evidence', timeout: '500ms' } };
+    const limits = {
+      global_requests_per_minute: 0,
+      per_ip_requests_per_minute: 0,
+      health_requests_per_minute: 0,
+      internal_requests_per_minute: 0,
+      per_endpoint: { default_requests_per_minute: 0 },
+      store: 'redis',
+      redis: { url: `redis://127.0.0.1:${port}`, key_prefix: 'gw-evidence', timeout: '500ms' },
+    };
     // Health checks far apart: what the test sees comes from requests and from the other replica.
-    for (let i = 0; i < 2; i++) replicas.push(await startGateway({ server: { rate_limits: limits }, proxy: { max_retries: 0 }, discovery: { static: { endpoints: [endpoint('vllm', 'pagedengine', fake.url, { check_interval: '1h' }), endpoint('vllm-2', 'pagedengine', other.url, { check_interval: '1h' })] } } }));
-    await waitFor(() => replicas.every((r) => r.gw.backends.fleet.evidence?.connected && r.gw.runtime.endpoints.all.every((e) => e.routable)) || undefined, 'both replicas connected and the endpoints routable');
+    for (let i = 0; i < 2; i++)
+      replicas.push(
+        await startGateway({
+          server: { rate_limits: limits },
+          proxy: { max_retries: 0 },
+          discovery: {
+            static: {
+              endpoints: [
+                endpoint('vllm', 'pagedengine', fake.url, { check_interval: '1h' }),
+                endpoint('vllm-2', 'pagedengine', other.url, { check_interval: '1h' }),
+              ],
+            },
+          },
+        }),
+      );
+    await waitFor(
+      () => replicas.every((r) => r.gw.backends.fleet.evidence?.connected && r.gw.runtime.endpoints.all.every((e) => e.routable)) || undefined,
+      'both replicas connected and the endpoints routable',
+    );
   }, 60_000);
   afterAll(async () => {
     for (const r of replicas) await closeAll(r, []);
@@ -172,7 +213,11 @@ describe.skipIf(!haveRedis)('breaker openings and Retry-After pauses shared thro
   });
 
   const chat = async (r: Started, model = 'm') => {
-    const res = await request(`${r.url}/gw/pagedengine/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }) });
+    const res = await request(`${r.url}/gw/pagedengine/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+    });
     await res.body.dump();
     return res.statusCode;
   };
@@ -180,12 +225,16 @@ describe.skipIf(!haveRedis)('breaker openings and Retry-After pauses shared thro
   it('a breaker that requests opened on one replica opens on the other, which then sends it nothing', async () => {
     const [a, b] = replicas.map((r) => r.gw.runtime.endpoints.all[0]);
     fake.behaviour.status = 500;
-    await waitFor(async () => {
-      await chat(replicas[0]);
-      return a.breaker.state === 'open' ? true : undefined;
-    }, 'replica A\'s breaker open', 30_000);
+    await waitFor(
+      async () => {
+        await chat(replicas[0]);
+        return a.breaker.state === 'open' ? true : undefined;
+      },
+      "replica A's breaker open",
+      30_000,
+    );
     const opened = Date.now();
-    await waitFor(() => (b.breaker.state === 'open' ? true : undefined), 'replica B\'s breaker open from A\'s evidence');
+    await waitFor(() => (b.breaker.state === 'open' ? true : undefined), "replica B's breaker open from A's evidence");
     const seen = Date.now() - opened;
     expect(seen).toBeGreaterThanOrEqual(0); // how long it took is reported, not asserted (no timing margins)
     const before = fake.executions;
@@ -211,4 +260,3 @@ describe.skipIf(!haveRedis)('breaker openings and Retry-After pauses shared thro
     expect(b.coolingUntil - performance.now()).toBeGreaterThan(20_000);
   });
 });
-

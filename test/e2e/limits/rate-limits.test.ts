@@ -20,7 +20,13 @@ afterEach(async () => {
   [gw, fakes, now] = [null, [], 0];
 });
 
-const OFF = { global_requests_per_minute: 0, per_ip_requests_per_minute: 0, health_requests_per_minute: 0, internal_requests_per_minute: 0, per_endpoint: { default_requests_per_minute: 0 } };
+const OFF = {
+  global_requests_per_minute: 0,
+  per_ip_requests_per_minute: 0,
+  health_requests_per_minute: 0,
+  internal_requests_per_minute: 0,
+  per_endpoint: { default_requests_per_minute: 0 },
+};
 
 async function start(limits: Record<string, unknown>, endpoints: Record<string, unknown>[] = []) {
   gw = await startGateway({ server: { rate_limits: { ...OFF, ...limits } }, discovery: { static: { endpoints } } }, {}, clock);
@@ -82,10 +88,21 @@ describe('per-IP limit and burst', () => {
     expectLimited(proxied, 60, 1);
     expect(proxied.headers['access-control-allow-origin']).toBe('*');
     expect(proxied.headers['access-control-expose-headers']).toContain('X-RateLimit-Remaining');
-    const msg = await rawRequest(`${gw!.url}/gw/msgapi/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m","max_tokens":1,"messages":[]}' });
+    const msg = await rawRequest(`${gw!.url}/gw/msgapi/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"model":"m","max_tokens":1,"messages":[]}',
+    });
     expectLimited(msg, 60, 1);
     // A preflight is answered before the limit: browsers send one before each request they count.
-    expect((await rawRequest(`${gw!.url}/gw/localrunner/api/tags`, { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'GET' } })).status).toBe(204);
+    expect(
+      (
+        await rawRequest(`${gw!.url}/gw/localrunner/api/tags`, {
+          method: 'OPTIONS',
+          headers: { origin: 'https://app.example', 'access-control-request-method': 'GET' },
+        })
+      ).status,
+    ).toBe(204);
   });
 });
 
@@ -190,7 +207,9 @@ describe('the client address', () => {
   });
 
   it('refuses a trusted_proxy_cidrs entry that is not a range, naming it', async () => {
-    await expect(start({ trust_proxy_headers: true, trusted_proxy_cidrs: ['127.0.0.0/8', '10.0.0.0/33'] })).rejects.toThrow(/trusted_proxy_cidrs\[1\].*prefix length "33"/s);
+    await expect(start({ trust_proxy_headers: true, trusted_proxy_cidrs: ['127.0.0.0/8', '10.0.0.0/33'] })).rejects.toThrow(
+      /trusted_proxy_cidrs\[1\].*prefix length "33"/s,
+    );
   });
 });
 
@@ -200,7 +219,14 @@ describe('hot reload', () => {
     await pass(2, () => get('/version'));
     expectLimited(await get('/version'), 100, 1);
     const reload = async (limits: Record<string, unknown>) => {
-      writeFileSync(gw!.configFile, stringify({ server: { host: '127.0.0.1', port: 0, rate_limits: { ...OFF, ...limits } }, pipelines: { dir: '/nonexistent/pipelines', watch: false }, proxy: { profiles_dir: '/nonexistent/profiles' } }));
+      writeFileSync(
+        gw!.configFile,
+        stringify({
+          server: { host: '127.0.0.1', port: 0, rate_limits: { ...OFF, ...limits } },
+          pipelines: { dir: '/nonexistent/pipelines', watch: false },
+          proxy: { profiles_dir: '/nonexistent/profiles' },
+        }),
+      );
       expect(await gw!.gw.reload('test')).toBe(true);
     };
     // The same limit on a new graph: the address's bucket is still empty.

@@ -21,9 +21,12 @@ describe.skipIf(browserMissing)('the dashboard in Chromium', () => {
   const foreign: string[] = [];
   const conditional: string[] = [];
 
-  const chatCompletion = () => request(`${gw.url}/gw/pagedengine/v1/chat/completions`, {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'Qwen2.5-7B', messages: [{ role: 'user', content: 'x' }] }),
-  }).then((r) => r.body.dump());
+  const chatCompletion = () =>
+    request(`${gw.url}/gw/pagedengine/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'Qwen2.5-7B', messages: [{ role: 'user', content: 'x' }] }),
+    }).then((r) => r.body.dump());
 
   async function screenshot(name: string) {
     mkdirSync(ARTIFACTS, { recursive: true });
@@ -33,13 +36,31 @@ describe.skipIf(browserMissing)('the dashboard in Chromium', () => {
   }
 
   beforeAll(async () => {
-    paged = await new FakeBackend({ family: 'pagedengine', reply: 'hi', models: [{ name: 'Qwen2.5-7B' }, { name: 'Mistral-7B' }, { name: 'bge-m3-embed' }] }).start();
+    paged = await new FakeBackend({
+      family: 'pagedengine',
+      reply: 'hi',
+      models: [{ name: 'Qwen2.5-7B' }, { name: 'Mistral-7B' }, { name: 'bge-m3-embed' }],
+    }).start();
     local = await new FakeBackend({ family: 'localrunner', reply: 'hi', models: [{ name: 'llama3.1:8b' }] }).start();
     chat = await new FakeBackend({ family: 'mlxsingle', reply: 'hi', models: [{ name: 'qwen-chat' }] }).start();
-    gw = await startGateway({ discovery: { static: { endpoints: [endpoint('gpu-paged', 'pagedengine', paged.url), endpoint('workstation', 'localrunner', local.url), endpoint('mac-mlx', 'mlxsingle', chat.url)] } } });
+    gw = await startGateway({
+      discovery: {
+        static: {
+          endpoints: [
+            endpoint('gpu-paged', 'pagedengine', paged.url),
+            endpoint('workstation', 'localrunner', local.url),
+            endpoint('mac-mlx', 'mlxsingle', chat.url),
+          ],
+        },
+      },
+    });
     // Some traffic for the counters: chat completions and one translated messages request.
     for (let i = 0; i < 3; i++) await chatCompletion();
-    await request(`${gw.url}/gw/msgapi/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'qwen-chat', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] }) }).then((r) => r.body.dump());
+    await request(`${gw.url}/gw/msgapi/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'qwen-chat', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] }),
+    }).then((r) => r.body.dump());
     browser = await launchBrowser();
     page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
     page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
@@ -97,7 +118,9 @@ describe.skipIf(browserMissing)('the dashboard in Chromium', () => {
     paged.behaviour.otherLoad = { running: 2, waiting: 1 };
     const paged_ = page.locator('#endpoint-table tr[data-endpoint="gpu-paged"]');
     await paged_.locator('td.load', { hasText: /^3$/ }).waitFor(WAIT);
-    expect(await paged_.locator('td.load').getAttribute('title')).toMatch(/^0 in flight from this gateway; the engine reports 2 running, 1 waiting \(3 for others\)/);
+    expect(await paged_.locator('td.load').getAttribute('title')).toMatch(
+      /^0 in flight from this gateway; the engine reports 2 running, 1 waiting \(3 for others\)/,
+    );
     const cells = await paged_.locator('td').allTextContents();
     expect(cells[9]).toBe('1');
     expect(cells[10]).toMatch(/\d( ms|s|µs)$/);

@@ -15,7 +15,11 @@ afterEach(async () => {
 
 async function start(dashboard?: Record<string, unknown>, server?: Record<string, unknown>) {
   fakes = [await new FakeBackend({ family: 'pagedengine' }).start()];
-  gw = await startGateway({ ...(dashboard ? { dashboard } : {}), ...(server ? { server } : {}), discovery: { static: { endpoints: [endpoint('gpu', 'pagedengine', fakes[0].url)] } } });
+  gw = await startGateway({
+    ...(dashboard ? { dashboard } : {}),
+    ...(server ? { server } : {}),
+    discovery: { static: { endpoints: [endpoint('gpu', 'pagedengine', fakes[0].url)] } },
+  });
 }
 
 const get = (path: string, headers: Record<string, string> = {}) => rawRequest(`${gw!.url}${path}`, { headers });
@@ -35,7 +39,12 @@ describe('/internal/ui/', () => {
     expect(csp).toContain("connect-src 'self'");
     expect(csp).not.toContain('unsafe');
     expect(page.headers['x-content-type-options']).toBe('nosniff');
-    for (const [path, type] of [['app.js', 'text/javascript'], ['style.css', 'text/css'], ['vendor/uPlot.iife.min.js', 'text/javascript'], ['vendor/uPlot.min.css', 'text/css']]) {
+    for (const [path, type] of [
+      ['app.js', 'text/javascript'],
+      ['style.css', 'text/css'],
+      ['vendor/uPlot.iife.min.js', 'text/javascript'],
+      ['vendor/uPlot.min.css', 'text/css'],
+    ]) {
       const file = await get(`/internal/ui/${path}`);
       expect(file.status, path).toBe(200);
       expect(file.headers['content-type'], path).toContain(type);
@@ -69,7 +78,7 @@ describe('/internal/ui/', () => {
     for (const path of UNGATED) expect((await get(path)).status, path).toBe(200);
   });
 
-  it('behind a trusted proxy, judges the client it forwards, not the proxy\'s own loopback address', async () => {
+  it("behind a trusted proxy, judges the client it forwards, not the proxy's own loopback address", async () => {
     await start(undefined, { rate_limits: { ...NO_RATE_LIMITS, trust_proxy_headers: true, trusted_proxy_cidrs: ['127.0.0.0/8'] } });
     const forwarded = await get('/internal/ui/', { 'x-forwarded-for': '203.0.113.7' });
     expect(forwarded.status).toBe(403);

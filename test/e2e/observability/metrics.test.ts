@@ -37,9 +37,11 @@ async function scrape(g: Started): Promise<{ text: string; contentType: string }
   return { text: await res.body.text(), contentType: String(res.headers['content-type']) };
 }
 
-
 const chat = (g: Started, family: string, stream = false) =>
-  request(`${g.url}/gw/${family}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'test-model', messages: [{ role: 'user', content: 'hi' }], stream }) });
+  request(`${g.url}/gw/${family}/v1/chat/completions`, {
+    method: 'POST',
+    body: JSON.stringify({ model: 'test-model', messages: [{ role: 'user', content: 'hi' }], stream }),
+  });
 
 describe('/internal/metrics', () => {
   it.skipIf(!havePromtool)('passes promtool check metrics after mixed traffic (skipped: /usr/bin/promtool absent; apt-get install prometheus)', async () => {
@@ -66,7 +68,9 @@ describe('/internal/metrics', () => {
     expect(sample(text, 'gw_request_duration_seconds_bucket', { ...labels, le: '+Inf' })).toBe(1);
     expect(sample(text, 'gw_overhead_seconds_count', { family: 'pagedengine', route: 'proxy' })).toBe(1);
     // The overhead excludes the upstream attempt: below the whole duration.
-    expect(sample(text, 'gw_overhead_seconds_sum', { family: 'pagedengine', route: 'proxy' })!).toBeLessThan(sample(text, 'gw_request_duration_seconds_sum', labels)!);
+    expect(sample(text, 'gw_overhead_seconds_sum', { family: 'pagedengine', route: 'proxy' })!).toBeLessThan(
+      sample(text, 'gw_request_duration_seconds_sum', labels)!,
+    );
     // The first scrape itself is timed on its route.
     expect(sample(text, 'gw_request_duration_seconds_count', { family: 'none', route: 'internal-metrics', endpoint: 'none', status: '2xx' })).toBe(1);
     expect(sample(text, 'gw_endpoint_requests_total', { endpoint: 'f0' })).toBe(1);
@@ -113,7 +117,7 @@ describe('/internal/metrics', () => {
     expect(sample((await scrape(g)).text, 'gw_rate_limited_total', { scope: 'ip' })).toBe(1);
   });
 
-  it('counts a 429 of an endpoint\'s own requests-per-minute limit', async () => {
+  it("counts a 429 of an endpoint's own requests-per-minute limit", async () => {
     const g = await setup('hosted-compatible', 1, { server: { rate_limits: { ...NO_RATE_LIMITS, burst_size: 1 } } }, { requests_per_minute: 1 });
     await (await chat(g, 'hosted-compatible')).body.dump();
     const limited = await chat(g, 'hosted-compatible');
@@ -157,7 +161,8 @@ describe('/internal/metrics', () => {
   it('counts tokens and time per output token from a translated messages-API stream, and the translator counters', async () => {
     const g = await setup('hosted-compatible', 1);
     const res = await request(`${g.url}/gw/msgapi/v1/messages`, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'test-model', max_tokens: 64, stream: true, messages: [{ role: 'user', content: 'Hello there, how are you?' }] }),
     });
     expect(res.statusCode).toBe(200);
@@ -180,7 +185,10 @@ describe('/internal/metrics', () => {
     const first = chat(g, 'pagedengine');
     await waitFor(() => fakes[0].traffic.some((t) => t.url.includes('chat')), 'the first request at the backend');
     const second = chat(g, 'pagedengine');
-    await waitFor(async () => sample((await scrape(g)).text, 'gw_queue_waiting', { endpoint: 'f0' }) === 1 || undefined, 'the second request waiting for the slot');
+    await waitFor(
+      async () => sample((await scrape(g)).text, 'gw_queue_waiting', { endpoint: 'f0' }) === 1 || undefined,
+      'the second request waiting for the slot',
+    );
     release();
     for (const res of await Promise.all([first, second])) {
       expect(res.statusCode).toBe(200);

@@ -23,8 +23,19 @@ describe('GET /', () => {
     expect(res.headers.vary).toBe('accept');
     const json = (await res.body.json()) as any;
     expect(json).toMatchObject({
-      service: 'inference-gateway', version: expect.any(String), message: expect.stringContaining('/gw/models'),
-      links: { dashboard: '/internal/ui/', models: '/gw/models', openai_models: '/gw/openai/v1/models', status: '/internal/status', health: '/internal/health', ready: '/internal/ready', msgapi_models: '/gw/msgapi/v1/models', version: '/version' },
+      service: 'inference-gateway',
+      version: expect.any(String),
+      message: expect.stringContaining('/gw/models'),
+      links: {
+        dashboard: '/internal/ui/',
+        models: '/gw/models',
+        openai_models: '/gw/openai/v1/models',
+        status: '/internal/status',
+        health: '/internal/health',
+        ready: '/internal/ready',
+        msgapi_models: '/gw/msgapi/v1/models',
+        version: '/version',
+      },
     });
     expect(json.hint).toBeUndefined();
     expect(json.families.localrunner).toEqual({ prefixes: ['/gw/localrunner/'], endpoints: 1 });
@@ -56,7 +67,11 @@ describe('GET /', () => {
   });
 
   it('leaves every other unknown route a 404, POST / included', async () => {
-    for (const [method, path] of [['GET', '/index.html'], ['GET', '/gw'], ['POST', '/']] as const) {
+    for (const [method, path] of [
+      ['GET', '/index.html'],
+      ['GET', '/gw'],
+      ['POST', '/'],
+    ] as const) {
       const res = await request(`${gw.url}${path}`, { method });
       expect(res.statusCode).toBe(404);
       expect(((await res.body.json()) as any).error.code).toBe('ROUTE_NOT_FOUND');

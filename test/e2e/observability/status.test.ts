@@ -27,7 +27,15 @@ async function twoFamilies(extra: Record<string, unknown> = {}) {
   fakes = [await new FakeBackend({ family: 'pagedengine', name: 'p' }).start(), await new FakeBackend({ family: 'localrunner', name: 'l' }).start()];
   gw = await startGateway({
     ...extra,
-    discovery: { static: { endpoints: [endpoint('gpu', 'pagedengine', fakes[0].url), endpoint('local', 'localrunner', fakes[1].url), endpoint('dead', 'mlxsingle', 'http://127.0.0.1:1/base')] } },
+    discovery: {
+      static: {
+        endpoints: [
+          endpoint('gpu', 'pagedengine', fakes[0].url),
+          endpoint('local', 'localrunner', fakes[1].url),
+          endpoint('dead', 'mlxsingle', 'http://127.0.0.1:1/base'),
+        ],
+      },
+    },
   });
 }
 
@@ -38,7 +46,15 @@ describe('/internal/status', () => {
     const { json } = await get('/internal/status');
     expect(Object.keys(json)).toEqual(['version', 'build', 'config', 'statistics', 'endpoints', 'models', 'reload', 'system']);
     expect(json.config).toEqual({ proxy_engine: 'undici', load_balancer: 'priority', endpoints_configured: 1, models_discovered: 2 });
-    expect(Object.keys(json.statistics)).toEqual(['requests_total', 'requests_active', 'requests_failed', 'requests_client_errors', 'average_latency', 'p95_latency', 'p99_latency']);
+    expect(Object.keys(json.statistics)).toEqual([
+      'requests_total',
+      'requests_active',
+      'requests_failed',
+      'requests_client_errors',
+      'average_latency',
+      'p95_latency',
+      'p99_latency',
+    ]);
     expect(json.system).toMatchObject({ status: 'healthy', has_traffic: false, success_rate: 'N/A' });
     expect(json.endpoints.gpu).toMatchObject({ healthy: true, models: 2, requests: 0, errors: 0 });
     expect(json.models).toEqual({ total: 2, by_provider: { pagedengine: ['pagedengine-model-1', 'test-model'] } });
@@ -63,8 +79,17 @@ describe('/internal/status/endpoints', () => {
     const { json } = await get('/internal/status/endpoints');
     const dead = json.endpoints.find((e: any) => e.name === 'dead');
     expect(dead).toMatchObject({
-      id: fnv1a36('http://127.0.0.1:1/base'), type: 'mlxsingle', url: 'http://127.0.0.1:1/base', status: 'offline', healthy: false, routable: false,
-      requests: 0, errors: 0, error_rate: '0.00%', consecutive_failures: 1, error: 'ECONNREFUSED',
+      id: fnv1a36('http://127.0.0.1:1/base'),
+      type: 'mlxsingle',
+      url: 'http://127.0.0.1:1/base',
+      status: 'offline',
+      healthy: false,
+      routable: false,
+      requests: 0,
+      errors: 0,
+      error_rate: '0.00%',
+      consecutive_failures: 1,
+      error: 'ECONNREFUSED',
       circuit_breaker: { state: 'closed', consecutive_failures: 0, health_failures: 1, opened_by: null, opened_at: null },
     });
     expect(json.endpoints.find((e: any) => e.name === 'gpu')).toMatchObject({ status: 'healthy', routable: true, uptime_percentage: 100 });
@@ -118,7 +143,9 @@ describe('endpoint ids and the url shown', () => {
     });
     const shown = (await get('/internal/status/endpoints')).json.endpoints.map((e: any) => [e.name, e.url, e.id]);
     expect(shown.map(([name, url]: string[]) => [name, url])).toEqual([
-      ['default-port', 'http://127.0.0.1'], ['upper-tls', 'https://localhost/v1'], ['slashes', 'http://127.0.0.1:1/base'],
+      ['default-port', 'http://127.0.0.1'],
+      ['upper-tls', 'https://localhost/v1'],
+      ['slashes', 'http://127.0.0.1:1/base'],
     ]);
     for (const [, url, id] of shown) expect(id).toBe(fnv1a36(url));
     const health = (await get('/internal/health')).json.endpoints;
@@ -152,7 +179,16 @@ describe('/internal/process', () => {
     await twoFamilies();
     const { json } = await get('/internal/process');
     expect(json.pid).toBe(process.pid);
-    expect(Object.keys(json.memory)).toEqual(['alloc_mb', 'total_alloc_mb', 'sys_mb', 'heap_alloc_mb', 'heap_objects', 'heap_objects_age_seconds', 'gc_runs', 'gc_pause_ms']);
+    expect(Object.keys(json.memory)).toEqual([
+      'alloc_mb',
+      'total_alloc_mb',
+      'sys_mb',
+      'heap_alloc_mb',
+      'heap_objects',
+      'heap_objects_age_seconds',
+      'gc_runs',
+      'gc_pause_ms',
+    ]);
     expect(Object.keys(json.cpu)).toEqual(['goroutines', 'threads', 'cpu_percent']);
     expect(json.connections.total_created).toBeGreaterThan(0);
     expect(json.runtime).toMatchObject({ go_version: process.version, os: process.platform, arch: process.arch });
@@ -208,7 +244,10 @@ describe('logging', () => {
 
   it('honours GW_LOGGING_LEVEL over the file', async () => {
     fakes = [await new FakeBackend({ family: 'localrunner' }).start()];
-    gw = await startGateway({ logging: { level: 'debug' }, discovery: { static: { endpoints: [endpoint('l', 'localrunner', fakes[0].url)] } } }, { GW_LOGGING_LEVEL: 'warn' });
+    gw = await startGateway(
+      { logging: { level: 'debug' }, discovery: { static: { endpoints: [endpoint('l', 'localrunner', fakes[0].url)] } } },
+      { GW_LOGGING_LEVEL: 'warn' },
+    );
     await (await request(`${gw.url}/gw/localrunner/api/tags`)).body.dump();
     expect(gw.logs.filter((l) => l.level < 40)).toEqual([]);
   });
@@ -225,9 +264,14 @@ describe('secrets', () => {
       discovery: {
         static: {
           endpoints: [
-            endpoint('hosted', 'hosted', `${fakes[0].url}/?api_key=QUERY-SECRET-KEY`, { headers: { 'X-Api-Key': 'HEADER-SECRET-VALUE' }, auth: { type: 'bearer', token_file: join(dir, 'tok') } }),
+            endpoint('hosted', 'hosted', `${fakes[0].url}/?api_key=QUERY-SECRET-KEY`, {
+              headers: { 'X-Api-Key': 'HEADER-SECRET-VALUE' },
+              auth: { type: 'bearer', token_file: join(dir, 'tok') },
+            }),
             endpoint('gpu', 'pagedengine', fakes[1].url, { auth: { type: 'basic', username: 'svc', password: 'INLINE-SECRET-PW' } }),
-            endpoint('gpu2', 'pagedengine', 'http://127.0.0.1:1/?token=QUERY-SECRET-KEY', { auth: { type: 'basic', username: 'svc', password_file: join(dir, 'pw') } }),
+            endpoint('gpu2', 'pagedengine', 'http://127.0.0.1:1/?token=QUERY-SECRET-KEY', {
+              auth: { type: 'basic', username: 'svc', password_file: join(dir, 'pw') },
+            }),
           ],
         },
       },
@@ -241,7 +285,9 @@ describe('secrets', () => {
     expect(proxied.headers['x-api-key']).toBe('HEADER-SECRET-VALUE');
     expect(proxied.headers.authorization).toBe('Bearer FILE-SECRET-TOKEN');
     expect(proxied.url).toBe('/v1/responses/resp_1?api_key=QUERY-SECRET-KEY&api_key=QUERY-SECRET-KEY');
-    const bodies = await Promise.all(['/internal/health', '/internal/status', '/internal/status/endpoints', '/internal/process', '/version'].map(async (p) => (await get(p)).text));
+    const bodies = await Promise.all(
+      ['/internal/health', '/internal/status', '/internal/status/endpoints', '/internal/process', '/version'].map(async (p) => (await get(p)).text),
+    );
     const everything = [...bodies, ...gw.logs.map((l) => JSON.stringify(l))].join('\n');
     for (const s of secrets) expect(everything).not.toContain(s);
   });

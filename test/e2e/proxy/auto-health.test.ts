@@ -19,7 +19,9 @@ beforeAll(async () => {
   // The same 404 from a family whose health route must answer 2xx.
   fakes.cpp = await new FakeBackend({ family: 'cppengine', name: 'cpp', models: [{ name: 'cpp-model' }] }).start();
   fakes.cpp.behaviour.healthStatus = 404;
-  gw = await startGateway({ discovery: { static: { endpoints: [...Object.keys(statuses).map((n) => endpoint(n, 'auto', fakes[n].url)), endpoint('cpp', 'cppengine', fakes.cpp.url)] } } });
+  gw = await startGateway({
+    discovery: { static: { endpoints: [...Object.keys(statuses).map((n) => endpoint(n, 'auto', fakes[n].url)), endpoint('cpp', 'cppengine', fakes.cpp.url)] } },
+  });
 });
 afterAll(() => closeAll(gw, Object.values(fakes)));
 
@@ -29,7 +31,10 @@ describe('type auto health', () => {
   it('a 404 or 405 at / is a server that is there: Healthy, and it serves', async () => {
     expect(fakes['not-found'].requestsTo('/').length).toBeGreaterThan(0);
     expect([state('not-found').state, state('no-method').state]).toEqual(['healthy', 'healthy']);
-    const res = await request(`${gw.url}/gw/auto/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'not-found-model', messages: [{ role: 'user', content: 'hi' }] }) });
+    const res = await request(`${gw.url}/gw/auto/v1/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify({ model: 'not-found-model', messages: [{ role: 'user', content: 'hi' }] }),
+    });
     expect(res.statusCode).toBe(200);
     expect(((await res.body.json()) as any).choices[0].message.content).toBe('not-found says hi');
   });

@@ -21,7 +21,10 @@ describe('type auto', () => {
     const warn = gw.logs.find((l) => l.level === 40 && l.field === 'discovery.static.endpoints[1].type');
     expect(warn?.msg).toMatch(/unknown backend family "pagedengin" for endpoint "typo"; treated as auto/);
     expect(warn?.msg).toMatch(/did you mean "pagedengine" \(vLLM\)\?.*known families: .*localrunner/);
-    expect(gw.gw.runtime.endpoints.all.map((e) => [e.name, e.family])).toEqual([['generic', 'auto'], ['typo', 'auto']]);
+    expect(gw.gw.runtime.endpoints.all.map((e) => [e.name, e.family])).toEqual([
+      ['generic', 'auto'],
+      ['typo', 'auto'],
+    ]);
   });
 
   it('checks health at / and discovers models at /v1/models', () => {
@@ -43,7 +46,10 @@ describe('type auto', () => {
   });
 
   it('is reached by the messages API in translation mode', async () => {
-    const res = await request(`${gw.url}/gw/msgapi/v1/messages`, { method: 'POST', body: JSON.stringify({ model: 'other-model', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }) });
+    const res = await request(`${gw.url}/gw/msgapi/v1/messages`, {
+      method: 'POST',
+      body: JSON.stringify({ model: 'other-model', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }),
+    });
     expect(res.statusCode).toBe(200);
     expect(res.headers['x-gw-mode']).toBeUndefined();
     expect(((await res.body.json()) as any).content[0].text).toBe('typo says hi');

@@ -28,7 +28,9 @@ afterAll(() => closeAll(gw, [fake]));
 
 async function chat(explodeAt?: string) {
   const res = await request(`${gw.url}/gw/pagedengine/v1/chat/completions`, {
-    method: 'POST', body: '{"model":"test-model","messages":[]}', headers: explodeAt ? { 'x-explode': explodeAt } : {},
+    method: 'POST',
+    body: '{"model":"test-model","messages":[]}',
+    headers: explodeAt ? { 'x-explode': explodeAt } : {},
   });
   return { status: res.statusCode, headers: res.headers, json: (await res.body.json()) as any };
 }
@@ -58,7 +60,11 @@ describe('a step that throws', () => {
 
   it('a step that answers without saying so: one answer, the terminal step does not run', async () => {
     const before = fake.traffic.length;
-    const res = await request(`${gw.url}/gw/pagedengine/v1/chat/completions`, { method: 'POST', body: '{"model":"test-model","messages":[]}', headers: { 'x-explode': 'answer-no-bail' } });
+    const res = await request(`${gw.url}/gw/pagedengine/v1/chat/completions`, {
+      method: 'POST',
+      body: '{"model":"test-model","messages":[]}',
+      headers: { 'x-explode': 'answer-no-bail' },
+    });
     expect(res.statusCode).toBe(200);
     expect(await res.body.text()).toBe('answered early');
     expect(fake.traffic.length).toBe(before);

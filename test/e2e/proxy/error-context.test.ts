@@ -17,14 +17,22 @@ beforeAll(async () => {
   // gateway serves them all.
   gw = await startGateway({
     proxy: { retry: { on_statuses: [] }, circuit_breaker: { proxy_failures: 1000 } },
-    discovery: { static: { endpoints: [endpoint('hosted', 'hosted', hosted.url), endpoint('multi', 'multigateway', multi.url), endpoint('paged', 'pagedengine', paged.url)] } },
+    discovery: {
+      static: {
+        endpoints: [endpoint('hosted', 'hosted', hosted.url), endpoint('multi', 'multigateway', multi.url), endpoint('paged', 'pagedengine', paged.url)],
+      },
+    },
   });
 });
 afterAll(() => closeAll(gw, [hosted, multi, paged]));
 beforeEach(() => [hosted, multi, paged].forEach((f) => f.reset()));
 
 const post = async (family: string, model: string, extra: Record<string, unknown> = {}) => {
-  const res = await request(`${gw.url}/gw/${family}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': 'trace-42' }, body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], ...extra }) });
+  const res = await request(`${gw.url}/gw/${family}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-request-id': 'trace-42' },
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], ...extra }),
+  });
   const text = await res.body.text();
   return { status: res.statusCode, headers: res.headers, text };
 };
@@ -32,7 +40,10 @@ const post = async (family: string, model: string, extra: Record<string, unknown
 describe('hosted errors', () => {
   it('gain gw_context (endpoint, request id, timestamp); the backend body is kept', async () => {
     hosted.behaviour.status = 429;
-    hosted.behaviour.errorBody = { contentType: 'application/json', body: '{"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}}' };
+    hosted.behaviour.errorBody = {
+      contentType: 'application/json',
+      body: '{"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}}',
+    };
     const before = Date.now();
     const { status, headers, text } = await post('hosted', 'gpt-4o-mini');
     expect(status).toBe(429);
@@ -83,7 +94,10 @@ describe('multigateway errors', () => {
   it('carry an integer code and the provider (from a provider/ model name)', async () => {
     multi.behaviour.status = 429;
     // LiteLLM writes the code as a string.
-    multi.behaviour.errorBody = { contentType: 'application/json', body: '{"error":{"message":"litellm.RateLimitError","type":"None","param":"None","code":"429"}}' };
+    multi.behaviour.errorBody = {
+      contentType: 'application/json',
+      body: '{"error":{"message":"litellm.RateLimitError","type":"None","param":"None","code":"429"}}',
+    };
     const { status, text } = await post('multigateway', 'anthropic/claude-x');
     expect(status).toBe(429);
     expect(JSON.parse(text)).toEqual({ error: { message: 'litellm.RateLimitError', type: 'None', param: 'None', code: 429, provider: 'anthropic' } });

@@ -39,30 +39,36 @@ describe('localrunner native routes: {"error": "<text>"}', () => {
   it('answers a path outside the allowlist, and the routes the gateway answers itself, the same way', async () => {
     const unlisted = await rawRequest(`${gw.url}/gw/localrunner/api/nope`);
     expect(unlisted.status).toBe(404);
-    expect(JSON.parse(unlisted.body)).toEqual({ error: 'path /api/nope is not in the localrunner allowlist (profile api.paths); the backend was not contacted' });
+    expect(JSON.parse(unlisted.body)).toEqual({
+      error: 'path /api/nope is not in the localrunner allowlist (profile api.paths); the backend was not contacted',
+    });
     const wrongMethod = await post('/gw/localrunner/api/tags', {});
     expect(wrongMethod.status).toBe(405);
     expect(wrongMethod.headers.allow).toBe('GET, HEAD');
     expect(typeof JSON.parse(wrongMethod.body).error).toBe('string');
   });
 
-  it('keeps the envelope on the family\'s OpenAI-compatible routes', async () => {
+  it("keeps the envelope on the family's OpenAI-compatible routes", async () => {
     const r = await post('/gw/localrunner/v1/chat/completions', chat('no-such-model'));
     expect(r.status).toBe(404);
     expect(JSON.parse(r.body).error).toMatchObject({ type: 'not_found', code: 'MODEL_NOT_FOUND', message: expect.stringContaining('no-such-model') });
   });
 
-  it('answers the messages API on the family route in that API\'s shape', async () => {
+  it("answers the messages API on the family route in that API's shape", async () => {
     const r = await post('/gw/localrunner/v1/messages', { model: 'no-such-model', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] });
     expect(r.status).toBe(404);
-    expect(JSON.parse(r.body)).toMatchObject({ type: 'error', error: { type: 'not_found_error', code: 'MODEL_NOT_FOUND', message: expect.stringContaining('no-such-model') } });
+    expect(JSON.parse(r.body)).toMatchObject({
+      type: 'error',
+      error: { type: 'not_found_error', code: 'MODEL_NOT_FOUND', message: expect.stringContaining('no-such-model') },
+    });
   });
 });
 
 describe('cppengine native routes: {"error": {"code", "message", "type"}}', () => {
-  it.each(['/completion', '/tokenize', '/slots/0'])('answers %s with the server\'s own shape and type for the status', async (path) => {
+  it.each(['/completion', '/tokenize', '/slots/0'])("answers %s with the server's own shape and type for the status", async (path) => {
     // A query does not change the path's shape.
-    const r = path === '/slots/0' ? await rawRequest(`${gw.url}/gw/cppengine${path}?action=save`) : await post(`/gw/cppengine${path}`, { prompt: 'hi', content: 'hi' });
+    const r =
+      path === '/slots/0' ? await rawRequest(`${gw.url}/gw/cppengine${path}?action=save`) : await post(`/gw/cppengine${path}`, { prompt: 'hi', content: 'hi' });
     expect(r.status).toBe(503);
     const body = JSON.parse(r.body);
     expect(Object.keys(body.error).sort()).toEqual(['code', 'message', 'type']);
@@ -77,7 +83,7 @@ describe('cppengine native routes: {"error": {"code", "message", "type"}}', () =
 });
 
 describe('routes that keep the envelope', () => {
-  it('deskrunner\'s native REST routes (the server\'s own errors there are OpenAI-style)', async () => {
+  it("deskrunner's native REST routes (the server's own errors there are OpenAI-style)", async () => {
     const r = await post('/gw/deskrunner/api/v0/chat/completions', chat('no-such-model'));
     expect(r.status).toBe(404);
     expect(JSON.parse(r.body).error).toMatchObject({ type: 'not_found', code: 'MODEL_NOT_FOUND' });
@@ -91,13 +97,26 @@ describe('routes that keep the envelope', () => {
 });
 
 describe('Retry-After in the native shape', () => {
-  it('a per-address limit (refused before the prefix is stripped) answers in the route\'s shape, with its headers', async () => {
+  it("a per-address limit (refused before the prefix is stripped) answers in the route's shape, with its headers", async () => {
     const limited = await new FakeBackend({ family: 'localrunner', name: 'limited' }).start();
     // The clock stands still: the one token is spent and never refills.
-    const g = await startGateway({
-      server: { rate_limits: { global_requests_per_minute: 0, per_ip_requests_per_minute: 6, health_requests_per_minute: 0, internal_requests_per_minute: 0, burst_size: 1, per_endpoint: { default_requests_per_minute: 0 } } },
-      discovery: { static: { endpoints: [endpoint('limited', 'localrunner', limited.url)] } },
-    }, {}, () => 0);
+    const g = await startGateway(
+      {
+        server: {
+          rate_limits: {
+            global_requests_per_minute: 0,
+            per_ip_requests_per_minute: 6,
+            health_requests_per_minute: 0,
+            internal_requests_per_minute: 0,
+            burst_size: 1,
+            per_endpoint: { default_requests_per_minute: 0 },
+          },
+        },
+        discovery: { static: { endpoints: [endpoint('limited', 'localrunner', limited.url)] } },
+      },
+      {},
+      () => 0,
+    );
     try {
       await waitFor(() => g.gw.backends.endpoints.all.every((e) => e.state === 'healthy'), 'the endpoint to be healthy');
       expect((await rawRequest(`${g.url}/gw/localrunner/api/version`)).status).toBe(200);

@@ -52,7 +52,11 @@ const chat = { model: 'llama3.1:8b', messages: [{ role: 'user', content: 'hi' }]
 
 describe('response headers', () => {
   it('carries the gateway headers on a proxied reply', async () => {
-    const res = await request(`${gw.url}/gw/localrunner/v1/chat/completions`, { method: 'POST', body: JSON.stringify(chat), headers: { 'content-type': 'application/json' } });
+    const res = await request(`${gw.url}/gw/localrunner/v1/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify(chat),
+      headers: { 'content-type': 'application/json' },
+    });
     await res.body.json();
     expect(res.statusCode).toBe(200);
     expect(res.headers['x-gw-request-id']).toMatch(/^req-[0-9a-f-]{36}$/);
@@ -95,7 +99,10 @@ describe('response headers', () => {
   });
 
   it('answers an OPTIONS preflight itself', async () => {
-    const res = await request(`${gw.url}/gw/localrunner/v1/chat/completions`, { method: 'OPTIONS', headers: { origin: 'http://app.example', 'access-control-request-method': 'POST' } });
+    const res = await request(`${gw.url}/gw/localrunner/v1/chat/completions`, {
+      method: 'OPTIONS',
+      headers: { origin: 'http://app.example', 'access-control-request-method': 'POST' },
+    });
     await res.body.dump();
     expect(res.statusCode).toBe(204);
     expect(res.headers['access-control-allow-origin']).toBe('*');
@@ -107,8 +114,19 @@ describe('response headers', () => {
 describe('request headers toward the backend', () => {
   it('adds forwarding headers, keeps Authorization, drops hop-by-hop headers and the client Host', async () => {
     const res = await rawRequest(`${gw.url}/gw/localrunner/v1/chat/completions`, {
-      method: 'POST', body: JSON.stringify(chat),
-      headers: { authorization: 'Bearer client-key', 'x-forwarded-for': '10.1.2.3', connection: 'keep-alive, x-hop', 'keep-alive': 'timeout=5', 'x-hop': 'drop me', te: 'trailers', 'x-custom': 'kept', host: 'gateway.example:8443', 'content-type': 'application/json' },
+      method: 'POST',
+      body: JSON.stringify(chat),
+      headers: {
+        authorization: 'Bearer client-key',
+        'x-forwarded-for': '10.1.2.3',
+        connection: 'keep-alive, x-hop',
+        'keep-alive': 'timeout=5',
+        'x-hop': 'drop me',
+        te: 'trailers',
+        'x-custom': 'kept',
+        host: 'gateway.example:8443',
+        'content-type': 'application/json',
+      },
     });
     expect(res.status).toBe(200);
     const h = local.traffic[0].headers;
@@ -164,7 +182,10 @@ describe('request headers toward the backend', () => {
 
 describe('errors', () => {
   it('answers 413 for a body over the limit before contacting a backend', async () => {
-    const small = await startGateway({ server: { request_limits: { max_body_size: 1024 } }, discovery: { static: { endpoints: [endpoint('local', 'localrunner', local.url)] } } });
+    const small = await startGateway({
+      server: { request_limits: { max_body_size: 1024 } },
+      discovery: { static: { endpoints: [endpoint('local', 'localrunner', local.url)] } },
+    });
     try {
       const res = await request(`${small.url}/gw/localrunner/api/chat`, { method: 'POST', body: 'x'.repeat(4096) });
       const body = (await res.body.json()) as any;

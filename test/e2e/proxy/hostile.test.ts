@@ -105,12 +105,19 @@ describe('prototype keys in request data', () => {
 
   it.each(NAMES)('%s as a path segment and a query value', async (name) => {
     expect((await rawRequest(`${gw.url}/gw/pagedengine/${name}`)).status).toBe(404);
-    for (const [q, code] of [['format', 'INVALID_FORMAT'], ['provider', 'INVALID_PROVIDER'], ['capability', 'INVALID_CAPABILITY']]) {
+    for (const [q, code] of [
+      ['format', 'INVALID_FORMAT'],
+      ['provider', 'INVALID_PROVIDER'],
+      ['capability', 'INVALID_CAPABILITY'],
+    ]) {
       const r = await rawRequest(`${gw.url}/gw/models?${q}=${name}`);
       expect(r.status).toBe(400);
       expect(envelope(r.body).code).toBe(code);
     }
-    const msg = await post('/gw/msgapi/v1/messages', JSON.stringify({ model: 'test-model', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }], tools: [{ name: 't' }], tool_choice: { type: name } }));
+    const msg = await post(
+      '/gw/msgapi/v1/messages',
+      JSON.stringify({ model: 'test-model', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }], tools: [{ name: 't' }], tool_choice: { type: name } }),
+    );
     expect(msg.status).toBe(200);
   });
 });

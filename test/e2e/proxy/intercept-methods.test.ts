@@ -20,7 +20,8 @@ beforeAll(async () => {
       static: {
         endpoints: [
           endpoint('hosted', 'hosted', hosted.url, { auth: { type: 'bearer', token: 'sk-endpoint-key' } }),
-          endpoint('local', 'localrunner', local.url), endpoint('mlx', 'mlxmulti', mlx.url),
+          endpoint('local', 'localrunner', local.url),
+          endpoint('mlx', 'mlxmulti', mlx.url),
         ],
       },
     },
@@ -30,7 +31,11 @@ afterAll(() => closeAll(gw, fakes()));
 beforeEach(() => fakes().forEach((f) => (f.received.length = 0)));
 
 const send = async (method: string, path: string) => {
-  const res = await request(`${gw.url}${path}`, { method: method as 'GET', headers: { 'content-type': 'application/json' }, body: method === 'GET' || method === 'HEAD' ? undefined : '{}' });
+  const res = await request(`${gw.url}${path}`, {
+    method: method as 'GET',
+    headers: { 'content-type': 'application/json' },
+    body: method === 'GET' || method === 'HEAD' ? undefined : '{}',
+  });
   const text = await res.body.text();
   return { status: res.statusCode, headers: res.headers, json: text ? JSON.parse(text) : undefined };
 };
@@ -47,8 +52,12 @@ describe('methods other than GET and HEAD on an intercepted path', () => {
 
   it('every other method, on list and id paths of several families, is refused the same way', async () => {
     for (const [method, path] of [
-      ['POST', '/gw/hosted/v1/models/gpt-4o'], ['PUT', '/gw/hosted/v1/models'], ['PATCH', '/gw/hosted/v1/models/org/model'],
-      ['POST', '/gw/localrunner/api/tags'], ['DELETE', '/gw/localrunner/api/ps'], ['DELETE', '/gw/localrunner/v1/models/llama3:latest'],
+      ['POST', '/gw/hosted/v1/models/gpt-4o'],
+      ['PUT', '/gw/hosted/v1/models'],
+      ['PATCH', '/gw/hosted/v1/models/org/model'],
+      ['POST', '/gw/localrunner/api/tags'],
+      ['DELETE', '/gw/localrunner/api/ps'],
+      ['DELETE', '/gw/localrunner/v1/models/llama3:latest'],
       ['POST', '/gw/mlxmulti/v1/models'],
     ]) {
       const r = await send(method, path);
@@ -64,7 +73,7 @@ describe('methods other than GET and HEAD on an intercepted path', () => {
     expect(hosted.traffic).toHaveLength(0);
   });
 
-  it('a path the profile lists exactly stays the backend\'s for every method (mlxmulti v1/models/status)', async () => {
+  it("a path the profile lists exactly stays the backend's for every method (mlxmulti v1/models/status)", async () => {
     const r = await send('POST', '/gw/mlxmulti/v1/models/status');
     expect(r.status).toBe(200);
     expect(mlx.traffic.map((q) => [q.method, q.url])).toEqual([['POST', '/v1/models/status']]);

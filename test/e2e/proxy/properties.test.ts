@@ -31,20 +31,45 @@ afterAll(async () => {
 
 // ---- what a client may send ----------------------------------------------------------------
 
-const printable = fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)).filter((c) => !'/?#%'.includes(c));
+const printable = fc
+  .integer({ min: 0x21, max: 0x7e })
+  .map((c) => String.fromCharCode(c))
+  .filter((c) => !'/?#%'.includes(c));
 const segment = fc.oneof(
   fc.constantFrom('v1', 'chat', 'completions', 'models', 'api', 'generate', 'messages', 'count_tokens', 'status', 'health', 'tags'),
   fc.constantFrom('.', '..', '%2e%2e', '.%2E', '%2F', '%5c', '..;x', '__proto__', 'constructor', 'toString', '%00', '%ZZ', '%', '%E0%A4%A', ''),
   fc.string({ unit: printable, maxLength: 12 }),
   fc.string({ unit: 'grapheme', maxLength: 6 }).map(encodeURIComponent),
 );
-const mount = fc.constantFrom('/gw/pagedengine', '/gw/localrunner', '/gw/cppengine', '/gw/npuengine', '/gw/proxy', '/gw/msgapi/v1', '/gw/models', '/internal', '/gw/nope', '');
-const query = fc.array(fc.tuple(fc.constantFrom('format', 'provider', 'capability', 'detailed', '__proto__', 'x'), segment), { maxLength: 3 })
+const mount = fc.constantFrom(
+  '/gw/pagedengine',
+  '/gw/localrunner',
+  '/gw/cppengine',
+  '/gw/npuengine',
+  '/gw/proxy',
+  '/gw/msgapi/v1',
+  '/gw/models',
+  '/internal',
+  '/gw/nope',
+  '',
+);
+const query = fc
+  .array(fc.tuple(fc.constantFrom('format', 'provider', 'capability', 'detailed', '__proto__', 'x'), segment), { maxLength: 3 })
   .map((pairs) => (pairs.length ? `?${pairs.map(([k, v]) => `${k}=${v}`).join('&')}` : ''));
 const knownRoute = fc.constantFrom(
-  '/gw/pagedengine/v1/chat/completions', '/gw/localrunner/api/chat', '/gw/localrunner/api/generate', '/gw/cppengine/completion',
-  '/gw/npuengine/api/v1/chat/completions', '/gw/proxy/v1/chat/completions', '/gw/msgapi/v1/messages', '/gw/msgapi/v1/messages/count_tokens',
-  '/gw/models', '/gw/models/test-model', '/internal/status', '/internal/status/models', '/gw/localrunner/api/pull',
+  '/gw/pagedengine/v1/chat/completions',
+  '/gw/localrunner/api/chat',
+  '/gw/localrunner/api/generate',
+  '/gw/cppengine/completion',
+  '/gw/npuengine/api/v1/chat/completions',
+  '/gw/proxy/v1/chat/completions',
+  '/gw/msgapi/v1/messages',
+  '/gw/msgapi/v1/messages/count_tokens',
+  '/gw/models',
+  '/gw/models/test-model',
+  '/internal/status',
+  '/internal/status/models',
+  '/gw/localrunner/api/pull',
 );
 const path = fc.oneof(
   { weight: 3, arbitrary: knownRoute },
@@ -57,13 +82,41 @@ const model = fc.oneof(
   fc.nat({ max: 120_000 }).map((n) => 'x'.repeat(n)),
   fc.jsonValue({ maxDepth: 2 }),
 );
-const content = fc.oneof(fc.string({ maxLength: 20 }), fc.jsonValue({ maxDepth: 3 }),
-  fc.array(fc.record({ type: fc.constantFrom('text', 'image', 'tool_use', 'tool_result', 'thinking', 'x'), text: fc.jsonValue({ maxDepth: 1 }), name: fc.jsonValue({ maxDepth: 1 }), content: fc.jsonValue({ maxDepth: 2 }), source: fc.jsonValue({ maxDepth: 2 }) }, { requiredKeys: ['type'] }), { maxLength: 3 }));
-const chatBody = fc.record({
-  model, stream: fc.oneof(fc.boolean(), fc.jsonValue({ maxDepth: 0 })), max_tokens: fc.oneof(fc.integer(), fc.jsonValue({ maxDepth: 0 })),
-  messages: fc.oneof(fc.array(fc.record({ role: fc.constantFrom('user', 'assistant', 'system', 'x'), content }), { maxLength: 3 }), fc.jsonValue({ maxDepth: 2 })),
-  system: fc.jsonValue({ maxDepth: 2 }), tools: fc.jsonValue({ maxDepth: 3 }), tool_choice: fc.jsonValue({ maxDepth: 2 }), prompt: fc.string({ maxLength: 10 }),
-}, { requiredKeys: ['model'] }).map((b) => JSON.stringify(b));
+const content = fc.oneof(
+  fc.string({ maxLength: 20 }),
+  fc.jsonValue({ maxDepth: 3 }),
+  fc.array(
+    fc.record(
+      {
+        type: fc.constantFrom('text', 'image', 'tool_use', 'tool_result', 'thinking', 'x'),
+        text: fc.jsonValue({ maxDepth: 1 }),
+        name: fc.jsonValue({ maxDepth: 1 }),
+        content: fc.jsonValue({ maxDepth: 2 }),
+        source: fc.jsonValue({ maxDepth: 2 }),
+      },
+      { requiredKeys: ['type'] },
+    ),
+    { maxLength: 3 },
+  ),
+);
+const chatBody = fc
+  .record(
+    {
+      model,
+      stream: fc.oneof(fc.boolean(), fc.jsonValue({ maxDepth: 0 })),
+      max_tokens: fc.oneof(fc.integer(), fc.jsonValue({ maxDepth: 0 })),
+      messages: fc.oneof(
+        fc.array(fc.record({ role: fc.constantFrom('user', 'assistant', 'system', 'x'), content }), { maxLength: 3 }),
+        fc.jsonValue({ maxDepth: 2 }),
+      ),
+      system: fc.jsonValue({ maxDepth: 2 }),
+      tools: fc.jsonValue({ maxDepth: 3 }),
+      tool_choice: fc.jsonValue({ maxDepth: 2 }),
+      prompt: fc.string({ maxLength: 10 }),
+    },
+    { requiredKeys: ['model'] },
+  )
+  .map((b) => JSON.stringify(b));
 const body = fc.oneof(
   { weight: 4, arbitrary: chatBody },
   { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.stringify(v)) },
@@ -71,20 +124,33 @@ const body = fc.oneof(
   { weight: 1, arbitrary: fc.constant(undefined) },
 );
 // What Node's client lets through in a header value: visible Latin-1 and space.
-const headerValue = fc.string({ unit: fc.integer({ min: 0x20, max: 0xff }).filter((c) => c !== 0x7f).map((c) => String.fromCharCode(c)), maxLength: 300 });
-const headers = fc.record({
-  'x-request-id': headerValue,
-  'content-type': fc.constantFrom('application/json', 'text/plain', 'application/json; charset=utf-8', 'multipart/form-data; boundary=x'),
-  'if-none-match': headerValue,
-  'x-custom': headerValue,
-  authorization: headerValue,
-  origin: headerValue,
-}, { requiredKeys: [] });
+const headerValue = fc.string({
+  unit: fc
+    .integer({ min: 0x20, max: 0xff })
+    .filter((c) => c !== 0x7f)
+    .map((c) => String.fromCharCode(c)),
+  maxLength: 300,
+});
+const headers = fc.record(
+  {
+    'x-request-id': headerValue,
+    'content-type': fc.constantFrom('application/json', 'text/plain', 'application/json; charset=utf-8', 'multipart/form-data; boundary=x'),
+    'if-none-match': headerValue,
+    'x-custom': headerValue,
+    authorization: headerValue,
+    origin: headerValue,
+  },
+  { requiredKeys: [] },
+);
 const method = fc.constantFrom('GET', 'POST', 'POST', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS');
 
 // ---- what counts as a well-formed answer -----------------------------------------------------
 
-interface Answer { status: number; headers: Record<string, string | string[] | undefined>; body: string }
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
 
 function send(req: { method: string; path: string; headers: Record<string, string>; body?: string }): Promise<Answer> {
   // Node's client frames an OPTIONS or DELETE body only when told its length.
@@ -128,11 +194,15 @@ function checkAnswer(a: Answer, method: string): void {
 /** fast-check's report, with long generated runs of one character cut short (a 100 KB model
  *  name would otherwise fill the terminal). */
 const options = (numRuns: number) => ({
-  numRuns, seed: SEED,
+  numRuns,
+  seed: SEED,
   reporter(details: fc.RunDetails<any>) {
     if (!details.failed) return;
     const text = fc.defaultReportMessage(details) ?? 'property failed';
-    throw new Error(text.replace(/(.)\1{99,}/g, (run, ch) => `${ch.repeat(20)}…(${run.length} of ${JSON.stringify(ch)})`), { cause: details.errorInstance });
+    throw new Error(
+      text.replace(/(.)\1{99,}/g, (run, ch) => `${ch.repeat(20)}…(${run.length} of ${JSON.stringify(ch)})`),
+      { cause: details.errorInstance },
+    );
   },
 });
 
@@ -156,7 +226,11 @@ describe('property: any request gets a well-formed answer and the gateway lives'
   });
 
   it('over raw bytes in the request head', async () => {
-    const line = fc.tuple(fc.constantFrom('GET', 'POST', 'BREW', 'G\u0000T', ''), fc.oneof(path, fc.string({ unit: 'binary-ascii', maxLength: 30 })), fc.constantFrom('HTTP/1.1', 'HTTP/1.0', 'HTTP/9.9', ''));
+    const line = fc.tuple(
+      fc.constantFrom('GET', 'POST', 'BREW', 'G\u0000T', ''),
+      fc.oneof(path, fc.string({ unit: 'binary-ascii', maxLength: 30 })),
+      fc.constantFrom('HTTP/1.1', 'HTTP/1.0', 'HTTP/9.9', ''),
+    );
     const headerLines = fc.array(fc.string({ unit: 'binary-ascii', maxLength: 60 }), { maxLength: 4 });
     await fc.assert(
       fc.asyncProperty(line, headerLines, fc.boolean(), async ([m, p, v], extra, close) => {

@@ -10,18 +10,34 @@ import { closeAll, endpoint, startGateway, type Started } from '../../helpers/ga
 let multi: FakeBackend, other: FakeBackend, paged: FakeBackend, gw: Started;
 
 beforeAll(async () => {
-  multi = await new FakeBackend({ family: 'multigateway', name: 'litellm', reply: 'from litellm', models: [{ name: 'gpt-4o-mini' }, { name: 'anthropic/claude-3-haiku' }] }).start();
+  multi = await new FakeBackend({
+    family: 'multigateway',
+    name: 'litellm',
+    reply: 'from litellm',
+    models: [{ name: 'gpt-4o-mini' }, { name: 'anthropic/claude-3-haiku' }],
+  }).start();
   // A second one lists the prefixed name itself: the full name wins over the stripped one.
   other = await new FakeBackend({ family: 'multigateway', name: 'litellm-2', reply: 'from litellm-2', models: [{ name: 'openai/gpt-4o-mini' }] }).start();
   paged = await new FakeBackend({ family: 'pagedengine', name: 'paged', models: [{ name: 'gpt-4o-mini' }] }).start();
   gw = await startGateway({
-    discovery: { static: { endpoints: [endpoint('litellm', 'multigateway', multi.url), endpoint('litellm-2', 'multigateway', other.url), endpoint('paged', 'pagedengine', paged.url)] } },
+    discovery: {
+      static: {
+        endpoints: [
+          endpoint('litellm', 'multigateway', multi.url),
+          endpoint('litellm-2', 'multigateway', other.url),
+          endpoint('paged', 'pagedengine', paged.url),
+        ],
+      },
+    },
   });
 });
 afterAll(() => closeAll(gw, [multi, other, paged]));
 
 const chat = async (prefix: string, model: string) => {
-  const res = await request(`${gw.url}/gw/${prefix}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }) });
+  const res = await request(`${gw.url}/gw/${prefix}/v1/chat/completions`, {
+    method: 'POST',
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+  });
   return { status: res.statusCode, endpoint: res.headers['x-gw-endpoint'], json: (await res.body.json()) as any };
 };
 
@@ -57,7 +73,10 @@ describe('provider-prefixed model names', () => {
   });
 
   it('works across families on the messages API', async () => {
-    const res = await request(`${gw.url}/gw/msgapi/v1/messages`, { method: 'POST', body: JSON.stringify({ model: 'claude-3-haiku', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }) });
+    const res = await request(`${gw.url}/gw/msgapi/v1/messages`, {
+      method: 'POST',
+      body: JSON.stringify({ model: 'claude-3-haiku', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }),
+    });
     expect(res.statusCode).toBe(200);
     expect(res.headers['x-gw-endpoint']).toBe('litellm');
     expect(((await res.body.json()) as any).content[0].text).toBe('from litellm');

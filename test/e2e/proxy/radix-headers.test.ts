@@ -17,14 +17,26 @@ beforeAll(async () => {
   plain = await new FakeBackend({ family: 'radixengine', name: 'plain', models: [{ name: 'Llama-8B' }] }).start();
   paged = await new FakeBackend({ family: 'pagedengine', name: 'paged', models: [{ name: 'Qwen2.5-7B' }] }).start();
   // `plain` has a lower priority: requests that name no model (generate) go to `radix`.
-  gw = await startGateway({ discovery: { static: { endpoints: [endpoint('radix', 'radixengine', radix.url), endpoint('plain', 'radixengine', plain.url, { priority: 1 }), endpoint('paged', 'pagedengine', paged.url)] } } });
+  gw = await startGateway({
+    discovery: {
+      static: {
+        endpoints: [
+          endpoint('radix', 'radixengine', radix.url),
+          endpoint('plain', 'radixengine', plain.url, { priority: 1 }),
+          endpoint('paged', 'pagedengine', paged.url),
+        ],
+      },
+    },
+  });
 });
 afterAll(() => closeAll(gw, [radix, plain, paged]));
-beforeEach(() => [radix, plain, paged].forEach((f) => {
-  const spec = f.speculativeDecoding;
-  f.reset();
-  f.speculativeDecoding = spec;
-}));
+beforeEach(() =>
+  [radix, plain, paged].forEach((f) => {
+    const spec = f.speculativeDecoding;
+    f.reset();
+    f.speculativeDecoding = spec;
+  }),
+);
 
 const post = async (path: string, body: unknown) => {
   const res = await request(`${gw.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -53,14 +65,20 @@ describe('X-Radix-* headers', () => {
     expect(off.headers).toMatchObject({ 'x-gw-endpoint': 'plain', 'x-radix-spec-decode': 'false', 'x-radix-cache-hit': 'false' });
   });
 
-  it('keep the engine\'s own cache header', async () => {
+  it("keep the engine's own cache header", async () => {
     radix.behaviour.replyHeaders = { 'x-radix-cache-hit': 'true' };
     const res = await post('/gw/radixengine/v1/chat/completions', chat('Qwen2.5-7B', 'never seen'));
     expect(res.headers['x-radix-cache-hit']).toBe('true');
   });
 
   it('never hold a stream back: it is relayed piece by piece, with the spec-decode header only', async () => {
-    const { status, headers, pieces } = await lockstep(radix, `${gw.url}/gw/radixengine/v1/chat/completions`, JSON.stringify(chat('Qwen2.5-7B', 'stream me', true)), '\n\n', 1);
+    const { status, headers, pieces } = await lockstep(
+      radix,
+      `${gw.url}/gw/radixengine/v1/chat/completions`,
+      JSON.stringify(chat('Qwen2.5-7B', 'stream me', true)),
+      '\n\n',
+      1,
+    );
     expect(status).toBe(200);
     expect(pieces.at(-1)).toBe('data: [DONE]\n\n');
     expect(headers['x-radix-spec-decode']).toBe('true');
@@ -69,7 +87,11 @@ describe('X-Radix-* headers', () => {
 
   it('hold back generation replies only: an embeddings reply is piped, so a break after its head reaches the client as a cut body', async () => {
     radix.behaviour.cutBodyAt = 20;
-    const res = await request(`${gw.url}/gw/radixengine/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'Qwen2.5-7B', input: 'hello' }) });
+    const res = await request(`${gw.url}/gw/radixengine/v1/embeddings`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'Qwen2.5-7B', input: 'hello' }),
+    });
     // Held whole it would have been answered 502 before any byte; piped, the head came first.
     expect(res.statusCode).toBe(200);
     expect(res.headers['x-radix-spec-decode']).toBe('true');
@@ -85,7 +107,7 @@ describe('X-Radix-* headers', () => {
     expect(JSON.parse(res.text).choices[0].message.content).toBe(radix.reply);
   });
 
-  it('are radixengine\'s only', async () => {
+  it("are radixengine's only", async () => {
     const res = await post('/gw/pagedengine/v1/chat/completions', chat('Qwen2.5-7B', 'hi'));
     expect(res.status).toBe(200);
     expect(res.headers['x-radix-cache-hit']).toBeUndefined();
@@ -101,8 +123,14 @@ describe('reading the cache out of a reply body', () => {
     expect(cacheHitIn(Buffer.from('{"id":"x"}'))).toBeUndefined();
   });
 
-  it('ranks the reports in the tail: the batch average over one reply\'s flag over a rate', () => {
-    const batch = { responses: [{ text: 'a', meta: { radix_cache_hit: true } }, { text: 'b', meta: { radix_cache_hit: true } }], batch_meta: { total_requests: 2, avg_radix_cache_hit_rate: 0 } };
+  it("ranks the reports in the tail: the batch average over one reply's flag over a rate", () => {
+    const batch = {
+      responses: [
+        { text: 'a', meta: { radix_cache_hit: true } },
+        { text: 'b', meta: { radix_cache_hit: true } },
+      ],
+      batch_meta: { total_requests: 2, avg_radix_cache_hit_rate: 0 },
+    };
     expect(cacheHitIn(Buffer.from(JSON.stringify(batch)))).toBe(false);
     expect(cacheHitIn(Buffer.from('{"meta":{"radix_cache_hit":true},"metrics":{"radix_cache_hit_rate":0}}'))).toBe(true);
   });

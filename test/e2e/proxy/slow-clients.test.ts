@@ -17,7 +17,11 @@ beforeAll(async () => {
 });
 afterAll(() => closeAll(gw, [fake]));
 
-interface Watched { socket: Socket; text: string; closed: boolean }
+interface Watched {
+  socket: Socket;
+  text: string;
+  closed: boolean;
+}
 
 function open(): Watched {
   const w: Watched = { socket: connect(gw.gw.port, '127.0.0.1'), text: '', closed: false };

@@ -29,7 +29,13 @@ describe('streaming relay', () => {
   // The head and the role-only first chunk wait for the first content (so the request can still
   // fail over until then), then go out with it.
   it('relays chat-completions SSE events one by one, the head with the first content', async () => {
-    const r = await lockstep(local, `${gw.url}/gw/localrunner/v1/chat/completions`, JSON.stringify({ model: 'test-model', messages: [], stream: true }), '\n\n', 1);
+    const r = await lockstep(
+      local,
+      `${gw.url}/gw/localrunner/v1/chat/completions`,
+      JSON.stringify({ model: 'test-model', messages: [], stream: true }),
+      '\n\n',
+      1,
+    );
     expect(r.status).toBe(200);
     expect(r.headers['content-type']).toBe('text/event-stream');
     expect(r.pieces.length).toBeGreaterThanOrEqual(7);

@@ -22,7 +22,10 @@ beforeAll(async () => {
 afterAll(() => closeAll(gw, [sick]));
 
 const chat = async (family: string) => {
-  const res = await request(`${gw.url}/gw/${family}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'any', messages: [{ role: 'user', content: 'hi' }] }) });
+  const res = await request(`${gw.url}/gw/${family}/v1/chat/completions`, {
+    method: 'POST',
+    body: JSON.stringify({ model: 'any', messages: [{ role: 'user', content: 'hi' }] }),
+  });
   return { status: res.statusCode, retryAfter: res.headers['retry-after'], message: ((await res.body.json()) as any).error?.message as string };
 };
 
@@ -63,7 +66,9 @@ describe('503 with nothing running', () => {
   it('a family with no endpoint: where to add one', async () => {
     const r = await chat('radixengine');
     expect(r.status).toBe(503);
-    expect(r.message).toBe(`no healthy endpoint for provider radixengine (no endpoint of this family is configured); add an endpoint (type: radixengine, url: where the backend listens) under discovery.static.endpoints in the config file`);
+    expect(r.message).toBe(
+      `no healthy endpoint for provider radixengine (no endpoint of this family is configured); add an endpoint (type: radixengine, url: where the backend listens) under discovery.static.endpoints in the config file`,
+    );
     expect(r.message).not.toContain(gw.configFile);
   });
 });

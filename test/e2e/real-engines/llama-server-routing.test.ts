@@ -51,7 +51,11 @@ describe.skipIf(!LLAMA_SERVER_DIR)('real llama-server: capability routing and a 
   it('runs requests to the chat server one at a time under max_concurrent_requests 1', async () => {
     // Streamed: the random-weight model's text can fail llama-server's non-streaming output check (a 500 of its own).
     const replies = await Promise.all([1, 2, 3].map(() => post('/completion', { prompt: 'hello', n_predict: 64, stream: true })));
-    expect(replies.map((r) => [r.status, r.endpoint])).toEqual([[200, 'chat'], [200, 'chat'], [200, 'chat']]);
+    expect(replies.map((r) => [r.status, r.endpoint])).toEqual([
+      [200, 'chat'],
+      [200, 'chat'],
+      [200, 'chat'],
+    ]);
     const status = (await (await request(`${gw.url}/internal/status/endpoints`)).body.json()) as any;
     const queue = status.endpoints.find((e: any) => e.name === 'chat').queue;
     expect(queue).toMatchObject({ max_concurrent_requests: 1, in_flight: 0, queued: 0 });

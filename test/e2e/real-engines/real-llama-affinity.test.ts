@@ -36,16 +36,24 @@ describe.skipIf(!LLAMA_SERVER_DIR)('conversation affinity on two real llama-serv
   async function turn(history: { role: string; content: string }[], question: string, through = gw) {
     history.push({ role: 'user', content: question });
     const res = await request(`${through.url}/gw/cppengine/v1/chat/completions`, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ model: MODEL, messages: history, max_tokens: 8, temperature: 0 }),
     });
     const body = (await res.body.json()) as any;
     expect(res.statusCode, JSON.stringify(body)).toBe(200);
     history.push({ role: 'assistant', content: body.choices[0].message.content ?? '' });
-    return { endpoint: String(res.headers['x-gw-endpoint']), affinity: res.headers['x-gw-affinity'], cached: body.timings.cache_n as number, evaluated: body.timings.prompt_n as number };
+    return {
+      endpoint: String(res.headers['x-gw-endpoint']),
+      affinity: res.headers['x-gw-affinity'],
+      cached: body.timings.cache_n as number,
+      evaluated: body.timings.prompt_n as number,
+    };
   }
 
-  const opening = (c: number) => [{ role: 'system', content: `Conversation ${c}. ${'You answer questions about the weather in short sentences, and nothing else. '.repeat(12)}` }];
+  const opening = (c: number) => [
+    { role: 'system', content: `Conversation ${c}. ${'You answer questions about the weather in short sentences, and nothing else. '.repeat(12)}` },
+  ];
 
   it('every later turn of every conversation comes mostly from the cache', async () => {
     const later: { cached: number; evaluated: number }[] = [];

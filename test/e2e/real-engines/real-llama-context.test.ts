@@ -20,7 +20,7 @@ describe.skipIf(!LLAMA_SERVER_DIR)('a real llama-server', () => {
     stopLlamaServers([llama]);
   });
 
-  it('reports the per-slot context a request can use (the server\'s /props agrees), the trained one as metadata', async () => {
+  it("reports the per-slot context a request can use (the server's /props agrees), the trained one as metadata", async () => {
     const props = (await (await request(`${llama.url}/props`)).body.json()) as any;
     expect([props.default_generation_settings.n_ctx, props.total_slots]).toEqual([1024, 2]);
     const { models } = (await (await request(`${gw.url}/gw/models`)).body.json()) as any;

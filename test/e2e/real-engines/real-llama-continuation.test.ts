@@ -35,7 +35,14 @@ describe.skipIf(!LLAMA_SERVER_DIR)('a real llama-server killed mid-stream, anoth
 
   it('a chat completion: the client reads one stream, the words before the kill first', async () => {
     const client = new OpenAI({ baseURL: `${gw.url}/gw/cppengine/v1`, apiKey: 'x', maxRetries: 0 });
-    const stream = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Hello' }], stream: true, max_tokens: 600, temperature: 0, ignore_eos: true } as OpenAI.ChatCompletionCreateParamsStreaming);
+    const stream = await client.chat.completions.create({
+      model: MODEL,
+      messages: [{ role: 'user', content: 'Hello' }],
+      stream: true,
+      max_tokens: 600,
+      temperature: 0,
+      ignore_eos: true,
+    } as OpenAI.ChatCompletionCreateParamsStreaming);
     let text = '';
     let before: string | null = null;
     let finish: string | null = null;
@@ -65,7 +72,11 @@ describe.skipIf(!LLAMA_SERVER_DIR)('a real llama-server killed mid-stream, anoth
   });
 
   it('a native completion: the prompt followed by the text so far', async () => {
-    const res = await fetch(`${gw.url}/gw/cppengine/completion`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'The', n_predict: 300, temperature: 0, ignore_eos: true, stream: true }) });
+    const res = await fetch(`${gw.url}/gw/cppengine/completion`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt: 'The', n_predict: 300, temperature: 0, ignore_eos: true, stream: true }),
+    });
     const reader = res.body!.getReader();
     const decoder = new TextDecoder();
     let raw = '';
@@ -79,7 +90,10 @@ describe.skipIf(!LLAMA_SERVER_DIR)('a real llama-server killed mid-stream, anoth
         killFirst();
       }
     }
-    const events = raw.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => JSON.parse(e.slice(6)));
+    const events = raw
+      .split('\n\n')
+      .filter((e) => e.startsWith('data: '))
+      .map((e) => JSON.parse(e.slice(6)));
     expect(events.filter((e) => e.stop === true)).toHaveLength(1);
     expect(events.at(-1).stop).toBe(true);
     expect(events.every((e) => e.error === undefined)).toBe(true);

@@ -33,7 +33,10 @@ describe.skipIf(!LLAMA_SERVER_DIR)('real llama-servers: auto health, and back at
   });
 
   const chat = (prefix: string, model: string) =>
-    request(`${gw.url}/gw/${prefix}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ model, max_tokens: 2, messages: [{ role: 'user', content: 'hi' }] }) });
+    request(`${gw.url}/gw/${prefix}/v1/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify({ model, max_tokens: 2, messages: [{ role: 'user', content: 'hi' }] }),
+    });
 
   it('is healthy as type auto (its / answers 404) and serves through /gw/auto/', async () => {
     expect((await request(`${steady.url}/`)).statusCode).toBe(404);

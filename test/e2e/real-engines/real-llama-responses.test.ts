@@ -47,7 +47,11 @@ describe.skipIf(!LLAMA_SERVER_DIR)('the Responses API against real llama-servers
     ]);
     gw = await startGateway({
       proxy: { profiles_dir: chatOnlyLlama() },
-      discovery: { static: { endpoints: [endpoint('native', 'cppengine', native.url), endpoint('thinker', 'llamachat', thinker.url), endpoint('strict', 'llamachat', strict.url)] } },
+      discovery: {
+        static: {
+          endpoints: [endpoint('native', 'cppengine', native.url), endpoint('thinker', 'llamachat', thinker.url), endpoint('strict', 'llamachat', strict.url)],
+        },
+      },
     });
     client = new OpenAI({ baseURL: `${gw.url}/gw/openai/v1`, apiKey: 'x', maxRetries: 0 });
     await waitFor(async () => ((await client.models.list()).data.length >= 3 ? true : undefined), 'the three models listed', 60_000);
@@ -57,18 +61,21 @@ describe.skipIf(!LLAMA_SERVER_DIR)('the Responses API against real llama-servers
     stopLlamaServers([native, thinker, strict]);
   });
 
-  it('natively: llama-server\'s own /v1/responses, plain and streamed', async () => {
+  it("natively: llama-server's own /v1/responses, plain and streamed", async () => {
     const { data, response } = await client.responses.create({ model: 'tiny-native', input: 'hello', max_output_tokens: 4 }).withResponse();
     expect(response.headers.get('x-gw-mode')).toBe('passthrough');
     expect(response.headers.get('x-gw-endpoint')).toBe('native');
     expect(data.output_text.length).toBeGreaterThan(0);
     let text = '';
-    for await (const e of await client.responses.create({ model: 'tiny-native', input: 'hello', max_output_tokens: 4, stream: true })) if (e.type === 'response.output_text.delta') text += e.delta;
+    for await (const e of await client.responses.create({ model: 'tiny-native', input: 'hello', max_output_tokens: 4, stream: true }))
+      if (e.type === 'response.output_text.delta') text += e.delta;
     expect(text.length).toBeGreaterThan(0);
   });
 
-  it('translated: the engine\'s reasoning_content as a reasoning item, incomplete at max_output_tokens, the server\'s usage', async () => {
-    const { data, response } = await client.responses.create({ model: 'thinker', input: 'What is 2+2?', instructions: 'Think first.', max_output_tokens: 8, temperature: 0 }).withResponse();
+  it("translated: the engine's reasoning_content as a reasoning item, incomplete at max_output_tokens, the server's usage", async () => {
+    const { data, response } = await client.responses
+      .create({ model: 'thinker', input: 'What is 2+2?', instructions: 'Think first.', max_output_tokens: 8, temperature: 0 })
+      .withResponse();
     expect(response.headers.get('x-gw-mode')).toBeNull();
     expect(response.headers.get('x-gw-endpoint')).toBe('thinker');
     expect(data.output[0]).toMatchObject({ type: 'reasoning', content: [{ type: 'reasoning_text', text: expect.any(String) }] });
@@ -82,17 +89,36 @@ describe.skipIf(!LLAMA_SERVER_DIR)('the Responses API against real llama-servers
     expect((final.output[0] as { content: Array<{ text: string }> }).content[0].text).toBe(thought);
   });
 
-  it('translated: Codex\'s request shape (instructions, a developer message, two user messages, a tool round trip) passes a strict-alternation template', async () => {
+  it("translated: Codex's request shape (instructions, a developer message, two user messages, a tool round trip) passes a strict-alternation template", async () => {
     const input: OpenAI.Responses.ResponseInput = [
       { type: 'message', role: 'developer', content: [{ type: 'input_text', text: '<permissions>read-only</permissions>' }] },
       { type: 'message', role: 'user', content: [{ type: 'input_text', text: '<environment_context>/tmp</environment_context>' }] },
       { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'List the files.' }] },
     ];
-    const tools: OpenAI.Responses.Tool[] = [{ type: 'function', name: 'shell', description: 'Run a command', parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] }, strict: false }];
+    const tools: OpenAI.Responses.Tool[] = [
+      {
+        type: 'function',
+        name: 'shell',
+        description: 'Run a command',
+        parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] },
+        strict: false,
+      },
+    ];
     const first = await client.responses.create({ model: 'strict-chat', instructions: 'You are Codex.', input, tools, max_output_tokens: 4 });
     expect(first.output.length).toBeGreaterThan(0);
     // The strict template refuses two user turns in a row: the check has teeth.
-    const raw = await fetch(`${strict.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'strict-chat', max_tokens: 2, messages: [{ role: 'user', content: 'a' }, { role: 'user', content: 'b' }] }) });
+    const raw = await fetch(`${strict.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'strict-chat',
+        max_tokens: 2,
+        messages: [
+          { role: 'user', content: 'a' },
+          { role: 'user', content: 'b' },
+        ],
+      }),
+    });
     expect(raw.status).toBe(400);
   });
 });

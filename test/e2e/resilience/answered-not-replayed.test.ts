@@ -18,7 +18,9 @@ beforeAll(async () => {
   // The `-a` endpoints come first; health checks far apart, so only the proxy path sees a failure.
   const ep = (f: FakeBackend, type: string, priority: number) => endpoint(f.name, type, f.url, { priority, check_interval: '60s' });
   gw = await startGateway({
-    discovery: { static: { endpoints: [ep(radixA, 'radixengine', 100), ep(radixB, 'radixengine', 50), ep(hostedA, 'hosted', 100), ep(hostedB, 'hosted', 50)] } },
+    discovery: {
+      static: { endpoints: [ep(radixA, 'radixengine', 100), ep(radixB, 'radixengine', 50), ep(hostedA, 'hosted', 100), ep(hostedB, 'hosted', 50)] },
+    },
   });
 });
 afterAll(() => closeAll(gw, fakes()));
@@ -52,9 +54,12 @@ describe('a reply that breaks after its head arrived is not sent to the next end
     expect(radixB.traffic).toHaveLength(0);
   });
 
-  it('a hosted error body (held to add gw_context): the backend\'s failure, not a retry', async () => {
+  it("a hosted error body (held to add gw_context): the backend's failure, not a retry", async () => {
     hostedA.behaviour.status = 429;
-    hostedA.behaviour.errorBody = { contentType: 'application/json', body: JSON.stringify({ error: { message: 'Rate limit reached for this organisation', type: 'requests' } }) };
+    hostedA.behaviour.errorBody = {
+      contentType: 'application/json',
+      body: JSON.stringify({ error: { message: 'Rate limit reached for this organisation', type: 'requests' } }),
+    };
     hostedA.behaviour.cutBodyAt = 20;
     const r = await post('/gw/hosted/v1/chat/completions', chat('gpt-4o-mini'));
     expect(r.status).toBe(502);
@@ -67,7 +72,8 @@ describe('a reply that breaks after its head arrived is not sent to the next end
   it('a messages request translated to chat-completions (held whole to translate): the same', async () => {
     hostedA.behaviour.cutBodyAt = 20;
     const res = await request(`${gw.url}/gw/msgapi/v1/messages`, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 64, messages: [{ role: 'user', content: 'write a long story' }] }),
     });
     const body = (await res.body.json()) as any;

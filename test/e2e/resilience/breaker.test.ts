@@ -38,7 +38,13 @@ function dispatch(ep: Endpoint): Promise<number | string> {
   return new Promise((resolve) => {
     let status = 0;
     ep.dispatch(
-      { path: '/v1/chat/completions', method: 'POST', body: '{"model":"test-model","messages":[]}', headers: { 'content-type': 'application/json' }, replaySafe: true },
+      {
+        path: '/v1/chat/completions',
+        method: 'POST',
+        body: '{"model":"test-model","messages":[]}',
+        headers: { 'content-type': 'application/json' },
+        replaySafe: true,
+      },
       {
         onResponseStart: (_c, s) => void (status = s),
         onResponseData: () => undefined,

@@ -17,7 +17,14 @@ beforeAll(async () => {
   local = await new FakeBackend({ family: 'localrunner', name: 'local', reply: 'one two three four five six' }).start();
   gw = await startGateway({
     proxy: { stream_idle_timeout: '2s' },
-    discovery: { static: { endpoints: [endpoint('paged', 'pagedengine', paged.url, { check_interval: '60s' }), endpoint('local', 'localrunner', local.url, { check_interval: '60s' })] } },
+    discovery: {
+      static: {
+        endpoints: [
+          endpoint('paged', 'pagedengine', paged.url, { check_interval: '60s' }),
+          endpoint('local', 'localrunner', local.url, { check_interval: '60s' }),
+        ],
+      },
+    },
   });
 });
 afterAll(() => closeAll(gw, [paged, local]));
@@ -38,7 +45,9 @@ function closedAfterReply(path: string, body: string): Promise<string> {
     socket.on('data', (d) => (text += d));
     socket.on('end', () => resolve(text));
     socket.on('error', reject);
-    socket.write(`POST ${path} HTTP/1.1\r\nHost: gw\r\nConnection: keep-alive\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    socket.write(
+      `POST ${path} HTTP/1.1\r\nHost: gw\r\nConnection: keep-alive\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
   });
 }
 
@@ -66,7 +75,11 @@ describe('an SSE stream that breaks', () => {
   it('ends with the same chunk when the backend goes silent past stream_idle_timeout', async () => {
     paged.behaviour.stallAfterChunks = 2;
     const r = await timedChunks(`${gw.url}/gw/pagedengine/v1/chat/completions`, { body: chat(true) });
-    const last = JSON.parse(sseEvents(r.chunks.map((c) => c.text).join('')).at(-1)!.slice('data: '.length));
+    const last = JSON.parse(
+      sseEvents(r.chunks.map((c) => c.text).join(''))
+        .at(-1)!
+        .slice('data: '.length),
+    );
     expect(last.error.message).toContain('sent nothing for 2s, stream_idle_timeout from proxy.stream_idle_timeout');
   });
 
@@ -87,10 +100,15 @@ describe('an SSE stream that breaks', () => {
     paged.behaviour.resetAfterChunks = 3;
     const client = new Anthropic({ baseURL: `${gw.url}/gw/msgapi`, apiKey: 'sk-ant-test', maxRetries: 0 });
     // A model only the paged engine serves (msgapi routes span every family).
-    const err = await client.messages.stream({ model: 'pagedengine-model-1', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] }).finalMessage().catch((e) => e);
+    const err = await client.messages
+      .stream({ model: 'pagedengine-model-1', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] })
+      .finalMessage()
+      .catch((e) => e);
     expect(err).toBeInstanceOf(Anthropic.APIError);
     expect(String(err.message)).toContain('endpoint paged broke off the reply');
-    const raw = await timedChunks(`${gw.url}/gw/msgapi/v1/messages`, { body: JSON.stringify({ model: 'pagedengine-model-1', max_tokens: 64, stream: true, messages: [{ role: 'user', content: 'hi' }] }) });
+    const raw = await timedChunks(`${gw.url}/gw/msgapi/v1/messages`, {
+      body: JSON.stringify({ model: 'pagedengine-model-1', max_tokens: 64, stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    });
     expect(raw.headers['x-gw-mode']).toBe('passthrough');
     const last = sseEvents(raw.chunks.map((c) => c.text).join('')).at(-1)!;
     expect(last.startsWith('event: error\ndata: ')).toBe(true);
@@ -104,7 +122,8 @@ describe('an NDJSON stream that breaks', () => {
     const ollama = new Ollama({ host: `${gw.url}/gw/localrunner` });
     let text = '';
     const err = await (async () => {
-      for await (const part of await ollama.chat({ model: 'test-model', messages: [{ role: 'user', content: 'hi' }], stream: true })) text += part.message.content;
+      for await (const part of await ollama.chat({ model: 'test-model', messages: [{ role: 'user', content: 'hi' }], stream: true }))
+        text += part.message.content;
     })().catch((e) => e);
     expect(err).toBeInstanceOf(Error);
     expect(String(err.message)).toContain('endpoint local broke off the reply');
@@ -123,11 +142,11 @@ describe('a reply that is not a stream', () => {
 
 describe('accounting', () => {
   it('counts a broken stream as an upstream failure: status statistics, endpoint errors and the breaker', async () => {
-    const before = ((await (await request(`${gw.url}/internal/status`)).body.json()) as any);
+    const before = (await (await request(`${gw.url}/internal/status`)).body.json()) as any;
     paged.behaviour.resetAfterChunks = 2;
     await timedChunks(`${gw.url}/gw/pagedengine/v1/chat/completions`, { body: chat(true) });
     // The stats step runs when the reply closed; read after it did.
-    const after = ((await (await request(`${gw.url}/internal/status`)).body.json()) as any);
+    const after = (await (await request(`${gw.url}/internal/status`)).body.json()) as any;
     expect(after.statistics.requests_failed).toBe(before.statistics.requests_failed + 1);
     expect(after.endpoints.paged.errors).toBe(before.endpoints.paged.errors + 1);
     expect(gw.gw.runtime.endpoints.all[0].breaker.proxyFailures).toBe(1);

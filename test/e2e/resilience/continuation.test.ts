@@ -56,24 +56,29 @@ const chatSent = (f: FakeBackend) => f.received.filter((x) => x.url === '/v1/cha
 const accessLog = () => gw.logs.filter((l) => l.msg === 'request' && String(l.path).endsWith('/completions')).at(-1)!;
 
 describe('chat completions: a stream broken after its first words is finished by the next endpoint', () => {
-  it('a reset: one answer under one id; the prefill sent exactly, with vLLM\'s fields, the token limit reduced', async () => {
+  it("a reset: one answer under one id; the prefill sent exactly, with vLLM's fields, the token limit reduced", async () => {
     a.behaviour.resetAfterChunks = 6; // the role chunk and five words
     const r = await streamText();
     expect(r.text).toBe(REPLY);
     expect(r.finish).toBe('stop');
     expect([...r.ids]).toEqual(['chatcmpl-paged-a-1']);
     const [sent] = chatSent(b);
-    expect(sent.messages).toEqual([{ role: 'user', content: 'tell me about the fox' }, { role: 'assistant', content: FIVE_WORDS }]);
+    expect(sent.messages).toEqual([
+      { role: 'user', content: 'tell me about the fox' },
+      { role: 'assistant', content: FIVE_WORDS },
+    ]);
     expect(sent.continue_final_message).toBe(true);
     expect(sent.add_generation_prompt).toBe(false);
     expect(sent.max_tokens).toBe(95);
     const log = accessLog();
     expect(log.endpoint).toBe('paged-b');
-    expect(log.tried).toEqual([expect.objectContaining({ endpoint: 'paged-a', outcome: expect.stringMatching(/^stream_broken_midway \(broke off the reply/) })]);
+    expect(log.tried).toEqual([
+      expect.objectContaining({ endpoint: 'paged-a', outcome: expect.stringMatching(/^stream_broken_midway \(broke off the reply/) }),
+    ]);
     expect(log.continuation).toBe('continued');
   });
 
-  it('a stall past the endpoint\'s stream_idle_timeout', async () => {
+  it("a stall past the endpoint's stream_idle_timeout", async () => {
     a.behaviour.stallAfterChunks = 6;
     const r = await streamText();
     expect(r.text).toBe(REPLY);
@@ -95,7 +100,7 @@ describe('chat completions: a stream broken after its first words is finished by
     expect((await streamText()).text).toBe(REPLY);
   });
 
-  it('a break after the answer\'s end ([DONE] reached the client) is not continued', async () => {
+  it("a break after the answer's end ([DONE] reached the client) is not continued", async () => {
     a.behaviour.breakWith = { at: 19, text: 'data: [DONE]\n\n', reset: true }; // the role chunk, 17 words, the finish
     const r = await streamText();
     expect(r.text).toBe(REPLY);
@@ -111,7 +116,7 @@ describe('chat completions: a stream broken after its first words is finished by
     expect(accessLog().continuation).toBe('not_continuable');
   });
 
-  it('usage: the continuation\'s, marked partial since the broken part reported none', async () => {
+  it("usage: the continuation's, marked partial since the broken part reported none", async () => {
     a.behaviour.resetAfterChunks = 6;
     const r = await streamText({ stream_options: { include_usage: true } });
     expect(r.text).toBe(REPLY);
@@ -137,7 +142,7 @@ describe('chat completions: a stream broken after its first words is finished by
     expect(chatSent(fb)[0].messages.at(-1).content).toBe(FIVE_WORDS);
   });
 
-  it('a break inside a tool call\'s arguments ends with the honest error; nobody is asked to continue', async () => {
+  it("a break inside a tool call's arguments ends with the honest error; nobody is asked to continue", async () => {
     a.toolCalls = [{ name: 'get_weather', arguments: '{"city": "Paris", "unit": "celsius"}' }];
     try {
       a.behaviour.resetAfterChunks = 22; // 16 words, the call's head, some of its arguments
@@ -178,7 +183,11 @@ describe('chat completions: a stream broken after its first words is finished by
 
   it('says so: an SSE comment where it joins, the access log, the metrics', async () => {
     a.behaviour.resetAfterChunks = 6;
-    const r = await rawRequest(`${gw.url}/gw/pagedengine/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], stream: true }) });
+    const r = await rawRequest(`${gw.url}/gw/pagedengine/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], stream: true }),
+    });
     expect(r.body).toMatch(/\n\n: gw continued this answer on endpoint paged-b; the stream before broke: broke off the reply \(\w+\)\n\ndata: /);
     expect(r.body.trim().endsWith('data: [DONE]')).toBe(true);
     const metrics = await (await request(`${gw.url}/internal/metrics`)).body.text();
@@ -190,9 +199,11 @@ describe('chat completions: a stream broken after its first words is finished by
     a.behaviour.resetAfterChunks = 6;
     b.behaviour.resetAfterChunks = 3; // its role chunk and two words
     let text = '';
-    await expect((async () => {
-      for await (const c of await ask()) text += c.choices[0]?.delta?.content ?? '';
-    })()).rejects.toThrow(/paged-b broke off the reply/);
+    await expect(
+      (async () => {
+        for await (const c of await ask()) text += c.choices[0]?.delta?.content ?? '';
+      })(),
+    ).rejects.toThrow(/paged-b broke off the reply/);
     expect(text).toBe(`${FIVE_WORDS} over the`);
     expect(chatSent(fb)).toHaveLength(0);
     expect(accessLog().continuation).toBe('failed');
@@ -203,9 +214,15 @@ describe('chat completions: a stream broken after its first words is finished by
     let release!: () => void;
     b.behaviour.holdUntil = new Promise<void>((r) => (release = r));
     try {
-      const client = new OpenAI({ baseURL: `${gw.url}/gw/pagedengine/v1`, apiKey: 'unused', maxRetries: 0, defaultHeaders: { 'x-gw-first-token-timeout': '300ms' } });
+      const client = new OpenAI({
+        baseURL: `${gw.url}/gw/pagedengine/v1`,
+        apiKey: 'unused',
+        maxRetries: 0,
+        defaultHeaders: { 'x-gw-first-token-timeout': '300ms' },
+      });
       let text = '';
-      for await (const c of await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], stream: true })) text += c.choices[0]?.delta?.content ?? '';
+      for await (const c of await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], stream: true }))
+        text += c.choices[0]?.delta?.content ?? '';
       expect(text).toBe(REPLY);
       expect(chatSent(fb)[0].messages.at(-1).content).toBe(FIVE_WORDS);
     } finally {
@@ -239,7 +256,8 @@ describe('continuation settings', () => {
     const client = new OpenAI({ baseURL: `${g.url}/gw/pagedengine/v1`, apiKey: 'unused', maxRetries: 0 });
     const read = async () => {
       let text = '';
-      for await (const c of await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], stream: true })) text += c.choices[0]?.delta?.content ?? '';
+      for await (const c of await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], stream: true }))
+        text += c.choices[0]?.delta?.content ?? '';
       return text;
     };
     a.behaviour.resetAfterChunks = 6;
@@ -260,12 +278,17 @@ describe('continuation settings', () => {
     await g?.close();
     fakes().forEach((f) => f.reset());
     const ep = (f: FakeBackend, priority: number) => endpoint(f.name, 'pagedengine', f.url, { priority, check_interval: '60s' });
-    g = await startGateway({ model_fallbacks: { [MODEL]: [FALLBACK] }, proxy: { continuation: { max: 2 } }, discovery: { static: { endpoints: [ep(a, 100), ep(b, 50), ep(fb, 10)] } } });
+    g = await startGateway({
+      model_fallbacks: { [MODEL]: [FALLBACK] },
+      proxy: { continuation: { max: 2 } },
+      discovery: { static: { endpoints: [ep(a, 100), ep(b, 50), ep(fb, 10)] } },
+    });
     const client = new OpenAI({ baseURL: `${g.url}/gw/pagedengine/v1`, apiKey: 'unused', maxRetries: 0 });
     a.behaviour.resetAfterChunks = 6;
     b.behaviour.resetAfterChunks = 3;
     let text = '';
-    for await (const c of await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], stream: true })) text += c.choices[0]?.delta?.content ?? '';
+    for await (const c of await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], stream: true }))
+      text += c.choices[0]?.delta?.content ?? '';
     expect(text).toBe(REPLY);
     expect(chatSent(fb)[0].messages.at(-1).content).toBe(`${FIVE_WORDS} over the`);
     expect(g.logs.find((l) => l.msg === 'request' && l.continuation)?.tried.map((t: { endpoint: string }) => t.endpoint)).toEqual(['paged-a', 'paged-b']);

@@ -7,7 +7,9 @@ import { endpoint, startGateway, type Started } from '../../helpers/gateway.js';
 import { timedChunks } from '../../helpers/http.js';
 import { waitFor } from '../../helpers/wait.js';
 
-let primary: FakeBackend, secondary: FakeBackend, gw: Started | null = null;
+let primary: FakeBackend,
+  secondary: FakeBackend,
+  gw: Started | null = null;
 
 beforeEach(async () => {
   primary = await new FakeBackend({ family: 'localrunner', name: 'primary' }).start();
@@ -67,7 +69,12 @@ describe('failover', () => {
     const r = await timedChunks(`${gw.url}/gw/localrunner/api/chat`, { body: JSON.stringify({ model: 'test-model', messages: [], stream: true }) });
     expect(r.status).toBe(200);
     expect(r.headers['x-gw-endpoint']).toBe('primary');
-    const lines = r.chunks.map((c) => c.text).join('').trim().split('\n').map((l) => JSON.parse(l));
+    const lines = r.chunks
+      .map((c) => c.text)
+      .join('')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines[0].message.content).toBe('one');
     expect(lines.at(-1).error).toMatch(/endpoint primary broke off the reply/);
     expect(lines.some((l) => l.done === true)).toBe(false);

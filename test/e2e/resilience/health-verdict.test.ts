@@ -22,7 +22,11 @@ const get = async (path: string) => {
   return path === '/internal/metrics' ? text : JSON.parse(text);
 };
 const post = async (path: string, body: unknown) => {
-  const res = await request(`${gw!.url}${path}`, { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  const res = await request(`${gw!.url}${path}`, {
+    method: 'POST',
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
+  });
   await res.body.dump();
   return res.statusCode;
 };
@@ -36,7 +40,10 @@ describe('client errors', () => {
       proxy: { retry: { on_statuses: [] } }, // the 500 below is one attempt, passed through
       discovery: { static: { endpoints: [endpoint('llama', 'cppengine', fakes[0].url)] } },
     });
-    const model = await waitFor(async () => (await get('/gw/models?provider=cppengine')).models[0]?.id as string | undefined, 'the catalogue to list a cppengine model');
+    const model = await waitFor(
+      async () => (await get('/gw/models?provider=cppengine')).models[0]?.id as string | undefined,
+      'the catalogue to list a cppengine model',
+    );
     const statuses: number[] = [];
     for (let i = 0; i < 6; i++) statuses.push(await post('/gw/cppengine/v1/chat/completions', chat(model)));
     statuses.push(await post('/gw/cppengine/v1/chat/completions', chat('no-such-model'))); // 404 MODEL_NOT_FOUND, gateway
@@ -117,7 +124,10 @@ describe('access log', () => {
       const found = gw!.logs.filter((l) => l.msg === 'request' && l.method === 'POST');
       return found.length === 2 ? found : undefined;
     }, 'two access-log lines');
-    expect(lines.map((l) => [l.status, l.path])).toEqual([[statuses[0], '/gw/cppengine/v1/chat/completions'], [429, '/gw/cppengine/v1/chat/completions']]);
+    expect(lines.map((l) => [l.status, l.path])).toEqual([
+      [statuses[0], '/gw/cppengine/v1/chat/completions'],
+      [429, '/gw/cppengine/v1/chat/completions'],
+    ]);
     expect(JSON.stringify(gw.logs)).not.toContain('SECRET');
   });
 
@@ -142,10 +152,17 @@ describe('GET /internal/ready, the readiness probe: 200 while an endpoint is rou
     gw = await startGateway({ discovery: { static: { endpoints: [endpoint('llama', 'cppengine', fakes[0].url, { check_interval: '1s' })] } } });
     const ep = gw.gw.runtime.endpoints.all[0];
     await waitFor(() => ep.routable || undefined, 'llama routable');
-    expect(await probe('/internal/ready')).toMatchObject({ status: 200, body: { ready: true, routable_endpoints: 1, endpoints: 1 }, headers: { 'cache-control': 'no-cache' } });
+    expect(await probe('/internal/ready')).toMatchObject({
+      status: 200,
+      body: { ready: true, routable_endpoints: 1, endpoints: 1 },
+      headers: { 'cache-control': 'no-cache' },
+    });
     fakes[0].behaviour.healthStatus = 500;
     await waitFor(() => !ep.routable || undefined, 'llama out of rotation');
-    expect(await probe('/internal/ready')).toMatchObject({ status: 503, body: { ready: false, reason: 'no endpoint is routable (1 configured)', routable_endpoints: 0 } });
+    expect(await probe('/internal/ready')).toMatchObject({
+      status: 503,
+      body: { ready: false, reason: 'no endpoint is routable (1 configured)', routable_endpoints: 0 },
+    });
     expect((await probe('/internal/health')).status).toBe(200);
     fakes[0].behaviour.healthStatus = 200;
     await waitFor(() => ep.routable || undefined, 'llama back');
@@ -160,12 +177,19 @@ describe('GET /internal/ready, the readiness probe: 200 while an endpoint is rou
     gw = await startGateway({ discovery: { static: { endpoints: [endpoint('llama', 'cppengine', fakes[0].url)] } } });
     await waitFor(() => gw!.gw.runtime.endpoints.all[0].routable || undefined, 'llama routable');
     gw.gw.backends.stats.draining = true;
-    expect(await probe('/internal/ready')).toMatchObject({ status: 503, body: { ready: false, reason: 'draining: the gateway is shutting down', routable_endpoints: 1 } });
+    expect(await probe('/internal/ready')).toMatchObject({
+      status: 503,
+      body: { ready: false, reason: 'draining: the gateway is shutting down', routable_endpoints: 1 },
+    });
     gw.gw.backends.stats.draining = false;
     // Shutting down: close() marks the gateway draining before it stops listening.
     let release!: () => void;
     fakes[0].behaviour.holdUntil = new Promise((r) => (release = r));
-    const held = request(`${gw.url}/gw/cppengine/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: fakes[0].models[0].name, messages: [{ role: 'user', content: 'hi' }] }) });
+    const held = request(`${gw.url}/gw/cppengine/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: fakes[0].models[0].name, messages: [{ role: 'user', content: 'hi' }] }),
+    });
     await waitFor(() => (gw!.gw.backends.stats.inFlight > 0 ? true : undefined), 'a request held');
     const closing = gw.gw.close();
     expect(gw.gw.backends.stats.draining).toBe(true);

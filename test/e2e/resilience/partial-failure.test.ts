@@ -19,12 +19,14 @@ afterEach(async () => {
 async function clients(total: number, concurrency: number, one: () => Promise<Reply>): Promise<Reply[]> {
   const replies: Reply[] = [];
   let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < total) {
-      next++;
-      replies.push(await one());
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < total) {
+        next++;
+        replies.push(await one());
+      }
+    }),
+  );
   return replies;
 }
 
@@ -109,7 +111,9 @@ describe('one endpoint failing with 500', () => {
   });
 
   it('one test request per open period: of concurrent requests to a half-open breaker, one reaches the backend', async () => {
-    r = await rig('one endpoint', { proxy: { retry: { backoff: '20ms' }, circuit_breaker: { initial_open_timeout: '300ms', open_timeout: '30s', jitter: 0 } } });
+    r = await rig('one endpoint', {
+      proxy: { retry: { backoff: '20ms' }, circuit_breaker: { initial_open_timeout: '300ms', open_timeout: '30s', jitter: 0 } },
+    });
     r.primary.always({ status: 500 });
     for (let i = 0; i < 10 && (await breakerOf(r)).state === 'closed'; i++) await send(r);
     await waitFor(async () => (await breakerOf(r!)).state === 'half-open', 'the breaker to let a test request through');
@@ -123,14 +127,20 @@ describe('one endpoint failing with 500', () => {
   });
 
   it('a test request closes the breaker when its answer starts: a long stream does not hold the others off', async () => {
-    r = await rig('one endpoint', { proxy: { retry: { backoff: '20ms' }, circuit_breaker: { initial_open_timeout: '200ms', open_timeout: '30s', jitter: 0 } } });
+    r = await rig('one endpoint', {
+      proxy: { retry: { backoff: '20ms' }, circuit_breaker: { initial_open_timeout: '200ms', open_timeout: '30s', jitter: 0 } },
+    });
     r.primary.always({ status: 500 });
     for (let i = 0; i < 10 && (await breakerOf(r)).state === 'closed'; i++) await send(r);
     await waitFor(async () => (await breakerOf(r!)).state === 'half-open', 'the breaker to let a test request through');
     // The test request: a stream that takes its time (released at the end of the test).
     r.primary.script({ ok: { chunkDelayMs: 60_000 } });
     r.primary.always({ ok: {} });
-    const test = await request(`${r.gw.url}${r.path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'primary-model', messages: [{ role: 'user', content: 'hi' }], stream: true }) });
+    const test = await request(`${r.gw.url}${r.path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'primary-model', messages: [{ role: 'user', content: 'hi' }], stream: true }),
+    });
     expect(test.statusCode).toBe(200);
     // While it streams, the others are served.
     expect((await send(r)).status).toBe(200);
@@ -140,7 +150,10 @@ describe('one endpoint failing with 500', () => {
   });
 
   it('a test request that succeeds closes the breaker; passing health checks alone do not', async () => {
-    r = await rig('one endpoint', { proxy: { retry: { backoff: '20ms' }, circuit_breaker: { initial_open_timeout: '200ms', open_timeout: '30s', jitter: 0 } }, endpointExtra: { check_interval: '100ms' } });
+    r = await rig('one endpoint', {
+      proxy: { retry: { backoff: '20ms' }, circuit_breaker: { initial_open_timeout: '200ms', open_timeout: '30s', jitter: 0 } },
+      endpointExtra: { check_interval: '100ms' },
+    });
     r.primary.always({ status: 500 });
     for (let i = 0; i < 10 && (await breakerOf(r)).state === 'closed'; i++) await send(r);
     expect((await breakerOf(r)).opened_by).toBe('proxy');

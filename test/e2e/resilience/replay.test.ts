@@ -7,7 +7,9 @@ import { FakeBackend } from '../../../engine/demo/index.js';
 import { closeAll, endpoint, startGateway, type Started } from '../../helpers/gateway.js';
 import { customProfiles } from '../../helpers/profiles.js';
 
-let primary: FakeBackend, secondary: FakeBackend, gw: Started | null = null;
+let primary: FakeBackend,
+  secondary: FakeBackend,
+  gw: Started | null = null;
 
 beforeEach(async () => {
   primary = await new FakeBackend({ family: 'localrunner', name: 'primary' }).start();
@@ -58,7 +60,9 @@ describe('inference routes are replay-safe: no request is lost', () => {
     expect(primary.requestsTo('/v1/chat/completions')).toHaveLength(1);
     // Counted against the endpoint like a connection error.
     expect(gw.gw.runtime.endpoints.all[0].breaker.proxyFailures).toBe(1);
-    expect(gw.logs.some((l) => l.endpoint === 'primary' && l.failure === 'timeout (no reply head within 2s, response_timeout from custom profile localrunner)')).toBe(true);
+    expect(
+      gw.logs.some((l) => l.endpoint === 'primary' && l.failure === 'timeout (no reply head within 2s, response_timeout from custom profile localrunner)'),
+    ).toBe(true);
   });
 
   it('the messages API too', async () => {
@@ -120,9 +124,11 @@ describe('stale pooled sockets', () => {
     primary.behaviour.resetReusedSockets = true;
     const statuses: number[] = [];
     // Six clients at once, nine requests each: the pool reuses sockets, the backend resets them.
-    await Promise.all(Array.from({ length: 6 }, async () => {
-      for (let i = 0; i < 9; i++) statuses.push((await post('/gw/localrunner/api/chat', chat)).status);
-    }));
+    await Promise.all(
+      Array.from({ length: 6 }, async () => {
+        for (let i = 0; i < 9; i++) statuses.push((await post('/gw/localrunner/api/chat', chat)).status);
+      }),
+    );
     expect(statuses).toHaveLength(54);
     expect(statuses.every((s) => s === 200)).toBe(true);
     expect(primary.resetsOnReuse).toBeGreaterThan(0);

@@ -59,4 +59,3 @@ describe('scenarios back to back on one gateway', () => {
   it('one endpoint: every rescuable request is rescued whatever came before it', () => backToBack('one endpoint'));
   it('fallback chain: the same', () => backToBack('fallback chain'));
 });
-

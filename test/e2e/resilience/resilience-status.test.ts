@@ -361,7 +361,9 @@ describe('a primary that flaps', () => {
 
 describe('an alias marked ordered is a fallback chain too', () => {
   it('the request names the alias; the first model fails, the next answers, with the fallback headers', async () => {
-    r = await rig('fallback chain', { config: { model_fallbacks: {}, model_aliases: { smart: { models: ['primary-model', 'fallback-model'], ordered: true } } } });
+    r = await rig('fallback chain', {
+      config: { model_fallbacks: {}, model_aliases: { smart: { models: ['primary-model', 'fallback-model'], ordered: true } } },
+    });
     r.primary.always({ status: 503 });
     const reply = await send(r, chatBody(false, 'smart'));
     expect(reply.status).toBe(200);
@@ -375,7 +377,7 @@ describe('an alias marked ordered is a fallback chain too', () => {
 });
 
 describe('retry settings', () => {
-  it('an endpoint\'s retry_on_statuses wins over the proxy\'s: its own status is retried, a default one passed on', async () => {
+  it("an endpoint's retry_on_statuses wins over the proxy's: its own status is retried, a default one passed on", async () => {
     r = await rig('one endpoint', { proxy: { retry: { backoff: '10ms' } }, endpointExtra: { retry_on_statuses: [520] } });
     r.primary.script({ status: 520 });
     const rescued = await send(r);
@@ -429,7 +431,10 @@ describe('accounting', () => {
     expect(reply.headers['x-gw-model']).toBe('fallback-model');
     expect(reply.headers['x-gw-endpoint']).toBe('fallback');
     const line = await waitFor(() => accessLines(r!).at(-1), 'the access log line');
-    expect(line.tried).toEqual([expect.objectContaining({ endpoint: 'primary', model: 'primary-model' }), expect.objectContaining({ endpoint: 'primary', model: 'primary-model' })]);
+    expect(line.tried).toEqual([
+      expect.objectContaining({ endpoint: 'primary', model: 'primary-model' }),
+      expect.objectContaining({ endpoint: 'primary', model: 'primary-model' }),
+    ]);
     expect(String(line.tried[0].outcome)).toContain('500');
     expect(line.endpoint).toBe('fallback');
     const text = await metricsText(r);

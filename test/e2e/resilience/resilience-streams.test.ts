@@ -9,7 +9,20 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import {
-  accessLines, chatBody, expectCountedFailed, expectCountedSuccess, ndjsonLines, openaiStream, rig, send, sseContent, statistics, SUCCESS_OUTCOME, type Rig, type RigOptions, type Topology,
+  accessLines,
+  chatBody,
+  expectCountedFailed,
+  expectCountedSuccess,
+  ndjsonLines,
+  openaiStream,
+  rig,
+  send,
+  sseContent,
+  statistics,
+  SUCCESS_OUTCOME,
+  type Rig,
+  type RigOptions,
+  type Topology,
 } from '../../helpers/resilience.js';
 import { waitFor } from '../../helpers/wait.js';
 
@@ -112,7 +125,11 @@ describe('a slow first token on a model that is not loaded (a cold load is not a
     r = await streamRig('one endpoint', { mode: 'ndjson', proxy: COLD, primaryModels: [{ name: 'primary-model', context: 8192, loaded: false }] });
     r.primary.script({ stream: { roleOnlyThenStallMs: 3_000 } });
     const reply = await send(r, chatBody(true));
-    expect(ndjsonLines(reply.text).map((l) => l.message?.content ?? '').join('')).toBe(TEXT);
+    expect(
+      ndjsonLines(reply.text)
+        .map((l) => l.message?.content ?? '')
+        .join(''),
+    ).toBe(TEXT);
     expect(r.primary.generations).toHaveLength(1);
   });
 
@@ -120,7 +137,11 @@ describe('a slow first token on a model that is not loaded (a cold load is not a
     r = await streamRig('one endpoint', { mode: 'ndjson', proxy: COLD });
     r.primary.script({ stream: { roleOnlyThenStallMs: SLOW_MS } });
     const reply = await send(r, chatBody(true));
-    expect(ndjsonLines(reply.text).map((l) => l.message?.content ?? '').join('')).toBe(TEXT);
+    expect(
+      ndjsonLines(reply.text)
+        .map((l) => l.message?.content ?? '')
+        .join(''),
+    ).toBe(TEXT);
     expect(r.primary.generations).toHaveLength(2);
   });
 });
@@ -289,7 +310,11 @@ describe('a stream without its terminator', () => {
     r.primary.always({ stream: { noTerminator: true } });
     const before = await statistics(r);
     const reply = await send(r, chatBody(true));
-    expect(ndjsonLines(reply.text).map((l) => l.message?.content ?? '').join('')).toBe(TEXT);
+    expect(
+      ndjsonLines(reply.text)
+        .map((l) => l.message?.content ?? '')
+        .join(''),
+    ).toBe(TEXT);
     expectNdjsonError(reply.text);
     await expectCountedFailed(r, before.requests_failed);
   });

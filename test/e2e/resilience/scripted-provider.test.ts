@@ -10,7 +10,11 @@ let fake: ScriptedProvider;
 afterEach(() => fake?.stop());
 
 const chat = (stream: boolean, model = 'primary-model') => JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], stream });
-const sse = (text: string) => text.split('\n\n').filter(Boolean).map((e) => e.slice('data: '.length));
+const sse = (text: string) =>
+  text
+    .split('\n\n')
+    .filter(Boolean)
+    .map((e) => e.slice('data: '.length));
 const post = (path: string, body: string) => request(`${fake.url}${path}`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
 
 describe('scripted provider, chat completions', () => {
@@ -35,11 +39,19 @@ describe('scripted provider, chat completions', () => {
   });
 
   it('lists its models with context_window, the health route answering whatever the script says', async () => {
-    fake = await new ScriptedProvider({ models: [{ name: 'primary-model', context: 8192 }, { name: 'fallback-model', context: 128000 }] }).start();
+    fake = await new ScriptedProvider({
+      models: [
+        { name: 'primary-model', context: 8192 },
+        { name: 'fallback-model', context: 128000 },
+      ],
+    }).start();
     fake.always({ status: 500 });
     const res = await request(`${fake.url}/v1/models`);
     expect(res.statusCode).toBe(200);
-    expect(((await res.body.json()) as any).data).toMatchObject([{ id: 'primary-model', context_window: 8192 }, { id: 'fallback-model', context_window: 128000 }]);
+    expect(((await res.body.json()) as any).data).toMatchObject([
+      { id: 'primary-model', context_window: 8192 },
+      { id: 'fallback-model', context_window: 128000 },
+    ]);
     expect(fake.generations).toHaveLength(0);
   });
 
@@ -122,7 +134,11 @@ describe('scripted provider, chat completions', () => {
     fake.release();
     await slow;
     const r = await stalled;
-    expect(sse(r.chunks.map((c) => c.text).join('')).slice(1).map((e) => JSON.parse(e).choices[0].delta.content)).toEqual(['one']);
+    expect(
+      sse(r.chunks.map((c) => c.text).join(''))
+        .slice(1)
+        .map((e) => JSON.parse(e).choices[0].delta.content),
+    ).toEqual(['one']);
   });
 
   it('refuses connections while down and answers again on the same port when back', async () => {
@@ -141,13 +157,18 @@ describe('scripted provider, chat completions', () => {
 describe('scripted provider, ndjson mode', () => {
   it('serves the localrunner routes: health, api/tags, api/show with the context, api/chat streaming NDJSON with done:true', async () => {
     fake = await new ScriptedProvider({ mode: 'ndjson', text: 'one two', models: [{ name: 'primary-model', context: 4096 }] }).start();
-    expect((await (await request(`${fake.url}/`)).body.text())).toBe('Ollama is running');
+    expect(await (await request(`${fake.url}/`)).body.text()).toBe('Ollama is running');
     expect(((await (await request(`${fake.url}/api/tags`)).body.json()) as any).models[0].name).toBe('primary-model');
     const show = (await (await post('/api/show', JSON.stringify({ model: 'primary-model' }))).body.json()) as any;
     expect(show.model_info['llama.context_length']).toBe(4096);
     // Ollama streams when `stream` is absent.
     const r = await timedChunks(`${fake.url}/api/chat`, { body: JSON.stringify({ model: 'primary-model', messages: [] }) });
-    const lines = r.chunks.map((c) => c.text).join('').trim().split('\n').map((l) => JSON.parse(l));
+    const lines = r.chunks
+      .map((c) => c.text)
+      .join('')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines.map((l) => l.message.content).join('')).toBe('one two');
     expect(lines.at(-1)).toMatchObject({ done: true, done_reason: 'stop' });
   });
@@ -156,9 +177,23 @@ describe('scripted provider, ndjson mode', () => {
     fake = await new ScriptedProvider({ mode: 'ndjson', text: 'one two' }).start();
     fake.script({ stream: { errorAt: 1 } }, { stream: { noTerminator: true } });
     const a = await timedChunks(`${fake.url}/api/chat`, { body: chat(true) });
-    expect(JSON.parse(a.chunks.map((c) => c.text).join('').trim().split('\n').at(-1)!).error).toContain('failed mid-stream');
+    expect(
+      JSON.parse(
+        a.chunks
+          .map((c) => c.text)
+          .join('')
+          .trim()
+          .split('\n')
+          .at(-1)!,
+      ).error,
+    ).toContain('failed mid-stream');
     const b = await timedChunks(`${fake.url}/api/chat`, { body: chat(true) });
-    const lines = b.chunks.map((c) => c.text).join('').trim().split('\n').map((l) => JSON.parse(l));
+    const lines = b.chunks
+      .map((c) => c.text)
+      .join('')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines.some((l) => l.done === true)).toBe(false);
     expect(b.error).toBeUndefined();
   });

@@ -31,7 +31,11 @@ afterEach(async () => {
 const config = (extra: Record<string, unknown> = {}, weights: number[] = [], interval = '60s') => ({
   server: { rate_limits: NO_RATE_LIMITS },
   proxy: { load_balancer: 'round-robin', ...extra },
-  discovery: { static: { endpoints: fakes.map((f, i) => endpoint(f.name, 'pagedengine', f.url, { check_interval: interval, ...(weights[i] ? { weight: weights[i] } : {}) })) } },
+  discovery: {
+    static: {
+      endpoints: fakes.map((f, i) => endpoint(f.name, 'pagedengine', f.url, { check_interval: interval, ...(weights[i] ? { weight: weights[i] } : {}) })),
+    },
+  },
 });
 
 type Turn = { role: string; content: string };
@@ -39,7 +43,8 @@ type Turn = { role: string; content: string };
 async function turn(url: string, history: Turn[], question: string, headers: Record<string, string> = {}) {
   history.push({ role: 'user', content: question });
   const res = await request(`${url}/gw/pagedengine/v1/chat/completions`, {
-    method: 'POST', headers: { 'content-type': 'application/json', ...headers },
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
     body: JSON.stringify({ model: 'test-model', messages: history }),
   });
   const body = (await res.body.json()) as any;
@@ -98,7 +103,11 @@ describe('a conversation stays where its cache is', () => {
     const a = await turn(gw.url, [], 'one', { 'x-gw-session-id': 'session-1' });
     for (let i = 0; i < 5; i++) expect((await turn(gw.url, [], `other question ${i}`, { 'x-gw-session-id': 'session-1' })).endpoint).toBe(a.endpoint);
     expect(gw.logs.filter((l) => l.msg === 'request' && l.affinity_key === 'x-gw-session-id')).toHaveLength(6);
-    const res = await request(`${gw.url}/gw/pagedengine/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'test-model' }) });
+    const res = await request(`${gw.url}/gw/pagedengine/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'test-model' }),
+    });
     await res.body.dump();
     expect(res.headers['x-gw-affinity']).toBe('none');
   });
@@ -108,11 +117,15 @@ describe('a conversation stays where its cache is', () => {
     ['Codex', 'client-session-codex.json', 'session-id'],
   ])('%s: the session header it sent (captured) keys its requests', async (_client, file, source) => {
     gw = await startGateway(config());
-    const recorded = JSON.parse(readFileSync(new URL(`../../fixtures/engine-load/${file}`, import.meta.url), 'utf8')).requests as { headers: Record<string, string> }[];
+    const recorded = JSON.parse(readFileSync(new URL(`../../fixtures/engine-load/${file}`, import.meta.url), 'utf8')).requests as {
+      headers: Record<string, string>;
+    }[];
     // Per session id (one conversation continued and resumed, maybe a fresh one): where its requests went.
     const places = new Map<string, Set<string>>();
     for (const [i, r] of recorded.entries()) {
-      const headers = Object.fromEntries(Object.entries(r.headers).filter(([k]) => !['host', 'content-length', 'connection', 'content-type', 'accept-encoding', 'accept'].includes(k)));
+      const headers = Object.fromEntries(
+        Object.entries(r.headers).filter(([k]) => !['host', 'content-length', 'connection', 'content-type', 'accept-encoding', 'accept'].includes(k)),
+      );
       const id = headers[source];
       if (!places.has(id)) places.set(id, new Set());
       places.get(id)!.add((await turn(gw.url, [], `a different question ${i}`, headers)).endpoint);
@@ -165,7 +178,12 @@ describe('the same placement everywhere', () => {
 
 describe('weights', () => {
   it('round-robin without affinity: exactly in proportion', async () => {
-    gw = await startGateway(config({ affinity: { enabled: false } }, [1, 3, 0, 0].map((w) => w || 1)));
+    gw = await startGateway(
+      config(
+        { affinity: { enabled: false } },
+        [1, 3, 0, 0].map((w) => w || 1),
+      ),
+    );
     const counts: Record<string, number> = {};
     for (let i = 0; i < 60; i++) {
       const e = (await turn(gw.url, [], `q${i}`)).endpoint;

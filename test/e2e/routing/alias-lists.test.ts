@@ -14,8 +14,21 @@ import { waitFor } from '../../helpers/wait.js';
 let local: FakeBackend, paged: FakeBackend, gw: Started;
 
 beforeAll(async () => {
-  local = await new FakeBackend({ family: 'localrunner', name: 'local', reply: 'Hi from the runner', models: [{ name: 'llama3.1:8b', digest: 'sha256:aa' }, { name: 'nomic-embed-text', digest: 'sha256:nn' }] }).start();
-  paged = await new FakeBackend({ family: 'pagedengine', name: 'paged', reply: 'Hi from the engine', models: [{ name: 'Qwen/Qwen2.5-Coder-7B', context: 32768 }] }).start();
+  local = await new FakeBackend({
+    family: 'localrunner',
+    name: 'local',
+    reply: 'Hi from the runner',
+    models: [
+      { name: 'llama3.1:8b', digest: 'sha256:aa' },
+      { name: 'nomic-embed-text', digest: 'sha256:nn' },
+    ],
+  }).start();
+  paged = await new FakeBackend({
+    family: 'pagedengine',
+    name: 'paged',
+    reply: 'Hi from the engine',
+    models: [{ name: 'Qwen/Qwen2.5-Coder-7B', context: 32768 }],
+  }).start();
   gw = await startGateway({
     discovery: { static: { endpoints: [endpoint('local', 'localrunner', local.url), endpoint('paged', 'pagedengine', paged.url)] } },
     model_aliases: {
@@ -41,15 +54,40 @@ describe('/gw/models', () => {
   it('lists each alias once per family serving a target, after the models, as unified records marked alias_of', async () => {
     const { json } = await get('/gw/models');
     expect(json.models.map((m: any) => [m.id, m.provider])).toEqual([
-      ['llama3.1:8b', 'localrunner'], ['nomic-embed-text', 'localrunner'], ['Qwen/Qwen2.5-Coder-7B', 'pagedengine'],
-      ['my-llama', 'localrunner'], ['everywhere', 'localrunner'], ['embedder', 'localrunner'],
-      ['coder', 'pagedengine'], ['everywhere', 'pagedengine'], ['llama3.1:8b', 'pagedengine'],
+      ['llama3.1:8b', 'localrunner'],
+      ['nomic-embed-text', 'localrunner'],
+      ['Qwen/Qwen2.5-Coder-7B', 'pagedengine'],
+      ['my-llama', 'localrunner'],
+      ['everywhere', 'localrunner'],
+      ['embedder', 'localrunner'],
+      ['coder', 'pagedengine'],
+      ['everywhere', 'pagedengine'],
+      ['llama3.1:8b', 'pagedengine'],
     ]);
     expect(json.total).toBe(9);
     expect(json.providers).toEqual({ localrunner: 5, pagedengine: 4 });
-    for (const m of json.models) expect(Object.keys(m)).toEqual(['id', 'name', 'provider', 'endpoint', 'capabilities', 'context_window', 'max_tokens', 'vision', 'embedding', 'available', 'metadata']);
+    for (const m of json.models)
+      expect(Object.keys(m)).toEqual([
+        'id',
+        'name',
+        'provider',
+        'endpoint',
+        'capabilities',
+        'context_window',
+        'max_tokens',
+        'vision',
+        'embedding',
+        'available',
+        'metadata',
+      ]);
     const coder = json.models.find((m: any) => m.id === 'coder');
-    expect(coder).toMatchObject({ name: 'coder', endpoint: 'paged', context_window: 32768, available: true, metadata: { alias_of: ['Qwen/Qwen2.5-Coder-7B'], endpoints: ['paged'] } });
+    expect(coder).toMatchObject({
+      name: 'coder',
+      endpoint: 'paged',
+      context_window: 32768,
+      available: true,
+      metadata: { alias_of: ['Qwen/Qwen2.5-Coder-7B'], endpoints: ['paged'] },
+    });
     expect(json.models.find((m: any) => m.id === 'embedder')).toMatchObject({ embedding: true, capabilities: ['embedding'] });
     expect(json.models.filter((m: any) => m.id === 'everywhere').map((m: any) => m.metadata.alias_of)).toEqual([['llama3.1:8b'], ['Qwen/Qwen2.5-Coder-7B']]);
     // Models carry no alias_of.
@@ -62,13 +100,25 @@ describe('/gw/models', () => {
     const common = (await get('/gw/models?format=common&provider=localrunner')).json.data;
     // Made and owned as its target.
     const target = common.find((d: any) => d.id === 'llama3.1:8b');
-    expect(common.find((d: any) => d.id === 'my-llama')).toEqual({ id: 'my-llama', object: 'model', created: target.created, owned_by: target.owned_by, alias_of: ['llama3.1:8b'] });
+    expect(common.find((d: any) => d.id === 'my-llama')).toEqual({
+      id: 'my-llama',
+      object: 'model',
+      created: target.created,
+      owned_by: target.owned_by,
+      alias_of: ['llama3.1:8b'],
+    });
     const pagedCommon = (await get('/gw/models?format=common&provider=pagedengine')).json.data;
     expect(pagedCommon.find((d: any) => d.id === 'coder').owned_by).toBe(pagedCommon[0].owned_by);
     const native = (await get('/gw/models?format=localrunner&provider=localrunner')).json.models;
     expect(native.find((d: any) => d.name === 'my-llama')).toMatchObject({ model: 'my-llama', digest: 'aa', alias_of: ['llama3.1:8b'] });
-    expect((await get('/gw/models?format=deskrunner&provider=pagedengine')).json.data.find((d: any) => d.id === 'coder')).toMatchObject({ alias_of: ['Qwen/Qwen2.5-Coder-7B'], engines: { chat_completions: { context_length: 32768 } } });
-    expect((await get('/gw/models?format=catalogue')).json.models.find((d: any) => d.id === 'coder')).toMatchObject({ endpoints: ['paged'], metadata: { alias_of: ['Qwen/Qwen2.5-Coder-7B'] } });
+    expect((await get('/gw/models?format=deskrunner&provider=pagedengine')).json.data.find((d: any) => d.id === 'coder')).toMatchObject({
+      alias_of: ['Qwen/Qwen2.5-Coder-7B'],
+      engines: { chat_completions: { context_length: 32768 } },
+    });
+    expect((await get('/gw/models?format=catalogue')).json.models.find((d: any) => d.id === 'coder')).toMatchObject({
+      endpoints: ['paged'],
+      metadata: { alias_of: ['Qwen/Qwen2.5-Coder-7B'] },
+    });
   });
 
   it('/gw/models/{alias} answers the alias entry as listed; an alias nothing serves is not found', async () => {
@@ -129,6 +179,11 @@ describe('health', () => {
     expect(await msgapi()).toEqual(['llama3.1:8b', 'my-llama', 'everywhere']);
     // The unified list keeps the family's models and aliases, unavailable.
     const { json } = await get('/gw/models?provider=pagedengine');
-    expect(json.models.map((m: any) => [m.id, m.available])).toEqual([['Qwen/Qwen2.5-Coder-7B', false], ['coder', false], ['everywhere', false], ['llama3.1:8b', false]]);
+    expect(json.models.map((m: any) => [m.id, m.available])).toEqual([
+      ['Qwen/Qwen2.5-Coder-7B', false],
+      ['coder', false],
+      ['everywhere', false],
+      ['llama3.1:8b', false],
+    ]);
   });
 });

@@ -9,9 +9,23 @@ import { waitFor } from '../../helpers/wait.js';
 let local1: FakeBackend, local2: FakeBackend, paged: FakeBackend, npu: FakeBackend, gw: Started;
 
 beforeAll(async () => {
-  local1 = await new FakeBackend({ family: 'localrunner', name: 'local1', models: [{ name: 'llama3.1:8b', digest: 'sha256:aaa' }, { name: 'nomic-embed-text', digest: 'sha256:emb' }] }).start();
+  local1 = await new FakeBackend({
+    family: 'localrunner',
+    name: 'local1',
+    models: [
+      { name: 'llama3.1:8b', digest: 'sha256:aaa' },
+      { name: 'nomic-embed-text', digest: 'sha256:emb' },
+    ],
+  }).start();
   // Same weights under another name (shared digest), plus a model only this one has.
-  local2 = await new FakeBackend({ family: 'localrunner', name: 'local2', models: [{ name: 'llama3.1:latest', digest: 'sha256:aaa' }, { name: 'llava:13b', digest: 'sha256:vis' }] }).start();
+  local2 = await new FakeBackend({
+    family: 'localrunner',
+    name: 'local2',
+    models: [
+      { name: 'llama3.1:latest', digest: 'sha256:aaa' },
+      { name: 'llava:13b', digest: 'sha256:vis' },
+    ],
+  }).start();
   paged = await new FakeBackend({ family: 'pagedengine', name: 'paged', models: [{ name: 'llama3.1:8b', context: 65536 }] }).start();
   npu = await new FakeBackend({ family: 'npuengine', name: 'npu', models: [{ name: 'Phi-3.5-mini' }] }).start();
   gw = await startGateway({
@@ -47,10 +61,32 @@ describe('/gw/models', () => {
     expect(json.total).toBe(7);
     expect(json.providers).toEqual({ localrunner: 4, pagedengine: 2, npuengine: 1 });
     const llamas = json.models.filter((m: any) => m.id.startsWith('llama3.1'));
-    expect(llamas.map((m: any) => [m.provider, m.endpoint, m.metadata.endpoints])).toEqual([['localrunner', 'local1', ['local1', 'local2']], ['pagedengine', 'paged', ['paged']]]);
+    expect(llamas.map((m: any) => [m.provider, m.endpoint, m.metadata.endpoints])).toEqual([
+      ['localrunner', 'local1', ['local1', 'local2']],
+      ['pagedengine', 'paged', ['paged']],
+    ]);
     // The spec's unified record: one endpoint, capabilities as a list; none of the other form's fields.
-    for (const m of json.models) expect(Object.keys(m)).toEqual(['id', 'name', 'provider', 'endpoint', 'capabilities', 'context_window', 'max_tokens', 'vision', 'embedding', 'available', 'metadata']);
-    expect(llamas[0]).toMatchObject({ name: 'llama3.1:8b', endpoint: 'local1', context_window: 131072, capabilities: ['chat', 'completion'], metadata: { aliases: ['llama3.1:latest'] } });
+    for (const m of json.models)
+      expect(Object.keys(m)).toEqual([
+        'id',
+        'name',
+        'provider',
+        'endpoint',
+        'capabilities',
+        'context_window',
+        'max_tokens',
+        'vision',
+        'embedding',
+        'available',
+        'metadata',
+      ]);
+    expect(llamas[0]).toMatchObject({
+      name: 'llama3.1:8b',
+      endpoint: 'local1',
+      context_window: 131072,
+      capabilities: ['chat', 'completion'],
+      metadata: { aliases: ['llama3.1:latest'] },
+    });
     expect(llamas[1].context_window).toBe(65536);
   });
 
@@ -69,17 +105,29 @@ describe('/gw/models', () => {
     const native = (await get('/gw/models?format=localrunner&provider=localrunner')).json;
     expect(native.models[0]).toMatchObject({ name: 'llama3.1:8b', model: 'llama3.1:8b', digest: 'aaa', details: { format: 'gguf', family: 'llama' } });
     const desk = (await get('/gw/models?format=deskrunner')).json;
-    expect(desk.data[0]).toMatchObject({ id: 'llama3.1:8b', object: 'model', permission: [], engines: { chat_completions: { context_length: 131072, tokenizer: null } } });
+    expect(desk.data[0]).toMatchObject({
+      id: 'llama3.1:8b',
+      object: 'model',
+      permission: [],
+      engines: { chat_completions: { context_length: 131072, tokenizer: null } },
+    });
     // The legacy desktop form knows chat_completions and completions engines only (an embedding model: completions).
-    expect(desk.data.find((d: any) => d.id === 'nomic-embed-text').engines).toEqual({ completions: { context_length: 4096, max_tokens: 4096, tokenizer: null } });
+    expect(desk.data.find((d: any) => d.id === 'nomic-embed-text').engines).toEqual({
+      completions: { context_length: 4096, max_tokens: 4096, tokenizer: null },
+    });
     // The spec's fields; an alias entry adds its targets.
-    for (const d of desk.data) expect(Object.keys(d)).toEqual(['id', 'object', 'owned_by', 'permission', 'engines', ...(d.id === 'my-llama' ? ['alias_of'] : [])]);
+    for (const d of desk.data)
+      expect(Object.keys(d)).toEqual(['id', 'object', 'owned_by', 'permission', 'engines', ...(d.id === 'my-llama' ? ['alias_of'] : [])]);
     // The unified record's other documented form: every endpoint, capabilities as booleans, context_length, created.
     const other = (await get('/gw/models?format=catalogue&provider=localrunner')).json;
     expect(Object.keys(other)).toEqual(['models']);
     expect(other.models[0]).toMatchObject({
-      id: 'llama3.1:8b', provider: 'localrunner', endpoints: ['local1', 'local2'],
-      capabilities: { chat: true, completion: true, embeddings: false, vision: false }, context_length: 131072, created: 1793527200,
+      id: 'llama3.1:8b',
+      provider: 'localrunner',
+      endpoints: ['local1', 'local2'],
+      capabilities: { chat: true, completion: true, embeddings: false, vision: false },
+      context_length: 131072,
+      created: 1793527200,
     });
     expect(other.models[0].endpoint).toBeUndefined();
     const pagedList = (await get('/gw/models?format=pagedengine&provider=pagedengine')).json;
@@ -95,7 +143,11 @@ describe('/gw/models', () => {
   it('finds one model by id, by another name, by alias; 404 otherwise', async () => {
     expect((await get('/gw/models/llava:13b')).json).toMatchObject({ id: 'llava:13b', vision: true });
     expect((await get('/gw/models/llama3.1:latest')).json).toMatchObject({ id: 'llama3.1:8b', provider: 'localrunner' });
-    expect((await get('/gw/models/my-llama')).json).toMatchObject({ id: 'my-llama', provider: 'localrunner', metadata: { alias_of: ['llama3.1:8b', 'llama3.1:latest'] } });
+    expect((await get('/gw/models/my-llama')).json).toMatchObject({
+      id: 'my-llama',
+      provider: 'localrunner',
+      metadata: { alias_of: ['llama3.1:8b', 'llama3.1:latest'] },
+    });
     expect(await get('/gw/models/gpt-9')).toMatchObject({ status: 404, json: { error: { code: 'MODEL_NOT_FOUND', type: 'not_found' } } });
   });
 });
@@ -104,7 +156,9 @@ describe('native intercepts', () => {
   it.each(['/gw/npuengine/v1/models', '/gw/npuengine/api/v1/models'])('%s is answered from the catalogue without touching the backend', async (path) => {
     const { status, json } = await get(path);
     expect(status).toBe(200);
-    expect(json.data).toEqual([{ id: 'Phi-3.5-mini', object: 'model', created: 1732000000, owned_by: 'npuengine', checkpoint: 'org/Phi-3.5-mini-onnx', recipe: 'oga-npu' }]);
+    expect(json.data).toEqual([
+      { id: 'Phi-3.5-mini', object: 'model', created: 1732000000, owned_by: 'npuengine', checkpoint: 'org/Phi-3.5-mini-onnx', recipe: 'oga-npu' },
+    ]);
     // Not proxied (health checks and discovery may reach it meanwhile: they carry no request id).
     expect(npu.traffic).toHaveLength(0);
   });
@@ -125,7 +179,15 @@ describe('status views', () => {
     await (await request(`${gw.url}/gw/localrunner/api/chat`, { method: 'POST', body: '{"model":"llava:13b","messages":[],"stream":false}' })).body.dump();
     const { json } = await get('/internal/stats/models');
     const llava = json.models.find((m: any) => m.model === 'llava:13b');
-    expect(llava).toMatchObject({ provider: 'localrunner', requests: 1, errors: 0, endpoints_total: 1, endpoints_routable: 1, availability: '100.00%', endpoints_by_status: { healthy: 1 } });
+    expect(llava).toMatchObject({
+      provider: 'localrunner',
+      requests: 1,
+      errors: 0,
+      endpoints_total: 1,
+      endpoints_routable: 1,
+      availability: '100.00%',
+      endpoints_by_status: { healthy: 1 },
+    });
   });
 
   it('/internal/status counts discovered models per provider', async () => {

@@ -23,7 +23,7 @@ function recorded(name: string): { status: number; body: string } {
 const LLAMA_METRICS = { path: '/metrics', format: 'prometheus', running: ['llamacpp:requests_processing'], waiting: ['llamacpp:requests_deferred'] } as const;
 const SLOTS = { path: '/slots', format: 'llamacpp_slots' } as const;
 
-describe('parsing each engine\'s report', () => {
+describe("parsing each engine's report", () => {
   it.each([
     ['llamacpp-metrics-idle.txt', LLAMA_METRICS, 0, 0],
     ['llamacpp-metrics-busy1.txt', LLAMA_METRICS, 1, 0],
@@ -36,14 +36,26 @@ describe('parsing each engine\'s report', () => {
     ['vllm-metrics.txt', { path: '/metrics', format: 'prometheus', running: ['vllm:num_requests_running'], waiting: ['vllm:num_requests_waiting'] }, 3, 2],
     ['sglang-metrics.txt', { path: '/metrics', format: 'prometheus', running: ['sglang:num_running_reqs'], waiting: ['sglang:num_queue_reqs'] }, 4, 1],
   ] as const)('%s', (file, source, running, waiting) => {
-    expect(parseLoad({ ...source, running: 'running' in source ? [...source.running] : undefined, waiting: 'waiting' in source ? [...source.waiting] : undefined }, fixture(file))).toEqual({ running, waiting });
+    expect(
+      parseLoad(
+        { ...source, running: 'running' in source ? [...source.running] : undefined, waiting: 'waiting' in source ? [...source.waiting] : undefined },
+        fixture(file),
+      ),
+    ).toEqual({ running, waiting });
   });
   it('a report without the named gauges is an error, not zero', () => {
-    expect(() => parseLoad({ path: '/metrics', format: 'prometheus', running: ['vllm:num_requests_running'] }, fixture('llamacpp-metrics-idle.txt'))).toThrow(/none of vllm:num_requests_running/);
+    expect(() => parseLoad({ path: '/metrics', format: 'prometheus', running: ['vllm:num_requests_running'] }, fixture('llamacpp-metrics-idle.txt'))).toThrow(
+      /none of vllm:num_requests_running/,
+    );
   });
 });
 
-const CHAT = JSON.stringify({ id: 'c', object: 'chat.completion', model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }] });
+const CHAT = JSON.stringify({
+  id: 'c',
+  object: 'chat.completion',
+  model: 'm',
+  choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+});
 
 /** An engine replaying recorded replies: health and a model list, plus its load routes. */
 class Replay {
@@ -53,7 +65,15 @@ class Replay {
   async start(family: string): Promise<this> {
     this.server = createServer((req, res) => {
       const path = (req.url ?? '/').split('?')[0];
-      const r = this.routes.get(path) ?? (path === '/health' ? { status: 200, body: '{"status":"ok"}' } : path === '/v1/models' ? { status: 200, body: JSON.stringify({ object: 'list', data: [{ id: 'm', object: 'model' }] }) } : path === '/v1/chat/completions' ? { status: 200, body: CHAT } : { status: 404, body: '{}' });
+      const r =
+        this.routes.get(path) ??
+        (path === '/health'
+          ? { status: 200, body: '{"status":"ok"}' }
+          : path === '/v1/models'
+            ? { status: 200, body: JSON.stringify({ object: 'list', data: [{ id: 'm', object: 'model' }] }) }
+            : path === '/v1/chat/completions'
+              ? { status: 200, body: CHAT }
+              : { status: 404, body: '{}' });
       res.writeHead(r.status, { 'content-type': r.body.startsWith('#') ? 'text/plain; version=0.0.4' : 'application/json' });
       res.end(r.body);
     });
@@ -82,12 +102,15 @@ afterEach(async () => {
 
 async function gateway(family: string, engines: Replay[], proxy: Record<string, unknown> = {}): Promise<Endpoint[]> {
   replays = engines;
-  gw = await startGateway({ proxy: { affinity: { enabled: false }, ...proxy }, discovery: { static: { endpoints: engines.map((e, i) => endpoint(`e${i}`, family, e.url, { check_interval: '60s' })) } } });
+  gw = await startGateway({
+    proxy: { affinity: { enabled: false }, ...proxy },
+    discovery: { static: { endpoints: engines.map((e, i) => endpoint(`e${i}`, family, e.url, { check_interval: '60s' })) } },
+  });
   return gw.gw.runtime.endpoints.all as Endpoint[];
 }
 
 describe('reading the report after each passing health check', () => {
-  it('llama.cpp with --metrics: running and deferred; load counts them beside the gateway\'s own', async () => {
+  it("llama.cpp with --metrics: running and deferred; load counts them beside the gateway's own", async () => {
     const engine = await new Replay().start('cppengine');
     engine.serve('/metrics', 'llamacpp-metrics-deferred.txt').serve('/slots', 'llamacpp-slots-idle.json');
     const [ep] = await gateway('cppengine', [engine]);
@@ -118,7 +141,7 @@ describe('reading the report after each passing health check', () => {
     expect(await waitFor(() => s.engineLoad, 'the SGLang report')).toMatchObject({ running: 4, waiting: 1 });
   });
 
-  it('a failed or missing report leaves the gateway\'s own count; none is kept for an endpoint that went down', async () => {
+  it("a failed or missing report leaves the gateway's own count; none is kept for an endpoint that went down", async () => {
     const engine = await new Replay().start('cppengine');
     engine.serve('/metrics', 'llamacpp-metrics-busy2.txt');
     const [ep] = await gateway('cppengine', [engine]);
@@ -141,7 +164,11 @@ describe('balancing counts what the engines report', () => {
   async function servedBy(n: number): Promise<Record<string, number>> {
     const counts: Record<string, number> = {};
     for (let i = 0; i < n; i++) {
-      const res = await request(`${gw!.url}/gw/cppengine/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: `hi ${i}` }] }) });
+      const res = await request(`${gw!.url}/gw/cppengine/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: `hi ${i}` }] }),
+      });
       await res.body.dump();
       const e = String(res.headers['x-gw-endpoint']);
       counts[e] = (counts[e] ?? 0) + 1;
@@ -173,7 +200,11 @@ describe('Ollama: no request counts, but what it has loaded (api/ps, recorded sh
   async function chats(n: number): Promise<Record<string, number>> {
     const counts: Record<string, number> = {};
     for (let i = 0; i < n; i++) {
-      const res = await request(`${gw!.url}/gw/localrunner/api/chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'llama3.2:3b', stream: false, messages: [{ role: 'user', content: `conversation ${i}` }] }) });
+      const res = await request(`${gw!.url}/gw/localrunner/api/chat`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'llama3.2:3b', stream: false, messages: [{ role: 'user', content: `conversation ${i}` }] }),
+      });
       await res.body.dump();
       const e = String(res.headers['x-gw-endpoint']);
       counts[e] = (counts[e] ?? 0) + 1;
@@ -188,7 +219,16 @@ describe('Ollama: no request counts, but what it has loaded (api/ps, recorded sh
   it('affinity keeps conversations to the endpoint that has the model loaded', async () => {
     const [cold, warm] = [await ollama(false), await ollama(true)];
     replays = [cold, warm];
-    gw = await startGateway({ discovery: { static: { endpoints: [endpoint('cold', 'localrunner', cold.url, { check_interval: '60s' }), endpoint('warm', 'localrunner', warm.url, { check_interval: '60s' })] } } });
+    gw = await startGateway({
+      discovery: {
+        static: {
+          endpoints: [
+            endpoint('cold', 'localrunner', cold.url, { check_interval: '60s' }),
+            endpoint('warm', 'localrunner', warm.url, { check_interval: '60s' }),
+          ],
+        },
+      },
+    });
     await reported(gw.gw.runtime.endpoints.all as Endpoint[]);
     expect(await chats(12)).toEqual({ warm: 12 });
   });
@@ -200,4 +240,3 @@ describe('Ollama: no request counts, but what it has loaded (api/ps, recorded sh
     expect(await chats(12)).toEqual({ e1: 12 });
   });
 });
-

@@ -16,13 +16,21 @@ beforeEach(async () => {
   other = await new FakeBackend({ family: 'cppengine', name: 'other', models: [{ name: 'other-model' }] }).start();
   // Checks 5 s apart: the backoff grows to 60 s, as on a default setup.
   gw = await startGateway({
-    discovery: { static: { endpoints: [endpoint('llama', 'cppengine', llama.url, { check_interval: '5s' }), endpoint('other', 'cppengine', other.url, { check_interval: '5s' })] } },
+    discovery: {
+      static: {
+        endpoints: [endpoint('llama', 'cppengine', llama.url, { check_interval: '5s' }), endpoint('other', 'cppengine', other.url, { check_interval: '5s' })],
+      },
+    },
   });
 });
 afterEach(() => closeAll(gw, [llama, other]));
 
 const ask = (model: string) =>
-  request(`${gw.url}/gw/cppengine/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }) });
+  request(`${gw.url}/gw/cppengine/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+  });
 
 /** Stop the backend and let its health checks fail until the next one is far away (each failed
  *  check doubles the wait: 5, 10, 20, 40, 60 s). */
@@ -87,7 +95,9 @@ describe("a model's only endpoint, back after a long outage", () => {
     const err = (await second.body.json()) as any;
     expect(second.statusCode).toBe(503);
     expect(second.headers['retry-after']).toBe('1');
-    expect(err.error.message).toMatch(/model only-here is served only by cppengine endpoints that are not routable now \(llama at http:\/\/127\.0\.0\.1:\d+ \(offline: ECONNREFUSED\)\); start the backend at .*; a request is testing it now: retry in 1s/);
+    expect(err.error.message).toMatch(
+      /model only-here is served only by cppengine endpoints that are not routable now \(llama at http:\/\/127\.0\.0\.1:\d+ \(offline: ECONNREFUSED\)\); start the backend at .*; a request is testing it now: retry in 1s/,
+    );
     expect(llama.proxiedTo('/v1/chat/completions')).toHaveLength(1);
     release();
     const res = await first;
@@ -118,7 +128,11 @@ describe('what brings an endpoint back', () => {
     await closeAll(gw, []);
     gw = await startGateway({
       model_aliases: { smart: { models: ['only-here', 'also-missing'], ordered: true } },
-      discovery: { static: { endpoints: [endpoint('llama', 'cppengine', llama.url, { check_interval: '5s' }), endpoint('other', 'cppengine', other.url, { check_interval: '5s' })] } },
+      discovery: {
+        static: {
+          endpoints: [endpoint('llama', 'cppengine', llama.url, { check_interval: '5s' }), endpoint('other', 'cppengine', other.url, { check_interval: '5s' })],
+        },
+      },
     });
     const ep = gw.gw.runtime.endpoints.all.find((e) => e.name === 'llama')!;
     llama.behaviour.healthStatus = 500;

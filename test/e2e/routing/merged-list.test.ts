@@ -24,7 +24,10 @@ beforeAll(async () => {
       static: {
         // A check_timeout longer than any wait of these tests: only the client leaving can end a hung request.
         // No periodic checks: a passing one would close a breaker a test opened.
-        endpoints: [endpoint('slow', 'localrunner', slow.url, { check_timeout: '120s', check_interval: '60s' }), endpoint('quick', 'localrunner', quick.url, { check_interval: '60s' })],
+        endpoints: [
+          endpoint('slow', 'localrunner', slow.url, { check_timeout: '120s', check_interval: '60s' }),
+          endpoint('quick', 'localrunner', quick.url, { check_interval: '60s' }),
+        ],
       },
     },
   });
@@ -75,7 +78,7 @@ describe('api/ps merged from every endpoint', () => {
     }
   });
 
-  it('skips an endpoint whose circuit breaker is open (the endpoint\'s dispatch path)', async () => {
+  it("skips an endpoint whose circuit breaker is open (the endpoint's dispatch path)", async () => {
     const breaker = ep('slow').breaker;
     for (let i = 0; i < 5; i++) breaker.failure({ probe: false });
     try {

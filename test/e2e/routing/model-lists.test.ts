@@ -9,14 +9,37 @@ import { FakeBackend } from '../../../engine/demo/index.js';
 import { closeAll, endpoint, startGateway, type Started } from '../../helpers/gateway.js';
 import { waitFor } from '../../helpers/wait.js';
 
-let local1: FakeBackend, local2: FakeBackend, desk1: FakeBackend, desk2: FakeBackend, paged1: FakeBackend, paged2: FakeBackend, mlx: FakeBackend, npu1: FakeBackend, npu2: FakeBackend;
+let local1: FakeBackend,
+  local2: FakeBackend,
+  desk1: FakeBackend,
+  desk2: FakeBackend,
+  paged1: FakeBackend,
+  paged2: FakeBackend,
+  mlx: FakeBackend,
+  npu1: FakeBackend,
+  npu2: FakeBackend;
 let gw: Started;
 const fakes = () => [local1, local2, desk1, desk2, paged1, paged2, mlx, npu1, npu2];
 
 beforeAll(async () => {
-  local1 = await new FakeBackend({ family: 'localrunner', name: 'local1', models: [{ name: 'llama3.1:8b', digest: 'sha256:aaa', loaded: true }, { name: 'nomic-embed-text', digest: 'sha256:emb' }] }).start();
+  local1 = await new FakeBackend({
+    family: 'localrunner',
+    name: 'local1',
+    models: [
+      { name: 'llama3.1:8b', digest: 'sha256:aaa', loaded: true },
+      { name: 'nomic-embed-text', digest: 'sha256:emb' },
+    ],
+  }).start();
   // The same weights under two tags (one shared with local1), and a model only it has.
-  local2 = await new FakeBackend({ family: 'localrunner', name: 'local2', models: [{ name: 'qwen2.5:7b', digest: 'sha256:qw', loaded: true }, { name: 'llama3.1:latest', digest: 'sha256:aaa' }, { name: 'llama3.1:8b', digest: 'sha256:aaa', loaded: true }] }).start();
+  local2 = await new FakeBackend({
+    family: 'localrunner',
+    name: 'local2',
+    models: [
+      { name: 'qwen2.5:7b', digest: 'sha256:qw', loaded: true },
+      { name: 'llama3.1:latest', digest: 'sha256:aaa' },
+      { name: 'llama3.1:8b', digest: 'sha256:aaa', loaded: true },
+    ],
+  }).start();
   desk1 = await new FakeBackend({ family: 'deskrunner', name: 'desk1', models: [{ name: 'qwen2.5-7b-instruct', context: 32768 }] }).start();
   desk2 = await new FakeBackend({ family: 'deskrunner', name: 'desk2', models: [{ name: 'phi-3-mini', context: 4096 }] }).start();
   paged1 = await new FakeBackend({ family: 'pagedengine', name: 'paged1', models: [{ name: 'Qwen/Qwen2.5-7B-Instruct', context: 32768 }] }).start();
@@ -28,10 +51,15 @@ beforeAll(async () => {
     discovery: {
       static: {
         endpoints: [
-          endpoint('local1', 'localrunner', local1.url), endpoint('local2', 'localrunner', local2.url),
-          endpoint('desk1', 'deskrunner', desk1.url), endpoint('desk2', 'deskrunner', desk2.url),
-          endpoint('paged1', 'pagedengine', paged1.url), endpoint('paged2', 'pagedengine', paged2.url),
-          endpoint('mlx', 'mlxmulti', mlx.url), endpoint('npu1', 'npuengine', npu1.url), endpoint('npu2', 'npuengine', npu2.url),
+          endpoint('local1', 'localrunner', local1.url),
+          endpoint('local2', 'localrunner', local2.url),
+          endpoint('desk1', 'deskrunner', desk1.url),
+          endpoint('desk2', 'deskrunner', desk2.url),
+          endpoint('paged1', 'pagedengine', paged1.url),
+          endpoint('paged2', 'pagedengine', paged2.url),
+          endpoint('mlx', 'mlxmulti', mlx.url),
+          endpoint('npu1', 'npuengine', npu1.url),
+          endpoint('npu2', 'npuengine', npu2.url),
         ],
       },
     },
@@ -55,7 +83,13 @@ describe('the same list from every call, whichever endpoint would have answered'
       expect(json.models.map((m: any) => m.name)).toEqual(['llama3.1:8b', 'llama3.1:latest', 'nomic-embed-text', 'qwen2.5:7b']);
     }
     const { json } = await get('/gw/localrunner/api/tags');
-    expect(json.models[3]).toMatchObject({ name: 'qwen2.5:7b', model: 'qwen2.5:7b', digest: 'qw', size: 4_000_000_000, details: { format: 'gguf', family: 'llama', quantization_level: 'Q4_K_M' } });
+    expect(json.models[3]).toMatchObject({
+      name: 'qwen2.5:7b',
+      model: 'qwen2.5:7b',
+      digest: 'qw',
+      size: 4_000_000_000,
+      details: { format: 'gguf', family: 'llama', quantization_level: 'Q4_K_M' },
+    });
     expect(proxied()).toHaveLength(0);
   });
 
@@ -70,7 +104,10 @@ describe('the same list from every call, whichever endpoint would have answered'
   it('deskrunner v1/models and api/v1/models carry max_context_length; api/v0/models is the legacy list with engines', async () => {
     for (const path of ['/gw/deskrunner/v1/models', '/gw/desk-runner/api/v1/models']) {
       const { json } = await get(path);
-      expect(json.data.map((m: any) => [m.id, m.object, m.max_context_length])).toEqual([['qwen2.5-7b-instruct', 'model', 32768], ['phi-3-mini', 'model', 4096]]);
+      expect(json.data.map((m: any) => [m.id, m.object, m.max_context_length])).toEqual([
+        ['qwen2.5-7b-instruct', 'model', 32768],
+        ['phi-3-mini', 'model', 4096],
+      ]);
     }
     const legacy = (await get('/gw/deskrunner/api/v0/models')).json;
     expect(legacy.models[1]).toMatchObject({ id: 'phi-3-mini', object: 'model', permission: [], engines: { chat_completions: { context_length: 4096 } } });
@@ -79,7 +116,10 @@ describe('the same list from every call, whichever endpoint would have answered'
 
   it('pagedengine v1/models carries max_model_len', async () => {
     const { json } = await get('/gw/pagedengine/v1/models');
-    expect(json.data.map((m: any) => [m.id, m.owned_by, m.max_model_len])).toEqual([['Qwen/Qwen2.5-7B-Instruct', 'pagedengine', 32768], ['meta-llama/Llama-3.1-8B', 'pagedengine', 131072]]);
+    expect(json.data.map((m: any) => [m.id, m.owned_by, m.max_model_len])).toEqual([
+      ['Qwen/Qwen2.5-7B-Instruct', 'pagedengine', 32768],
+      ['meta-llama/Llama-3.1-8B', 'pagedengine', 131072],
+    ]);
   });
 
   it('api/ps asks every endpoint and answers their loaded models once each', async () => {
@@ -94,10 +134,19 @@ describe('the same list from every call, whichever endpoint would have answered'
 
 describe('one model: GET v1/models/{id}', () => {
   it('answers from the catalogue, an id with a slash written plainly, by any name it is served under', async () => {
-    expect((await get('/gw/pagedengine/v1/models/Qwen/Qwen2.5-7B-Instruct')).json).toEqual({ id: 'Qwen/Qwen2.5-7B-Instruct', object: 'model', created: 1732000000, owned_by: 'pagedengine', max_model_len: 32768 });
+    expect((await get('/gw/pagedengine/v1/models/Qwen/Qwen2.5-7B-Instruct')).json).toEqual({
+      id: 'Qwen/Qwen2.5-7B-Instruct',
+      object: 'model',
+      created: 1732000000,
+      owned_by: 'pagedengine',
+      max_model_len: 32768,
+    });
     expect((await get('/gw/localrunner/v1/models/llama3.1:latest')).json).toMatchObject({ id: 'llama3.1:latest', object: 'model' });
     expect((await get('/gw/deskrunner/v1/models/phi-3-mini')).json).toMatchObject({ id: 'phi-3-mini', max_context_length: 4096 });
-    expect((await get('/gw/deskrunner/api/v0/models/phi-3-mini')).json).toMatchObject({ id: 'phi-3-mini', engines: { chat_completions: { context_length: 4096 } } });
+    expect((await get('/gw/deskrunner/api/v0/models/phi-3-mini')).json).toMatchObject({
+      id: 'phi-3-mini',
+      engines: { chat_completions: { context_length: 4096 } },
+    });
     expect(proxied()).toHaveLength(0);
   });
 

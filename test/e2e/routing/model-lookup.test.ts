@@ -13,12 +13,23 @@ let local: FakeBackend, paged: FakeBackend, multi: FakeBackend;
 let gw: Started;
 
 beforeAll(async () => {
-  local = await new FakeBackend({ family: 'localrunner', name: 'local', models: [{ name: 'llama3:latest', digest: 'sha256:l3' }, { name: 'qwen2.5:7b', digest: 'sha256:qw' }] }).start();
+  local = await new FakeBackend({
+    family: 'localrunner',
+    name: 'local',
+    models: [
+      { name: 'llama3:latest', digest: 'sha256:l3' },
+      { name: 'qwen2.5:7b', digest: 'sha256:qw' },
+    ],
+  }).start();
   // Not an Ollama: "tagged:latest" is just a name there, and "tagged" is another one.
   paged = await new FakeBackend({ family: 'pagedengine', name: 'paged', models: [{ name: 'tagged:latest' }] }).start();
   multi = await new FakeBackend({ family: 'multigateway', name: 'multi', models: [{ name: 'openai/gpt-4o-mini' }] }).start();
   gw = await startGateway({
-    discovery: { static: { endpoints: [endpoint('local', 'localrunner', local.url), endpoint('paged', 'pagedengine', paged.url), endpoint('multi', 'multigateway', multi.url)] } },
+    discovery: {
+      static: {
+        endpoints: [endpoint('local', 'localrunner', local.url), endpoint('paged', 'pagedengine', paged.url), endpoint('multi', 'multigateway', multi.url)],
+      },
+    },
   });
   await waitFor(() => gw.gw.runtime.catalogue.all().length === 4, 'every endpoint discovered');
 });
@@ -61,13 +72,19 @@ describe('the lookup rule, route by route', () => {
 
   it('a full name is found as listed everywhere', async () => {
     expect(await everywhere('localrunner', 'localrunner', 'qwen2.5:7b')).toEqual({
-      catalogue: [200, 'qwen2.5:7b', 'localrunner'], family: [200, 'qwen2.5:7b'], msgapi: [200, 'qwen2.5:7b'], routed: 200,
+      catalogue: [200, 'qwen2.5:7b', 'localrunner'],
+      family: [200, 'qwen2.5:7b'],
+      msgapi: [200, 'qwen2.5:7b'],
+      routed: 200,
     });
   });
 
   it('a family without a default tag matches names as listed, on every route', async () => {
     expect(await everywhere('pagedengine', 'pagedengine', 'tagged')).toEqual({
-      catalogue: [404, 'MODEL_NOT_FOUND', 'pagedengine'], family: [404, 'MODEL_NOT_FOUND'], msgapi: [404, 'MODEL_NOT_FOUND'], routed: 404,
+      catalogue: [404, 'MODEL_NOT_FOUND', 'pagedengine'],
+      family: [404, 'MODEL_NOT_FOUND'],
+      msgapi: [404, 'MODEL_NOT_FOUND'],
+      routed: 404,
     });
     expect((await everywhere('pagedengine', 'pagedengine', 'tagged:latest')).family).toEqual([200, 'tagged:latest']);
   });
@@ -75,14 +92,20 @@ describe('the lookup rule, route by route', () => {
   it('a provider-prefixed name is found with and without its provider, on every route', async () => {
     for (const model of ['openai/gpt-4o-mini', 'gpt-4o-mini']) {
       expect(await everywhere('multigateway', 'multigateway', model)).toEqual({
-        catalogue: [200, 'openai/gpt-4o-mini', 'multigateway'], family: [200, 'openai/gpt-4o-mini'], msgapi: [200, 'openai/gpt-4o-mini'], routed: 200,
+        catalogue: [200, 'openai/gpt-4o-mini', 'multigateway'],
+        family: [200, 'openai/gpt-4o-mini'],
+        msgapi: [200, 'openai/gpt-4o-mini'],
+        routed: 200,
       });
     }
   });
 
   it('an unknown name is 404 on every route', async () => {
     expect(await everywhere('localrunner', 'localrunner', 'mistral')).toEqual({
-      catalogue: [404, 'MODEL_NOT_FOUND', 'localrunner'], family: [404, 'MODEL_NOT_FOUND'], msgapi: [404, 'MODEL_NOT_FOUND'], routed: 404,
+      catalogue: [404, 'MODEL_NOT_FOUND', 'localrunner'],
+      family: [404, 'MODEL_NOT_FOUND'],
+      msgapi: [404, 'MODEL_NOT_FOUND'],
+      routed: 404,
     });
   });
 });

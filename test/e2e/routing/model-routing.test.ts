@@ -22,10 +22,20 @@ async function family(sets: FakeModel[][], extra: Record<string, unknown> = {}, 
 }
 
 async function chat(model: string, body?: string) {
-  const res = await request(`${gw!.url}/gw/localrunner/v1/chat/completions`, { method: 'POST', body: body ?? JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }), headers: { 'content-type': 'application/json' } });
+  const res = await request(`${gw!.url}/gw/localrunner/v1/chat/completions`, {
+    method: 'POST',
+    body: body ?? JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+    headers: { 'content-type': 'application/json' },
+  });
   const json = (await res.body.json()) as any;
   const h = res.headers;
-  return { status: res.statusCode, json, endpoint: h['x-gw-endpoint'], model: h['x-gw-model'], routing: [h['x-gw-routing-strategy'], h['x-gw-routing-decision'], h['x-gw-routing-reason']] };
+  return {
+    status: res.statusCode,
+    json,
+    endpoint: h['x-gw-endpoint'],
+    model: h['x-gw-model'],
+    routing: [h['x-gw-routing-strategy'], h['x-gw-routing-decision'], h['x-gw-routing-reason']],
+  };
 }
 
 const m = (...names: string[]) => names.map((name) => ({ name }));
@@ -57,7 +67,11 @@ describe('strict (the default)', () => {
   it('rejects an unknown model with 404', async () => {
     await family([m('phi3')]);
     const r = await chat('gpt-9');
-    expect(r).toMatchObject({ status: 404, routing: ['strict', 'rejected', 'model_not_found'], json: { error: { code: 'MODEL_NOT_FOUND', type: 'not_found' } } });
+    expect(r).toMatchObject({
+      status: 404,
+      routing: ['strict', 'rejected', 'model_not_found'],
+      json: { error: { code: 'MODEL_NOT_FOUND', type: 'not_found' } },
+    });
     expect(fakes[0].traffic).toHaveLength(0);
   });
 
@@ -176,7 +190,10 @@ describe('aliases', () => {
 describe('discovery settings', () => {
   it('GW_DISCOVERY_MODEL_DISCOVERY_ENABLED=false turns discovery off: nothing is fetched, routing by family', async () => {
     fakes = [await new FakeBackend({ family: 'localrunner', models: m('phi3') }).start()];
-    gw = await startGateway({ discovery: { static: { endpoints: [endpoint('e0', 'localrunner', fakes[0].url)] } } }, { GW_DISCOVERY_MODEL_DISCOVERY_ENABLED: 'false', GW_DISCOVERY_MODEL_DISCOVERY_INTERVAL: '90s' });
+    gw = await startGateway(
+      { discovery: { static: { endpoints: [endpoint('e0', 'localrunner', fakes[0].url)] } } },
+      { GW_DISCOVERY_MODEL_DISCOVERY_ENABLED: 'false', GW_DISCOVERY_MODEL_DISCOVERY_INTERVAL: '90s' },
+    );
     expect(fakes[0].requestsTo('/api/tags')).toHaveLength(0);
     expect(gw.gw.runtime.discovery.intervalMs).toBe(90_000);
     expect(await chat('whatever')).toMatchObject({ status: 200, routing: ['strict', 'routed', 'catalogue_empty'] });

@@ -73,13 +73,16 @@ describe('residency: which models are loaded now', () => {
     expect(failed?.err).toBe(`the /api/ps reply larger than ${RESIDENCY_REPLY_LIMIT} bytes`);
   });
 
-  it('is unknown for a family that does not report, unless discovery\'s list says loaded', async () => {
+  it("is unknown for a family that does not report, unless discovery's list says loaded", async () => {
     const { ep, isLoaded } = await setup('pagedengine', [{ name: 'test-model' }]);
     await waitFor(() => gw!.gw.runtime.catalogue.listOf(ep), 'the model list');
     expect(isLoaded('test-model')).toBeUndefined();
     expect(fakes[0].requestsTo('/api/ps')).toHaveLength(0);
     // What discovery records for engines whose lists say it (LM Studio `state`, mlxmulti `loaded`).
-    gw!.gw.runtime.catalogue.set(ep, [{ name: 'test-model', loaded: false, details: {} }, { name: 'warm', loaded: true, details: {} }]);
+    gw!.gw.runtime.catalogue.set(ep, [
+      { name: 'test-model', loaded: false, details: {} },
+      { name: 'warm', loaded: true, details: {} },
+    ]);
     expect([isLoaded('test-model'), isLoaded('warm'), isLoaded('other')]).toEqual([false, true, undefined]);
   });
 });

@@ -34,7 +34,12 @@ async function post(path: string, body: unknown) {
   const res = await request(`${gw!.url}${path}`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
   const text = await res.body.text();
   const h = res.headers;
-  return { status: res.statusCode, json: text ? JSON.parse(text) : undefined, endpoint: h['x-gw-endpoint'], routing: [h['x-gw-routing-decision'], h['x-gw-routing-reason']] };
+  return {
+    status: res.statusCode,
+    json: text ? JSON.parse(text) : undefined,
+    endpoint: h['x-gw-endpoint'],
+    routing: [h['x-gw-routing-decision'], h['x-gw-routing-reason']],
+  };
 }
 
 const m = (...names: string[]) => names.map((name) => ({ name }));
@@ -44,9 +49,20 @@ describe('requests without a model go where the route can be served', () => {
     // The embeddings-only server has the higher priority: by balancing alone it would get both.
     await family('cppengine', [m('tiny-embed'), m('tiny-chat')]);
     for (let i = 0; i < 3; i++) {
-      expect(await post('/gw/cppengine/completion', { prompt: 'hi', n_predict: 4 })).toMatchObject({ status: 200, endpoint: 'e1', routing: ['routed', 'capability_generation'] });
-      expect(await post('/gw/cppengine/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }] })).toMatchObject({ endpoint: 'e1', routing: ['routed', 'capability_generation'] });
-      expect(await post('/gw/cppengine/embedding', { content: 'hi' })).toMatchObject({ status: 200, endpoint: 'e0', routing: ['routed', 'capability_embedding'] });
+      expect(await post('/gw/cppengine/completion', { prompt: 'hi', n_predict: 4 })).toMatchObject({
+        status: 200,
+        endpoint: 'e1',
+        routing: ['routed', 'capability_generation'],
+      });
+      expect(await post('/gw/cppengine/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }] })).toMatchObject({
+        endpoint: 'e1',
+        routing: ['routed', 'capability_generation'],
+      });
+      expect(await post('/gw/cppengine/embedding', { content: 'hi' })).toMatchObject({
+        status: 200,
+        endpoint: 'e0',
+        routing: ['routed', 'capability_embedding'],
+      });
     }
     expect(fakes[0].requestsTo('/completion')).toHaveLength(0);
     expect(fakes[1].requestsTo('/embedding')).toHaveLength(0);
@@ -72,7 +88,10 @@ describe('requests without a model go where the route can be served', () => {
   it('leaves other routes and requests that name a model alone', async () => {
     await family('cppengine', [m('tiny-embed'), m('tiny-chat')]);
     expect(await post('/gw/cppengine/tokenize', { content: 'hi' })).toMatchObject({ endpoint: 'e0', routing: [undefined, undefined] });
-    expect(await post('/gw/cppengine/v1/chat/completions', { model: 'tiny-chat', messages: [] })).toMatchObject({ endpoint: 'e1', routing: ['routed', 'model_found'] });
+    expect(await post('/gw/cppengine/v1/chat/completions', { model: 'tiny-chat', messages: [] })).toMatchObject({
+      endpoint: 'e1',
+      routing: ['routed', 'model_found'],
+    });
   });
 });
 
@@ -120,8 +139,14 @@ describe('request.model_field_paths', () => {
   it('reads a custom field a profile names, and rewrites an alias there', async () => {
     const dir = customProfiles({ pagedengine: (p) => (p.request.model_field_paths = ['engine_model']) });
     await family('pagedengine', [m('a-model'), m('b-model')], { proxy: { profiles_dir: dir }, model_aliases: { fast: ['b-model'] } });
-    expect(await post('/gw/pagedengine/v1/chat/completions', { engine_model: 'b-model', messages: [] })).toMatchObject({ endpoint: 'e1', routing: ['routed', 'model_found'] });
-    expect(await post('/gw/pagedengine/v1/chat/completions', { engine_model: 'fast', model: 'ignored', messages: [] })).toMatchObject({ endpoint: 'e1', routing: ['routed', 'alias'] });
+    expect(await post('/gw/pagedengine/v1/chat/completions', { engine_model: 'b-model', messages: [] })).toMatchObject({
+      endpoint: 'e1',
+      routing: ['routed', 'model_found'],
+    });
+    expect(await post('/gw/pagedengine/v1/chat/completions', { engine_model: 'fast', model: 'ignored', messages: [] })).toMatchObject({
+      endpoint: 'e1',
+      routing: ['routed', 'alias'],
+    });
     expect(fakes[1].traffic.at(-1)!.json).toEqual({ engine_model: 'b-model', model: 'ignored', messages: [] });
   });
 });

@@ -12,13 +12,32 @@ const plan = (endpoints: object[]) => {
 
 describe('endpoint records', () => {
   it('fills health and model URLs from the profile, keeping the base path', () => {
-    const { plans } = plan([{ name: 'p', type: 'pagedengine', url: 'http://gpu:8000/prefix/' }, { name: 'n', type: 'npuengine', url: 'http://npu:8000' }]);
-    expect(plans[0]).toMatchObject({ healthUrl: 'http://gpu:8000/prefix/health', modelUrl: 'http://gpu:8000/prefix/v1/models', priority: 80, checkIntervalMs: 5000, checkTimeoutMs: 2000 });
+    const { plans } = plan([
+      { name: 'p', type: 'pagedengine', url: 'http://gpu:8000/prefix/' },
+      { name: 'n', type: 'npuengine', url: 'http://npu:8000' },
+    ]);
+    expect(plans[0]).toMatchObject({
+      healthUrl: 'http://gpu:8000/prefix/health',
+      modelUrl: 'http://gpu:8000/prefix/v1/models',
+      priority: 80,
+      checkIntervalMs: 5000,
+      checkTimeoutMs: 2000,
+    });
     expect(plans[1]).toMatchObject({ healthUrl: 'http://npu:8000/api/v1/health', modelUrl: 'http://npu:8000/api/v1/models' });
   });
 
   it('takes relative and absolute overrides', () => {
-    const { plans } = plan([{ name: 'a', type: 'localrunner', url: 'http://h:1/base', health_check_url: '/ping', model_url: 'http://other:2/list', priority: 7, check_interval: '1m' }]);
+    const { plans } = plan([
+      {
+        name: 'a',
+        type: 'localrunner',
+        url: 'http://h:1/base',
+        health_check_url: '/ping',
+        model_url: 'http://other:2/list',
+        priority: 7,
+        check_interval: '1m',
+      },
+    ]);
     expect(plans[0]).toMatchObject({ healthUrl: 'http://h:1/base/ping', modelUrl: 'http://other:2/list', priority: 7, checkIntervalMs: 60_000 });
     expect(joinEndpointUrl(new URL('http://h/x/'), 'y')).toBe('http://h/x/y');
   });
@@ -36,11 +55,20 @@ describe('endpoint records', () => {
       null,
       null,
     ]);
-    expect(problems).toEqual([expect.objectContaining({ level: 'warn', field: 'discovery.static.endpoints[3].max_queued_requests', message: expect.stringContaining('has no effect: endpoint "gpu" has no concurrency limit') })]);
+    expect(problems).toEqual([
+      expect.objectContaining({
+        level: 'warn',
+        field: 'discovery.static.endpoints[3].max_queued_requests',
+        message: expect.stringContaining('has no effect: endpoint "gpu" has no concurrency limit'),
+      }),
+    ]);
   });
 
   it('selects the hosted profile for both of its tokens', () => {
-    const { plans } = plan([{ name: 'a', type: 'hosted', url: 'http://h' }, { name: 'b', type: 'hosted-compatible', url: 'http://h' }]);
+    const { plans } = plan([
+      { name: 'a', type: 'hosted', url: 'http://h' },
+      { name: 'b', type: 'hosted-compatible', url: 'http://h' },
+    ]);
     expect(plans.map((p) => p.profile.name)).toEqual(['hosted-compatible', 'hosted-compatible']);
   });
 
@@ -64,19 +92,31 @@ describe('endpoint records', () => {
   });
 
   it('takes an unknown family as auto with a warning that names a suggestion and the known list', () => {
-    const { plans, problems } = plan([{ name: 'x', type: 'pagedengin', url: 'http://h' }, { name: 'y', type: 'auto', url: 'http://g' }]);
+    const { plans, problems } = plan([
+      { name: 'x', type: 'pagedengin', url: 'http://h' },
+      { name: 'y', type: 'auto', url: 'http://g' },
+    ]);
     expect(problems).toHaveLength(1);
     expect(problems[0]).toMatchObject({ level: 'warn', field: 'discovery.static.endpoints[0].type' });
     expect(problems[0].message).toMatch(/^unknown backend family "pagedengin" for endpoint "x"; treated as auto/);
     expect(problems[0].fix).toMatch(/^did you mean "pagedengine" \(vLLM\)\? write type: auto to keep it so; known families: .*"localrunner" \(Ollama\)/);
     // auto (named or assumed) is a generic OpenAI-compatible backend: health /, models /v1/models.
-    expect(plans.map((p) => [p.profile.name, p.healthUrl, p.modelUrl])).toEqual([['auto', 'http://h/', 'http://h/v1/models'], ['auto', 'http://g/', 'http://g/v1/models']]);
+    expect(plans.map((p) => [p.profile.name, p.healthUrl, p.modelUrl])).toEqual([
+      ['auto', 'http://h/', 'http://h/v1/models'],
+      ['auto', 'http://g/', 'http://g/v1/models'],
+    ]);
   });
 
   it('suggests the family of the engine an unknown type names (llamacpp → cppengine, vllm → pagedengine)', () => {
-    const { problems } = plan([{ name: 'a', type: 'llamacpp', url: 'http://h' }, { name: 'b', type: 'vllm', url: 'http://g' }, { name: 'c', type: 'LM-Studio', url: 'http://i' }]);
+    const { problems } = plan([
+      { name: 'a', type: 'llamacpp', url: 'http://h' },
+      { name: 'b', type: 'vllm', url: 'http://g' },
+      { name: 'c', type: 'LM-Studio', url: 'http://i' },
+    ]);
     expect(problems.map((p) => p.fix?.slice(0, p.fix.indexOf('?') + 1))).toEqual([
-      'did you mean "cppengine" (llama.cpp server (llama-server))?', 'did you mean "pagedengine" (vLLM)?', 'did you mean "deskrunner" (LM Studio)?',
+      'did you mean "cppengine" (llama.cpp server (llama-server))?',
+      'did you mean "pagedengine" (vLLM)?',
+      'did you mean "deskrunner" (LM Studio)?',
     ]);
   });
 

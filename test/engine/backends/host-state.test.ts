@@ -25,7 +25,10 @@ afterEach(async () => {
 
 /** A host and `n` workers on one configuration (an endpoint on a port nobody listens on). */
 async function host(n: number, extra: Record<string, unknown> = {}, ep: Record<string, unknown> = {}, leaseMs?: number) {
-  const { config, source } = loadConfig(writeConfig({ ...extra, discovery: { static: { endpoints: [endpoint('engine', 'pagedengine', 'http://127.0.0.1:9', { check_interval: '1h', ...ep })] } } }), {});
+  const { config, source } = loadConfig(
+    writeConfig({ ...extra, discovery: { static: { endpoints: [endpoint('engine', 'pagedengine', 'http://127.0.0.1:9', { check_interval: '1h', ...ep })] } } }),
+    {},
+  );
   const plans = planEndpoints(config, profiles, source).plans;
   const hostBackends = new Backends(config, plans, log);
   const state = new HostState(hostBackends, log);
@@ -33,10 +36,14 @@ async function host(n: number, extra: Record<string, unknown> = {}, ep: Record<s
   all.push(hostBackends);
   const addWorker = async (id: number) => {
     asked[id] = 0;
-    const link = new WorkerLink((m) => {
-      if (m.gw === 'ask') asked[id]++;
-      setImmediate(() => state.receive(id, wire(m)));
-    }, id, leaseMs);
+    const link = new WorkerLink(
+      (m) => {
+        if (m.gw === 'ask') asked[id]++;
+        setImmediate(() => state.receive(id, wire(m)));
+      },
+      id,
+      leaseMs,
+    );
     const backends = new Backends(config, plans, log, undefined, link);
     all.push(backends);
     state.join({ id, send: (m) => setImmediate(() => link.receive(wire(m))) });
@@ -49,7 +56,7 @@ async function host(n: number, extra: Record<string, unknown> = {}, ep: Record<s
 }
 
 describe('host state', () => {
-  it('a concurrency slot is the host\'s: a second worker waits for it, and gets it when the first worker dies', async () => {
+  it("a concurrency slot is the host's: a second worker waits for it, and gets it when the first worker dies", async () => {
     const { state, workers, hostEp } = await host(2, {}, { max_concurrent_requests: 1, max_queued_requests: 1, queue_timeout: '60s' });
     const [w1, w2] = workers;
     const turn = (w: (typeof workers)[0]) => new Promise<Turn>((r) => w.ep.queue!.wait(r));
@@ -86,10 +93,13 @@ describe('host state', () => {
     await waitFor(() => hostEp.queue!.held === 0 || undefined, 'no slot held by a request that left');
   });
 
-  it('rate-limit takes come from the host\'s buckets, all or none', async () => {
+  it("rate-limit takes come from the host's buckets, all or none", async () => {
     const { workers, hostBackends } = await host(2);
     const rate = { perMinute: 1, burst: 2 };
-    const takes = [{ scope: 'ip', key: '10.0.0.1', rate }, { scope: 'global', key: '', rate: { perMinute: 1, burst: 10 } }];
+    const takes = [
+      { scope: 'ip', key: '10.0.0.1', rate },
+      { scope: 'global', key: '', rate: { perMinute: 1, burst: 10 } },
+    ];
     const global = () => hostBackends.buckets.stores.global.peek('', { perMinute: 1, burst: 10 }).remaining;
     const r1 = await workers[0].link.buckets.take(takes);
     const r2 = await workers[1].link.buckets.take(takes);
@@ -128,10 +138,10 @@ describe('host state', () => {
     await waitFor(() => left('10.0.0.3') === 99 || undefined, 'the unused lease given back');
     await w2.link.buckets.take([{ scope: 'ip', key: '10.0.0.4', rate }]);
     w2.link.buckets.close();
-    await waitFor(() => left('10.0.0.4') === 99 || undefined, 'the stopping worker\'s lease given back');
+    await waitFor(() => left('10.0.0.4') === 99 || undefined, "the stopping worker's lease given back");
   });
 
-  it('a slot taken before a reload replaced the endpoint\'s queue goes back to that queue, not the new one', async () => {
+  it("a slot taken before a reload replaced the endpoint's queue goes back to that queue, not the new one", async () => {
     const { workers, hostEp, hostBackends } = await host(1, {}, { max_concurrent_requests: 1, max_queued_requests: 0 });
     const [w1] = workers;
     const old = hostEp.queue!;
@@ -162,7 +172,7 @@ describe('host state', () => {
     expect(late.ep.breaker.state).toBe('open');
   });
 
-  it('a success anywhere resets the host\'s count', async () => {
+  it("a success anywhere resets the host's count", async () => {
     const { workers } = await host(2, { proxy: { circuit_breaker: { proxy_failures: 3 } } });
     const [w1, w2] = workers;
     w1.ep.breaker.failure({ probe: false });

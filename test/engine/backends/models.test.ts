@@ -39,9 +39,33 @@ describe('context windows as each engine reports them', () => {
   it('llama.cpp: the per-slot serving context of data[].meta (n_ctx: what a request can use), the trained n_ctx_train kept as detail, though an Ollama-style models array comes first', () => {
     // What llama-server answers on /v1/models (captured from the real server beside the suite).
     const real = {
-      models: [{ name: 'tiny-chat', model: 'tiny-chat', modified_at: '', size: '', digest: '', type: 'model', description: '', tags: [''], capabilities: ['completion'], parameters: '', details: { parent_model: '', format: 'gguf', family: '', families: [''], parameter_size: '', quantization_level: '' } }],
+      models: [
+        {
+          name: 'tiny-chat',
+          model: 'tiny-chat',
+          modified_at: '',
+          size: '',
+          digest: '',
+          type: 'model',
+          description: '',
+          tags: [''],
+          capabilities: ['completion'],
+          parameters: '',
+          details: { parent_model: '', format: 'gguf', family: '', families: [''], parameter_size: '', quantization_level: '' },
+        },
+      ],
       object: 'list',
-      data: [{ id: 'tiny-chat', aliases: ['tiny-chat'], tags: [], object: 'model', created: 1795480144, owned_by: 'llamacpp', meta: { vocab_type: true, n_vocab: 32000, n_ctx: 1024, n_ctx_train: 2048, n_embd: 64, n_params: 4178240, size: 16712960, ftype: 'all F32' } }],
+      data: [
+        {
+          id: 'tiny-chat',
+          aliases: ['tiny-chat'],
+          tags: [],
+          object: 'model',
+          created: 1795480144,
+          owned_by: 'llamacpp',
+          meta: { vocab_type: true, n_vocab: 32000, n_ctx: 1024, n_ctx_train: 2048, n_embd: 64, n_params: 4178240, size: 16712960, ftype: 'all F32' },
+        },
+      ],
     };
     const [m] = parseModelList(real, 'common');
     // -c 2048 with 2 slots: each request has 1024 (what /props' default_generation_settings.n_ctx says too).
@@ -51,7 +75,11 @@ describe('context windows as each engine reports them', () => {
     const older = { data: [{ id: 'old', object: 'model', owned_by: 'llamacpp', meta: { n_ctx_train: 4096 } }] };
     expect(parseModelList(older, 'common')[0]).toMatchObject({ name: 'old', context: 4096 });
     // The fake speaks the same shape.
-    expect(parseModelList(modelList(fake('cppengine', [{ name: 'q', context: 32768, servingContext: 8192 } as any]), 'cppengine'), 'common')[0]).toMatchObject({ name: 'q', context: 8192, details: { n_ctx: 8192, n_ctx_train: 32768 } });
+    expect(parseModelList(modelList(fake('cppengine', [{ name: 'q', context: 32768, servingContext: 8192 } as any]), 'cppengine'), 'common')[0]).toMatchObject({
+      name: 'q',
+      context: 8192,
+      details: { n_ctx: 8192, n_ctx_train: 32768 },
+    });
   });
   it('vLLM, SGLang, mlx multi-model and lmdeploy: max_model_len', () => {
     for (const family of ['pagedengine', 'radixengine', 'mlxmulti'] as const) {
@@ -61,7 +89,23 @@ describe('context windows as each engine reports them', () => {
   });
   it('LM Studio: max_context_length (v1 and api/v0, loaded_context_length kept), and the legacy engines list', () => {
     expect(parseModelList(modelList(fake('deskrunner'), 'deskrunner'))[0].context).toBe(9000);
-    const v0 = { object: 'list', data: [{ id: 'qwen2.5-7b-instruct', object: 'model', type: 'llm', publisher: 'lmstudio-community', arch: 'qwen2', compatibility_type: 'gguf', quantization: 'Q4_K_M', state: 'loaded', max_context_length: 32768, loaded_context_length: 4096 }] };
+    const v0 = {
+      object: 'list',
+      data: [
+        {
+          id: 'qwen2.5-7b-instruct',
+          object: 'model',
+          type: 'llm',
+          publisher: 'lmstudio-community',
+          arch: 'qwen2',
+          compatibility_type: 'gguf',
+          quantization: 'Q4_K_M',
+          state: 'loaded',
+          max_context_length: 32768,
+          loaded_context_length: 4096,
+        },
+      ],
+    };
     expect(parseModelList(v0, 'deskrunner')[0]).toMatchObject({ context: 32768, loaded: true, details: { loaded_context_length: 4096 } });
     expect(parseModelList(modelList(fake('deskrunner'), 'deskrunner-legacy'), 'deskrunner')[0]).toMatchObject({ context: 9000, details: { tokenizer: 'bpe' } });
   });
@@ -102,46 +146,108 @@ describe('the catalogue', () => {
 
   it('deduplicates by digest within a family and never across families', () => {
     const cat = new Catalogue(() => [a, b, c]);
-    cat.set(a, [{ name: 'llama3:latest', digest: 'sha256:1', details: {} }, { name: 'phi3', details: {} }]);
-    cat.set(b, [{ name: 'llama3:8b', digest: 'sha256:1', details: {} }, { name: 'phi3', details: {} }]);
+    cat.set(a, [
+      { name: 'llama3:latest', digest: 'sha256:1', details: {} },
+      { name: 'phi3', details: {} },
+    ]);
+    cat.set(b, [
+      { name: 'llama3:8b', digest: 'sha256:1', details: {} },
+      { name: 'phi3', details: {} },
+    ]);
     cat.set(c, [{ name: 'phi3', details: {} }]);
     const local = cat.family('localrunner').models;
     expect(local.map((m) => [m.id, m.names, m.endpoints.map((e) => e.name)])).toEqual([
       ['llama3:latest', ['llama3:latest', 'llama3:8b'], ['a', 'b']],
       ['phi3', ['phi3'], ['a', 'b']],
     ]);
-    expect(cat.all().filter((m) => m.id === 'phi3').map((m) => m.family)).toEqual(['localrunner', 'pagedengine']);
+    expect(
+      cat
+        .all()
+        .filter((m) => m.id === 'phi3')
+        .map((m) => m.family),
+    ).toEqual(['localrunner', 'pagedengine']);
     expect(cat.servedBy('localrunner', 'llama3:8b')).toEqual([b]);
     expect(cat.servedBy('localrunner', 'llama3')).toEqual([a]);
   });
 
   it('renders every list format', () => {
     const cat = new Catalogue(() => [a]);
-    cat.set(a, parseModelList(modelList(fake('localrunner', [{ name: 'llava:7b', digest: 'sha256:v', context: 4096 }, { name: 'nomic-embed-text', digest: 'sha256:e', context: 2048 }]), 'localrunner')));
+    cat.set(
+      a,
+      parseModelList(
+        modelList(
+          fake('localrunner', [
+            { name: 'llava:7b', digest: 'sha256:v', context: 4096 },
+            { name: 'nomic-embed-text', digest: 'sha256:e', context: 2048 },
+          ]),
+          'localrunner',
+        ),
+      ),
+    );
     const models = cat.all();
     const unified = renderList('unified', models) as any;
     expect(unified.total).toBe(2);
     expect(unified.providers).toEqual({ localrunner: 2 });
-    expect(unified.models[0]).toMatchObject({ id: 'llava:7b', provider: 'localrunner', endpoint: 'a', capabilities: ['chat', 'completion', 'vision'], vision: true, embedding: false, available: true, metadata: { family: 'llama', quantization: 'Q4_K_M', digest: 'sha256:v' } });
+    expect(unified.models[0]).toMatchObject({
+      id: 'llava:7b',
+      provider: 'localrunner',
+      endpoint: 'a',
+      capabilities: ['chat', 'completion', 'vision'],
+      vision: true,
+      embedding: false,
+      available: true,
+      metadata: { family: 'llama', quantization: 'Q4_K_M', digest: 'sha256:v' },
+    });
     expect(unified.models[1]).toMatchObject({ capabilities: ['embedding'], embedding: true });
     // The spec's unified record, and nothing of the other form.
-    expect(Object.keys(unified.models[0])).toEqual(['id', 'name', 'provider', 'endpoint', 'capabilities', 'context_window', 'max_tokens', 'vision', 'embedding', 'available', 'metadata']);
+    expect(Object.keys(unified.models[0])).toEqual([
+      'id',
+      'name',
+      'provider',
+      'endpoint',
+      'capabilities',
+      'context_window',
+      'max_tokens',
+      'vision',
+      'embedding',
+      'available',
+      'metadata',
+    ]);
     expect(unified.models[0].metadata.endpoints).toEqual(['a']);
     // The other form: endpoints, capabilities as booleans, context_length, created; envelope `models` only.
     const other = renderList('catalogue', models) as any;
     expect(Object.keys(other)).toEqual(['models']);
     expect(other.models[0]).toEqual({
-      id: 'llava:7b', name: 'llava:7b', provider: 'localrunner', endpoints: ['a'],
+      id: 'llava:7b',
+      name: 'llava:7b',
+      provider: 'localrunner',
+      endpoints: ['a'],
       capabilities: { chat: true, completion: true, embeddings: false, vision: true },
-      context_length: 4096, max_tokens: 4096, available: true, created: 1793527200,
+      context_length: 4096,
+      max_tokens: 4096,
+      available: true,
+      created: 1793527200,
       metadata: { size: 4_000_000_000, modified: '2026-11-01T10:00:00Z', family: 'llama', parameter_size: '8B', quantization: 'Q4_K_M', digest: 'sha256:v' },
     });
     expect(other.models[1].capabilities).toEqual({ chat: false, completion: false, embeddings: true, vision: false });
     expect((renderList('common', models) as any).data[0]).toEqual({ id: 'llava:7b', object: 'model', created: 1793527200, owned_by: 'localrunner' });
     expect((renderList('pagedengine', models) as any).data[0].max_model_len).toBe(4096);
-    expect((renderList('localrunner', models) as any).models[0]).toMatchObject({ name: 'llava:7b', model: 'llava:7b', digest: 'v', details: { family: 'llama' } });
+    expect((renderList('localrunner', models) as any).models[0]).toMatchObject({
+      name: 'llava:7b',
+      model: 'llava:7b',
+      digest: 'v',
+      details: { family: 'llama' },
+    });
     // The legacy desktop list: engines has chat_completions or completions, with the tokenizer.
-    expect((renderList('deskrunner', models) as any).data[0].engines).toEqual({ chat_completions: { context_length: 4096, max_tokens: 4096, tokenizer: null } });
-    expect((renderList('deskrunner', models) as any).data[1]).toEqual({ id: 'nomic-embed-text', object: 'model', owned_by: 'nomic', permission: [], engines: { completions: { context_length: 4096, max_tokens: 4096, tokenizer: null } } });
+    expect((renderList('deskrunner', models) as any).data[0].engines).toEqual({
+      chat_completions: { context_length: 4096, max_tokens: 4096, tokenizer: null },
+    });
+    expect((renderList('deskrunner', models) as any).data[1]).toEqual({
+      id: 'nomic-embed-text',
+      object: 'model',
+      owned_by: 'nomic',
+      permission: [],
+      engines: { completions: { context_length: 4096, max_tokens: 4096, tokenizer: null } },
+    });
   });
 });

@@ -63,7 +63,10 @@ describe('reconcile', () => {
   });
 
   it('checks a new endpoint at once and retires a removed one: out of rotation, its stream finished, its pool closed', async () => {
-    fakes = [await new FakeBackend({ family: 'pagedengine', name: 'x', reply: 'a b c d e f' }).start(), await new FakeBackend({ family: 'pagedengine', name: 'y' }).start()];
+    fakes = [
+      await new FakeBackend({ family: 'pagedengine', name: 'x', reply: 'a b c d e f' }).start(),
+      await new FakeBackend({ family: 'pagedengine', name: 'y' }).start(),
+    ];
     fakes[0].behaviour.chunkDelayMs = 50;
     const first = configOf([endpoint('x', 'pagedengine', fakes[0].url, { check_interval: '60s' })]);
     backends = new Backends(first.config, first.plans, createLogger('silent'));

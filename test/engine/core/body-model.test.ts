@@ -59,7 +59,7 @@ describe('the body asking for the model routing chose (what a terminal step send
     expect(withModel(Buffer.from('not json'), 'real-name')!.toString()).toBe('not json');
   });
 
-  it('reads the request\'s own body where its route found the model (the profile\'s model keys)', () => {
+  it("reads the request's own body where its route found the model (the profile's model keys)", () => {
     const own = Buffer.from('{"model_name":"nick","model":"other"}');
     const request = { body: own, modelSpan: () => findModelField(own, modelKeys(['model_name'])) };
     expect(withModel(own, 'real', request)!.toString()).toBe('{"model_name":"real","model":"other"}');

@@ -16,7 +16,13 @@ describe('config defaults', () => {
       { name: 'local-runner', type: 'localrunner', url: 'http://localhost:11434', weight: 1, check_interval: '5s', check_timeout: '2s', headers: {} },
     ]);
     expect(config.proxy).toMatchObject({ load_balancer: 'priority', max_retries: 3, response_timeout: '900s' });
-    expect(config.translators.msgapi).toEqual({ enabled: true, max_message_size: 10485760, passthrough: true, strip_billing_header: true, thinking_effort: false });
+    expect(config.translators.msgapi).toEqual({
+      enabled: true,
+      max_message_size: 10485760,
+      passthrough: true,
+      strip_billing_header: true,
+      thinking_effort: false,
+    });
     expect(config.translators.responses).toEqual({ passthrough: true, store: { max_responses: 0, max_bytes: 67108864, ttl: '1h' } });
     expect(config.server.rate_limits.per_endpoint.default_requests_per_minute).toBe(200);
   });
@@ -37,7 +43,13 @@ describe('config defaults', () => {
 describe('environment overrides', () => {
   it('win over the file', () => {
     const file = writeConfig({ server: { host: 'a', port: 1 }, logging: { level: 'warn' } });
-    const { config } = loadConfig(file, { GW_SERVER_HOST: '0.0.0.0', GW_SERVER_PORT: '9000', GW_LOGGING_LEVEL: 'DEBUG', GW_DISCOVERY_MODEL_DISCOVERY_ENABLED: 'false', GW_DISCOVERY_MODEL_DISCOVERY_INTERVAL: '30s' });
+    const { config } = loadConfig(file, {
+      GW_SERVER_HOST: '0.0.0.0',
+      GW_SERVER_PORT: '9000',
+      GW_LOGGING_LEVEL: 'DEBUG',
+      GW_DISCOVERY_MODEL_DISCOVERY_ENABLED: 'false',
+      GW_DISCOVERY_MODEL_DISCOVERY_INTERVAL: '30s',
+    });
     expect(config.server).toMatchObject({ host: '0.0.0.0', port: 9000 });
     expect(config.logging.level).toBe('debug');
     expect(config.discovery.model_discovery).toMatchObject({ enabled: false, interval: '30s' });
@@ -70,13 +82,25 @@ describe('config problems', () => {
 
   it('fails a key written where it does not belong, naming its home', () => {
     const top = writeConfig({ endpoints: [{ name: 'x', type: 'cppengine', url: 'http://127.0.0.1:1' }] });
-    expect(checkConfig(top, {}).problems).toEqual([{
-      level: 'fail', field: 'endpoints', message: 'unknown key "endpoints" at the top level',
-      fix: 'did you mean discovery.static.endpoints? move it there (discovery: static: endpoints: …)',
-    }]);
+    expect(checkConfig(top, {}).problems).toEqual([
+      {
+        level: 'fail',
+        field: 'endpoints',
+        message: 'unknown key "endpoints" at the top level',
+        fix: 'did you mean discovery.static.endpoints? move it there (discovery: static: endpoints: …)',
+      },
+    ]);
     expect(() => loadConfig(top, {})).toThrow(/did you mean discovery\.static\.endpoints/);
-    expect(checkConfig(writeConfig({ discovery: { endpoints: [] } }), {}).problems[0]).toMatchObject({ level: 'fail', field: 'discovery.endpoints', fix: expect.stringContaining('discovery.static.endpoints') });
-    expect(checkConfig(writeConfig({ port: 8080 }), {}).problems[0]).toMatchObject({ level: 'fail', field: 'port', fix: expect.stringMatching(/^did you mean server\.port\?/) });
+    expect(checkConfig(writeConfig({ discovery: { endpoints: [] } }), {}).problems[0]).toMatchObject({
+      level: 'fail',
+      field: 'discovery.endpoints',
+      fix: expect.stringContaining('discovery.static.endpoints'),
+    });
+    expect(checkConfig(writeConfig({ port: 8080 }), {}).problems[0]).toMatchObject({
+      level: 'fail',
+      field: 'port',
+      fix: expect.stringMatching(/^did you mean server\.port\?/),
+    });
     // A plain word deeper down is not guessed at (timeout is also discovery.model_discovery.timeout).
     expect(checkConfig(writeConfig({ timeout: '5s' }), {}).problems[0]).toMatchObject({ level: 'warn', field: 'timeout' });
   });
@@ -84,11 +108,26 @@ describe('config problems', () => {
   it('says which unit a duration written as a bare number needs', () => {
     const { problems } = checkConfig(writeConfig({ proxy: { response_timeout: 5, connection_timeout: 5000 } }), {});
     expect(problems).toHaveLength(2);
-    expect(problems).toEqual(expect.arrayContaining([
-      { level: 'fail', field: 'proxy.connection_timeout', message: 'must be a duration string such as "5s" (got the number 5000; write 5000ms, or 5s)', fix: 'a duration is a number with a unit: 500ms, 5s, 5m, 1h' },
-      { level: 'fail', field: 'proxy.response_timeout', message: 'must be a duration string such as "5s" (got the number 5; write 5s)', fix: 'a duration is a number with a unit: 500ms, 5s, 5m, 1h' },
-    ]));
-    const endpoint = checkConfig(writeConfig({ discovery: { static: { endpoints: [{ name: 'x', type: 'cppengine', url: 'http://h', check_interval: 5 }] } } }), {});
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        {
+          level: 'fail',
+          field: 'proxy.connection_timeout',
+          message: 'must be a duration string such as "5s" (got the number 5000; write 5000ms, or 5s)',
+          fix: 'a duration is a number with a unit: 500ms, 5s, 5m, 1h',
+        },
+        {
+          level: 'fail',
+          field: 'proxy.response_timeout',
+          message: 'must be a duration string such as "5s" (got the number 5; write 5s)',
+          fix: 'a duration is a number with a unit: 500ms, 5s, 5m, 1h',
+        },
+      ]),
+    );
+    const endpoint = checkConfig(
+      writeConfig({ discovery: { static: { endpoints: [{ name: 'x', type: 'cppengine', url: 'http://h', check_interval: 5 }] } } }),
+      {},
+    );
     expect(endpoint.problems[0]).toMatchObject({ field: 'discovery.static.endpoints[0].check_interval', message: expect.stringContaining('write 5s') });
   });
 
@@ -146,8 +185,16 @@ describe('secrets in a config with a mistake', () => {
   it.each([
     ['a header of the wrong type', { headers: { Authorization: { nested: SECRET } } }, 'headers.Authorization: must be string, got an object (value not shown'],
     ['a header that is a number', { headers: { 'X-Api-Key': 4711 } }, 'headers.X-Api-Key: must be string, got a number (value not shown'],
-    ['an auth field of the wrong type', { auth: { type: 'basic', username: 'u', password: [SECRET] } }, 'auth.password: must be string, got an array (value not shown'],
-    ['an auth type misspelt with the token in it', { auth: { type: `bearer ${SECRET}` } }, 'auth.type: value a string (value not shown: it may be a secret) is not allowed'],
+    [
+      'an auth field of the wrong type',
+      { auth: { type: 'basic', username: 'u', password: [SECRET] } },
+      'auth.password: must be string, got an array (value not shown',
+    ],
+    [
+      'an auth type misspelt with the token in it',
+      { auth: { type: `bearer ${SECRET}` } },
+      'auth.type: value a string (value not shown: it may be a secret) is not allowed',
+    ],
   ])('names the field, never the value: %s', (_what, extra, message) => {
     const { problems } = checkConfig(withEndpoint(extra), {});
     const text = problems.map(formatProblem).join('\n');
@@ -163,8 +210,16 @@ describe('secrets in a config with a mistake', () => {
   });
 
   it.each([
-    ['endpoints written as a map', { discovery: { static: { endpoints: { gpu: { name: 'gpu', type: 'pagedengine', url: 'http://x', headers: { Authorization: SECRET } } } } } }, 'discovery.static.endpoints: must be array, got an object'],
-    ['an endpoint written as a list', { discovery: { static: { endpoints: [['gpu', { auth: { token: SECRET } }]] } } }, 'discovery.static.endpoints[0]: must be object, got an array'],
+    [
+      'endpoints written as a map',
+      { discovery: { static: { endpoints: { gpu: { name: 'gpu', type: 'pagedengine', url: 'http://x', headers: { Authorization: SECRET } } } } } },
+      'discovery.static.endpoints: must be array, got an object',
+    ],
+    [
+      'an endpoint written as a list',
+      { discovery: { static: { endpoints: [['gpu', { auth: { token: SECRET } }]] } } },
+      'discovery.static.endpoints[0]: must be object, got an array',
+    ],
   ])('never prints an object or array, which could carry secrets: %s', (_what, config, message) => {
     const text = checkConfig(writeConfig(config), {}).problems.map(formatProblem).join('\n');
     expect(text).toContain(message);
@@ -179,8 +234,16 @@ describe('secrets in a config with a mistake', () => {
 
 describe('harmful values', () => {
   it.each([
-    ['check_interval', { discovery: { static: { endpoints: [{ name: 'a', type: 'localrunner', url: 'http://127.0.0.1:1', check_interval: '0s' }] } } }, 'discovery.static.endpoints[0].check_interval'],
-    ['check_timeout', { discovery: { static: { endpoints: [{ name: 'a', type: 'localrunner', url: 'http://127.0.0.1:1', check_timeout: '0ms' }] } } }, 'discovery.static.endpoints[0].check_timeout'],
+    [
+      'check_interval',
+      { discovery: { static: { endpoints: [{ name: 'a', type: 'localrunner', url: 'http://127.0.0.1:1', check_interval: '0s' }] } } },
+      'discovery.static.endpoints[0].check_interval',
+    ],
+    [
+      'check_timeout',
+      { discovery: { static: { endpoints: [{ name: 'a', type: 'localrunner', url: 'http://127.0.0.1:1', check_timeout: '0ms' }] } } },
+      'discovery.static.endpoints[0].check_timeout',
+    ],
     ['model_discovery.interval', { discovery: { model_discovery: { interval: '0m' } } }, 'discovery.model_discovery.interval'],
     ['response_timeout', { proxy: { response_timeout: '0.0s' } }, 'proxy.response_timeout'],
     ['read_header_timeout', { server: { read_header_timeout: '0s' } }, 'server.read_header_timeout'],
@@ -189,13 +252,26 @@ describe('harmful values', () => {
   ])('refuses a zero %s, saying why and what to write', (_what, config, field) => {
     const { loaded, problems } = checkConfig(writeConfig(config), {});
     expect(loaded).toBeUndefined();
-    expect(problems).toContainEqual(expect.objectContaining({ level: 'fail', field, message: expect.stringMatching(/must be more than zero$/), fix: expect.stringContaining('above zero, such as 5s') }));
+    expect(problems).toContainEqual(
+      expect.objectContaining({
+        level: 'fail',
+        field,
+        message: expect.stringMatching(/must be more than zero$/),
+        fix: expect.stringContaining('above zero, such as 5s'),
+      }),
+    );
   });
 
   it('ignores a zero interval from the environment too, with a warning', () => {
     const { loaded, problems } = checkConfig(writeConfig({}), { GW_DISCOVERY_MODEL_DISCOVERY_INTERVAL: '0s' });
     expect(loaded?.config.discovery.model_discovery.interval).toBe('5m');
-    expect(problems).toContainEqual(expect.objectContaining({ level: 'warn', field: 'GW_DISCOVERY_MODEL_DISCOVERY_INTERVAL', message: expect.stringContaining('must be a duration above zero') }));
+    expect(problems).toContainEqual(
+      expect.objectContaining({
+        level: 'warn',
+        field: 'GW_DISCOVERY_MODEL_DISCOVERY_INTERVAL',
+        message: expect.stringContaining('must be a duration above zero'),
+      }),
+    );
   });
 
   it('refuses a head timeout longer than the whole-request timeout', () => {
@@ -219,8 +295,20 @@ describe('harmful values', () => {
     const dir = mkdtempSync(join(tmpdir(), 'gw-cfg-'));
     const { loaded, problems } = checkConfig(writeConfig({ proxy: { profiles_dir: join(dir, 'profles') }, pipelines: { dir: join(dir, 'pipes') } }), {});
     expect(loaded).toBeDefined();
-    expect(problems).toContainEqual(expect.objectContaining({ level: 'warn', field: 'proxy.profiles_dir', message: `folder ${join(dir, 'profles')} does not exist; no custom profiles are loaded` }));
-    expect(problems).toContainEqual(expect.objectContaining({ level: 'warn', field: 'pipelines.dir', message: `folder ${join(dir, 'pipes')} does not exist; no custom pipelines are loaded` }));
+    expect(problems).toContainEqual(
+      expect.objectContaining({
+        level: 'warn',
+        field: 'proxy.profiles_dir',
+        message: `folder ${join(dir, 'profles')} does not exist; no custom profiles are loaded`,
+      }),
+    );
+    expect(problems).toContainEqual(
+      expect.objectContaining({
+        level: 'warn',
+        field: 'pipelines.dir',
+        message: `folder ${join(dir, 'pipes')} does not exist; no custom pipelines are loaded`,
+      }),
+    );
     expect(checkConfig(writeConfig({}), {}).problems).toEqual([]);
   });
 
@@ -234,7 +322,8 @@ describe('harmful values', () => {
 });
 
 describe('server.rate_limits.redis', () => {
-  const problemsOf = (redis: Record<string, unknown>) => checkConfig(writeConfig({ server: { rate_limits: { store: 'redis', redis } } }), {}).problems.map(formatProblem);
+  const problemsOf = (redis: Record<string, unknown>) =>
+    checkConfig(writeConfig({ server: { rate_limits: { store: 'redis', redis } } }), {}).problems.map(formatProblem);
 
   it('checks the URL when the config loads, naming the field and never the URL (it may hold a password)', () => {
     for (const url of ['redis//:hunter2@redis:6379', 'redis://:hunter2@redis:99999', 'redis://:hunter2@redis:6379/x', 'http://:hunter2@redis']) {

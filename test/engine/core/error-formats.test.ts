@@ -7,7 +7,7 @@ describe('ErrorFormatPaths', () => {
   const formats = new ErrorFormatPaths({ localrunner: ['/api/{path...}'], msgapi: ['/v1/messages'], cppengine: ['/slots/{id}', '/completion'] });
   const of = (url: string) => formats.formatOf(url, '/gw/fam');
 
-  it('finds the shape of a listed path, exact or by pattern, under the route\'s prefix', () => {
+  it("finds the shape of a listed path, exact or by pattern, under the route's prefix", () => {
     expect(of('/gw/fam/api/chat')).toBe('localrunner');
     expect(of('/gw/fam/api/blobs/sha256:aa')).toBe('localrunner');
     expect(of('/gw/fam/v1/messages')).toBe('msgapi');
@@ -15,7 +15,7 @@ describe('ErrorFormatPaths', () => {
     expect(of('/gw/fam/completion')).toBe('cppengine');
   });
 
-  it('leaves other paths to the route\'s default', () => {
+  it("leaves other paths to the route's default", () => {
     expect(of('/gw/fam/v1/chat/completions')).toBeUndefined();
     expect(of('/gw/fam/api')).toBeUndefined();
     expect(of('/gw/fam')).toBeUndefined();

@@ -22,7 +22,7 @@ describe('error codes', () => {
   });
 });
 
-describe('error shapes of the routes\' own APIs', () => {
+describe("error shapes of the routes' own APIs", () => {
   const notFound = gwError('MODEL_NOT_FOUND', { model: 'm', provider: 'localrunner' });
   const limited = gwError('RATE_LIMITED', { what: 'per address', limit: 6, burst: 1, retryAfter: 10 });
 
@@ -31,15 +31,23 @@ describe('error shapes of the routes\' own APIs', () => {
   });
 
   it('cppengine: {"error": {"code": <status>, "message", "type"}} with the server\'s type for the status', () => {
-    expect(JSON.parse(errorBody(notFound, 'cppengine'))).toEqual({ error: { code: 404, message: 'model m is not served by any localrunner endpoint', type: 'not_found_error' } });
+    expect(JSON.parse(errorBody(notFound, 'cppengine'))).toEqual({
+      error: { code: 404, message: 'model m is not served by any localrunner endpoint', type: 'not_found_error' },
+    });
     expect(JSON.parse(errorBody(gwError('ENDPOINT_UNAVAILABLE', { provider: 'cppengine' }), 'cppengine')).error.type).toBe('unavailable_error');
     expect(JSON.parse(errorBody(gwError('PATH_NOT_SUPPORTED', { path: '/x', provider: 'cppengine' }), 'cppengine')).error.type).toBe('not_supported_error');
     // Statuses the server never sends: its general types.
     expect(JSON.parse(errorBody(limited, 'cppengine')).error).toMatchObject({ code: 429, type: 'invalid_request_error' });
-    expect(JSON.parse(errorBody(gwError('UPSTREAM_TIMEOUT', { endpoint: 'e', timeout: '5m' }), 'cppengine')).error).toMatchObject({ code: 504, type: 'server_error' });
+    expect(JSON.parse(errorBody(gwError('UPSTREAM_TIMEOUT', { endpoint: 'e', timeout: '5m' }), 'cppengine')).error).toMatchObject({
+      code: 504,
+      type: 'server_error',
+    });
   });
 
   it('msgapi: {type: "error", error: {type, message, code}}', () => {
-    expect(JSON.parse(errorBody(limited, 'msgapi'))).toEqual({ type: 'error', error: { type: 'rate_limit_error', message: limited.message, code: 'RATE_LIMITED' } });
+    expect(JSON.parse(errorBody(limited, 'msgapi'))).toEqual({
+      type: 'error',
+      error: { type: 'rate_limit_error', message: limited.message, code: 'RATE_LIMITED' },
+    });
   });
 });

@@ -10,7 +10,7 @@ describe('familyPath', () => {
     expect(of('cppengine', '/v1/responses')).toBe('/v1/responses');
     expect(of('localrunner', '/v1/chat/completions')).toBe('/v1/chat/completions');
   });
-  it('a listed path ending with it (Docker Model Runner), or the parsing rules\' (the NPU server)', () => {
+  it("a listed path ending with it (Docker Model Runner), or the parsing rules' (the NPU server)", () => {
     expect(of('containerrunner', '/v1/chat/completions')).toBe('/engines/v1/chat/completions');
     expect(of('npuengine', '/v1/chat/completions')).toBe('/api/v1/chat/completions');
     expect(of('npuengine', '/v1/completions')).toBe('/api/v1/completions');

@@ -48,7 +48,9 @@ describe('the head writer', () => {
         httpRequest(`http://127.0.0.1:${port}/`, (res) => {
           res.resume();
           res.on('end', () => resolve(res.headers));
-        }).on('error', reject).end();
+        })
+          .on('error', reject)
+          .end();
       });
       expect(headers['x-model']).toBe('%D0%BC%D0%BE%D0%B4%D0%B5%D0%BB%D1%8C%0D%0AX-Injected: yes');
       expect(headers['x-injected']).toBeUndefined();

@@ -41,7 +41,11 @@ describe('text logs', () => {
   });
 
   it('redacts as the JSON format does', () => {
-    const entry = { headers: { authorization: 'Bearer sk-live-123' }, auth: { password: 'hunter2' }, endpoint: { password: 'pw-2', token: 'tok-3', authorization: 'Basic abc' } };
+    const entry = {
+      headers: { authorization: 'Bearer sk-live-123' },
+      auth: { password: 'hunter2' },
+      endpoint: { password: 'pw-2', token: 'tok-3', authorization: 'Basic abc' },
+    };
     const text = capture('text');
     const json = capture('json');
     text.log.info(entry, 'oops');
@@ -50,7 +54,9 @@ describe('text logs', () => {
       expect(text.lines[0]).not.toContain(secret);
       expect(json.lines[0]).not.toContain(secret);
     }
-    expect(text.lines[0]).toContain('headers=[redacted] auth=[redacted] endpoint.password=[redacted] endpoint.token=[redacted] endpoint.authorization=[redacted]');
+    expect(text.lines[0]).toContain(
+      'headers=[redacted] auth=[redacted] endpoint.password=[redacted] endpoint.token=[redacted] endpoint.authorization=[redacted]',
+    );
   });
 
   it('leaves the JSON format as it was: numeric levels', () => {

@@ -8,7 +8,13 @@ import { describe, expect, it } from 'vitest';
 import { createAjv, loadSchema, precompiledFile, PRECOMPILED, schemaDigest, validatorOf } from '../../../engine/core/schema.js';
 
 const SAMPLES: Record<string, unknown[]> = {
-  config: [{}, { server: { port: 'eighty', workers: 0 } }, { proxy: { load_balancer: 'random', bogus: 1 } }, { discovery: { static: { endpoints: [{ name: 'a b', type: 'x' }] } } }, { server: { rate_limits: { store: 'redis', redis: { url: 'http://x' } } } }],
+  config: [
+    {},
+    { server: { port: 'eighty', workers: 0 } },
+    { proxy: { load_balancer: 'random', bogus: 1 } },
+    { discovery: { static: { endpoints: [{ name: 'a b', type: 'x' }] } } },
+    { server: { rate_limits: { store: 'redis', redis: { url: 'http://x' } } } },
+  ],
   profile: [{ name: 'x' }, { name: 'x', routing: { prefixes: 'gw' } }, { name: 'x', api: { paths: [1] } }],
   pipeline: [{ name: 'p', mount: { paths: ['/x'] }, steps: [{ use: 'forward' }] }, { name: 'p', steps: 'forward' }, { mount: {} }],
   'shared-steps': [['cors'], [{ use: 'cors', with: 3 }], 'cors'],
@@ -30,7 +36,8 @@ describe('precompiled schema validators', () => {
         const b = structuredClone(sample);
         expect(built(a)).toBe(compiled(b));
         expect(a).toEqual(b);
-        const strip = (errors: typeof built.errors) => (errors ?? []).map((e) => ({ path: e.instancePath, keyword: e.keyword, message: e.message, params: e.params }));
+        const strip = (errors: typeof built.errors) =>
+          (errors ?? []).map((e) => ({ path: e.instancePath, keyword: e.keyword, message: e.message, params: e.params }));
         expect(strip(built.errors)).toEqual(strip(compiled.errors));
       }
     });

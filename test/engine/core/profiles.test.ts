@@ -23,19 +23,37 @@ describe('built-in profiles', () => {
   it('has the 12 families with their prefixes, and auto', () => {
     const prefixes = Object.fromEntries(builtins.list.map((p) => [p.name, p.routing.prefixes]));
     expect(prefixes).toEqual({
-      auto: ['auto'], containerrunner: ['containerrunner'], cppengine: ['cppengine'], deskrunner: ['deskrunner', 'desk-runner', 'desk_runner'],
-      'hosted-compatible': ['hosted', 'hosted-compatible'], localrunner: ['localrunner'], mlxmulti: ['mlxmulti'], mlxsingle: ['mlxsingle'],
-      multigateway: ['multigateway'], npuengine: ['npuengine'], pagedengine: ['pagedengine'], radixengine: ['radixengine'], turboengine: ['turboengine'],
+      auto: ['auto'],
+      containerrunner: ['containerrunner'],
+      cppengine: ['cppengine'],
+      deskrunner: ['deskrunner', 'desk-runner', 'desk_runner'],
+      'hosted-compatible': ['hosted', 'hosted-compatible'],
+      localrunner: ['localrunner'],
+      mlxmulti: ['mlxmulti'],
+      mlxsingle: ['mlxsingle'],
+      multigateway: ['multigateway'],
+      npuengine: ['npuengine'],
+      pagedengine: ['pagedengine'],
+      radixengine: ['radixengine'],
+      turboengine: ['turboengine'],
     });
     expect(builtins.byName.get('cppengine')!.routing.optional_prefixes).toEqual(['cpp-engine', 'cpp_engine']);
   });
 
   it('uses the spec defaults for health and model paths', () => {
     const table: Record<string, [string, string]> = {
-      localrunner: ['/', '/api/tags'], cppengine: ['/health', '/v1/models'], deskrunner: ['/v1/models', '/api/v0/models'],
-      pagedengine: ['/health', '/v1/models'], radixengine: ['/health', '/v1/models'], 'hosted-compatible': ['/v1/models', '/v1/models'],
-      npuengine: ['/api/v1/health', '/api/v1/models'], mlxmulti: ['/health', '/v1/models'], mlxsingle: ['/health', '/v1/models'],
-      turboengine: ['/health', '/v1/models'], containerrunner: ['/engines/v1/models', '/engines/v1/models'], auto: ['/', '/v1/models'],
+      localrunner: ['/', '/api/tags'],
+      cppengine: ['/health', '/v1/models'],
+      deskrunner: ['/v1/models', '/api/v0/models'],
+      pagedengine: ['/health', '/v1/models'],
+      radixengine: ['/health', '/v1/models'],
+      'hosted-compatible': ['/v1/models', '/v1/models'],
+      npuengine: ['/api/v1/health', '/api/v1/models'],
+      mlxmulti: ['/health', '/v1/models'],
+      mlxsingle: ['/health', '/v1/models'],
+      turboengine: ['/health', '/v1/models'],
+      containerrunner: ['/engines/v1/models', '/engines/v1/models'],
+      auto: ['/', '/v1/models'],
     };
     for (const [name, [health, models]] of Object.entries(table)) {
       expect([name, builtins.byName.get(name)!.api.health_check_path, builtins.byName.get(name)!.api.model_discovery_path]).toEqual([name, health, models]);
@@ -88,13 +106,19 @@ describe('custom profiles', () => {
 
   it('keep a profile whose model patterns cannot be read, ignoring the patterns with a warning (path and error)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'gw-profiles-'));
-    writeFileSync(join(dir, 'mine.yaml'), 'name: localrunner\nversion: "1.0"\nrouting: { prefixes: [ollama] }\napi: { paths: [/api/tags] }\nmodels:\n  context_patterns:\n    - { pattern: "*llama*", context: big }\n  capability_patterns: { vision: "*llava*" }\n');
+    writeFileSync(
+      join(dir, 'mine.yaml'),
+      'name: localrunner\nversion: "1.0"\nrouting: { prefixes: [ollama] }\napi: { paths: [/api/tags] }\nmodels:\n  context_patterns:\n    - { pattern: "*llama*", context: big }\n  capability_patterns: { vision: "*llava*" }\n',
+    );
     const { profiles, files } = checkProfiles(dir);
     const p = profiles!.byName.get('localrunner')!;
     expect(p.routing.prefixes).toEqual(['ollama']);
     expect(p.models).toEqual({ capability_patterns: {}, context_patterns: [], provider_prefixed: false });
     const mine = files.find((f) => f.file.endsWith('mine.yaml'))!;
-    expect(mine.problems.map((x) => `${x.level} ${x.field}`).sort()).toEqual(['warn models.capability_patterns.vision', 'warn models.context_patterns[0].context']);
+    expect(mine.problems.map((x) => `${x.level} ${x.field}`).sort()).toEqual([
+      'warn models.capability_patterns.vision',
+      'warn models.context_patterns[0].context',
+    ]);
     expect(mine.problems[0].message).toContain('the model patterns of this profile are ignored');
     // Anything else wrong in the file still fails it.
     writeFileSync(join(dir, 'mine.yaml'), 'name: localrunner\nversion: "2.0"\nrouting: { prefixes: [ollama] }\napi: {}\nmodels: { context_patterns: oops }\n');
@@ -140,22 +164,38 @@ describe('profile fields the gateway acts on or refuses (none accepted and ignor
   it('path_indices: an index outside api.paths fails, naming the field and the valid range', () => {
     const { profiles, file } = problemsOf('api: { paths: [/a, /b, /c] }\npath_indices: { chat: 1, embed: 3 }\n');
     expect(profiles).toBeUndefined();
-    expect(file.problems).toEqual([{ level: 'fail', field: 'path_indices.embed', message: 'index 3 is outside api.paths, which has 3 entries', fix: 'use an index from 0 to 2' }]);
+    expect(file.problems).toEqual([
+      { level: 'fail', field: 'path_indices.embed', message: 'index 3 is outside api.paths, which has 3 entries', fix: 'use an index from 0 to 2' },
+    ]);
     expect(problemsOf('api: { paths: [/a] }\npath_indices: { chat: 0 }\n').file.problems).toEqual([]);
   });
 
   it('models.name_format: only the forms that mean "the name as listed" load', () => {
     const bad = problemsOf('api: { paths: [/a] }\nmodels: { name_format: "{{.Family}}-{{.Name}}" }\n').file.problems;
-    expect(bad).toEqual([expect.objectContaining({ level: 'fail', field: 'models.name_format', message: expect.stringContaining('is not supported: the gateway shows model names exactly as the backend lists them') })]);
+    expect(bad).toEqual([
+      expect.objectContaining({
+        level: 'fail',
+        field: 'models.name_format',
+        message: expect.stringContaining('is not supported: the gateway shows model names exactly as the backend lists them'),
+      }),
+    ]);
     expect(bad[0].fix).toContain('"{{.Name}}" or "{{.Namespace}}/{{.Name}}"');
-    for (const ok of ['{{.Name}}', '{{.Namespace}}/{{.Name}}']) expect(problemsOf(`api: { paths: [/a] }\nmodels: { name_format: "${ok}" }\n`).file.problems).toEqual([]);
+    for (const ok of ['{{.Name}}', '{{.Namespace}}/{{.Name}}'])
+      expect(problemsOf(`api: { paths: [/a] }\nmodels: { name_format: "${ok}" }\n`).file.problems).toEqual([]);
   });
 
   it('request.model_field_paths: nested paths and an empty list fail; top-level names load', () => {
     expect(problemsOf('api: { paths: [/a] }\nrequest: { model_field_paths: [model, params.model] }\n').file.problems).toEqual([
-      expect.objectContaining({ level: 'fail', field: 'request.model_field_paths[1]', message: expect.stringContaining('"params.model" is not a top-level field name') }),
+      expect.objectContaining({
+        level: 'fail',
+        field: 'request.model_field_paths[1]',
+        message: expect.stringContaining('"params.model" is not a top-level field name'),
+      }),
     ]);
-    expect(problemsOf('api: { paths: [/a] }\nrequest: { model_field_paths: [] }\n').file.problems[0]).toMatchObject({ field: 'request.model_field_paths', level: 'fail' });
+    expect(problemsOf('api: { paths: [/a] }\nrequest: { model_field_paths: [] }\n').file.problems[0]).toMatchObject({
+      field: 'request.model_field_paths',
+      level: 'fail',
+    });
     expect(problemsOf('api: { paths: [/a] }\nrequest: { model_field_paths: [model, name] }\n').file.problems).toEqual([]);
   });
 
@@ -178,8 +218,13 @@ describe('profile fields the gateway acts on or refuses (none accepted and ignor
   });
 
   it('features: checked for shape, and noted as informational when enabled', () => {
-    expect(problemsOf('api: { paths: [/a] }\nfeatures: { metrics: { enabled: yes please } }\n').file.problems[0]).toMatchObject({ level: 'fail', field: 'features.metrics.enabled' });
-    expect(problemsOf('api: { paths: [/a] }\nfeatures: { metrics: { enabled: true, prefix: x_ } }\n').file.notes).toEqual(['features.metrics informational: the gateway does not act on it']);
+    expect(problemsOf('api: { paths: [/a] }\nfeatures: { metrics: { enabled: yes please } }\n').file.problems[0]).toMatchObject({
+      level: 'fail',
+      field: 'features.metrics.enabled',
+    });
+    expect(problemsOf('api: { paths: [/a] }\nfeatures: { metrics: { enabled: true, prefix: x_ } }\n').file.notes).toEqual([
+      'features.metrics informational: the gateway does not act on it',
+    ]);
   });
 
   it('characteristics: max_concurrent_requests comes with queue defaults', () => {

@@ -26,7 +26,9 @@ afterEach(async () => {
 async function hold(n: number): Promise<Promise<unknown>[]> {
   fake.behaviour.holdUntil = new Promise<void>((r) => (release = r));
   const body = JSON.stringify({ model: 'test-model', stream: true, messages: [{ role: 'user', content: 'hi' }] });
-  const replies = Array.from({ length: n }, () => request(`${fake.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then((r) => r.body.text()));
+  const replies = Array.from({ length: n }, () =>
+    request(`${fake.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then((r) => r.body.text()),
+  );
   await waitFor(() => fake.inFlight === n, `${n} requests in flight`);
   return replies;
 }

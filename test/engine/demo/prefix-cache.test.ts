@@ -13,7 +13,11 @@ const post = async (fake: FakeBackend, path: string, body: object) => {
 /** Text of `chars` characters, distinct per seed from its first word. */
 const prose = (seed: string, chars: number) => `${seed}: ${'the quick brown fox jumps over the lazy dog. '.repeat(Math.ceil(chars / 45))}`.slice(0, chars);
 /** SSE data lines as objects (the [DONE] line left out). */
-const events = (text: string) => text.split('\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)));
+const events = (text: string) =>
+  text
+    .split('\n')
+    .filter((l) => l.startsWith('data: {'))
+    .map((l) => JSON.parse(l.slice(6)));
 
 describe('PrefixCache', () => {
   it('finds the longest shared prefix in whole tokens and leaves at least one token to evaluate', () => {
@@ -46,7 +50,10 @@ describe('a conversation on the cppengine fake', () => {
   });
   afterAll(() => fake.stop());
 
-  const opening = [{ role: 'system', content: prose('conversation one', 8000) }, { role: 'user', content: 'First question?' }];
+  const opening = [
+    { role: 'system', content: prose('conversation one', 8000) },
+    { role: 'user', content: 'First question?' },
+  ];
 
   it('reports nothing cached on the first turn and all but the new message on the second', async () => {
     const first = JSON.parse((await post(fake, '/v1/chat/completions', { model: 'test-model', messages: opening })).text);
@@ -65,14 +72,19 @@ describe('a conversation on the cppengine fake', () => {
     expect(stream.slice(0, -1).every((e) => e.timings === undefined)).toBe(true);
   });
 
-  it('finds nothing of an unrelated conversation beyond the chat template\'s opening marker', async () => {
-    const other = [{ role: 'system', content: prose('a different one', 8000) }, { role: 'user', content: 'First question?' }];
+  it("finds nothing of an unrelated conversation beyond the chat template's opening marker", async () => {
+    const other = [
+      { role: 'system', content: prose('a different one', 8000) },
+      { role: 'user', content: 'First question?' },
+    ];
     const reply = JSON.parse((await post(fake, '/v1/chat/completions', { model: 'test-model', messages: other })).text);
     expect(reply.timings.cache_n).toBeLessThanOrEqual(3);
   });
 
   it('puts timings on the usage chunk when the stream asks for usage', async () => {
-    const stream = events((await post(fake, '/v1/chat/completions', { model: 'test-model', messages: opening, stream: true, stream_options: { include_usage: true } })).text);
+    const stream = events(
+      (await post(fake, '/v1/chat/completions', { model: 'test-model', messages: opening, stream: true, stream_options: { include_usage: true } })).text,
+    );
     const [finish, usage] = stream.slice(-2);
     expect(finish.timings).toBeUndefined();
     expect(usage.usage.prompt_tokens_details.cached_tokens).toBe(usage.timings.cache_n);
@@ -82,11 +94,46 @@ describe('a conversation on the cppengine fake', () => {
 
 /** Each family's route, and what its reply says of the prompt: the tokens found cached (Ollama:
  *  the tokens it evaluated, prompt_eval_count). */
-const ROUTES: { family: string; path: string; body: (messages: object[]) => object; reported: (reply: any) => number; expected: (p: Prefill) => number; replyText: (reply: any) => string }[] = [
-  { family: 'pagedengine', path: '/v1/chat/completions', body: (messages) => ({ model: 'test-model', messages }), reported: (r) => r.usage.prompt_tokens_details.cached_tokens, expected: (p) => p.cached, replyText: (r) => r.choices[0].message.content },
-  { family: 'radixengine', path: '/v1/chat/completions', body: (messages) => ({ model: 'test-model', messages }), reported: (r) => r.usage.prompt_tokens_details.cached_tokens, expected: (p) => p.cached, replyText: (r) => r.choices[0].message.content },
-  { family: 'cppengine', path: '/v1/messages', body: (messages) => ({ model: 'test-model', max_tokens: 64, system: 'Be brief.', messages }), reported: (r) => r.usage.cache_read_input_tokens, expected: (p) => p.cached, replyText: (r) => r.content[0].text },
-  { family: 'localrunner', path: '/api/chat', body: (messages) => ({ model: 'test-model', messages, stream: false }), reported: (r) => r.prompt_eval_count, expected: (p) => p.evaluated, replyText: (r) => r.message.content },
+const ROUTES: {
+  family: string;
+  path: string;
+  body: (messages: object[]) => object;
+  reported: (reply: any) => number;
+  expected: (p: Prefill) => number;
+  replyText: (reply: any) => string;
+}[] = [
+  {
+    family: 'pagedengine',
+    path: '/v1/chat/completions',
+    body: (messages) => ({ model: 'test-model', messages }),
+    reported: (r) => r.usage.prompt_tokens_details.cached_tokens,
+    expected: (p) => p.cached,
+    replyText: (r) => r.choices[0].message.content,
+  },
+  {
+    family: 'radixengine',
+    path: '/v1/chat/completions',
+    body: (messages) => ({ model: 'test-model', messages }),
+    reported: (r) => r.usage.prompt_tokens_details.cached_tokens,
+    expected: (p) => p.cached,
+    replyText: (r) => r.choices[0].message.content,
+  },
+  {
+    family: 'cppengine',
+    path: '/v1/messages',
+    body: (messages) => ({ model: 'test-model', max_tokens: 64, system: 'Be brief.', messages }),
+    reported: (r) => r.usage.cache_read_input_tokens,
+    expected: (p) => p.cached,
+    replyText: (r) => r.content[0].text,
+  },
+  {
+    family: 'localrunner',
+    path: '/api/chat',
+    body: (messages) => ({ model: 'test-model', messages, stream: false }),
+    reported: (r) => r.prompt_eval_count,
+    expected: (p) => p.evaluated,
+    replyText: (r) => r.message.content,
+  },
 ];
 
 describe.each(ROUTES)('$family $path', ({ family, path, body, reported, expected, replyText }) => {
@@ -96,7 +143,7 @@ describe.each(ROUTES)('$family $path', ({ family, path, body, reported, expected
   });
   afterAll(() => fake.stop());
 
-  it('finds the history of a conversation\'s second turn cached, and says so', async () => {
+  it("finds the history of a conversation's second turn cached, and says so", async () => {
     const history: object[] = [{ role: 'user', content: prose(family, 4000) }];
     const first = JSON.parse((await post(fake, path, body(history))).text);
     expect(fake.lastPrefill!.cached).toBe(0);

@@ -38,7 +38,9 @@ describe('pipeline compilation', () => {
 
   it('validates step options with the JSON pointer of the bad value', async () => {
     const proxy = 'name: proxy\nmount: { per_profile: true }\nsteps:\n  - use: allowlist\n    with: { status: 418 }\n  - use: forward\n';
-    await expect(startWith(pipelineDir({ 'proxy.yaml': proxy }))).rejects.toThrow(/proxy\.yaml \(\/steps\/0\/with\/status\): allowlist: value 418 is not allowed/);
+    await expect(startWith(pipelineDir({ 'proxy.yaml': proxy }))).rejects.toThrow(
+      /proxy\.yaml \(\/steps\/0\/with\/status\): allowlist: value 418 is not allowed/,
+    );
   });
 
   it('refuses a family plugin on a plain path mount', async () => {
@@ -61,7 +63,10 @@ describe('pipeline compilation', () => {
   it('runs steps in YAML order: an edited pipeline changes behaviour without code, and keeps the shared steps', async () => {
     const fake = await new FakeBackend({ family: 'localrunner' }).start();
     // No allowlist step: every path is forwarded.
-    const dir = pipelineDir({ 'proxy.yaml': 'name: proxy\nmount: { per_profile: true }\nsteps:\n  - use: match-prefix\n  - use: read-body\n  - use: select-endpoint\n  - use: upstream-headers\n  - use: forward\n' });
+    const dir = pipelineDir({
+      'proxy.yaml':
+        'name: proxy\nmount: { per_profile: true }\nsteps:\n  - use: match-prefix\n  - use: read-body\n  - use: select-endpoint\n  - use: upstream-headers\n  - use: forward\n',
+    });
     const gw = await startGateway({ pipelines: { dir }, discovery: { static: { endpoints: [endpoint('l', 'localrunner', fake.url)] } } });
     try {
       const res = await request(`${gw.url}/gw/localrunner/anything/at/all`);
@@ -80,7 +85,9 @@ describe('pipeline compilation', () => {
 describe('third-party plugins', () => {
   it('load from a path and run under the same contract', async () => {
     const plugin = resolve('test/fixtures/plugins/tag-reply.mjs');
-    const dir = pipelineDir({ 'v.yaml': 'name: version\nmount: { paths: [/version] }\nsteps:\n  - use: version\n  - use: tag-reply\n    with: { value: hello }\n' });
+    const dir = pipelineDir({
+      'v.yaml': 'name: version\nmount: { paths: [/version] }\nsteps:\n  - use: version\n  - use: tag-reply\n    with: { value: hello }\n',
+    });
     const gw = await startGateway({ plugins: [plugin], pipelines: { dir }, discovery: { static: { endpoints: [] } } });
     try {
       const res = await request(`${gw.url}/version`);
@@ -98,10 +105,16 @@ describe('third-party plugins', () => {
     writeFileSync(join(dir, 'clash.mjs'), 'export default { name: "forward", schema: {}, apply() {} };');
     const results = await registry.loadThirdParty(['./nope.mjs', join(dir, 'bad.mjs'), join(dir, 'clash.mjs'), 'no-such-package-xyz']);
     expect(results.map((r) => [r.error, r.fix])).toEqual([
-      [`cannot load: ${join(process.cwd(), 'nope.mjs')} does not exist (relative paths resolve against the working directory, ${process.cwd()})`, 'correct the path in plugins: or run the gateway from the folder it is relative to'],
+      [
+        `cannot load: ${join(process.cwd(), 'nope.mjs')} does not exist (relative paths resolve against the working directory, ${process.cwd()})`,
+        'correct the path in plugins: or run the gateway from the folder it is relative to',
+      ],
       ['plugin name "Bad Name" must be kebab-case (e.g. my-plugin)', undefined],
       ['plugin name forward is already taken by a built-in plugin; rename it', undefined],
-      ['cannot load: package no-such-package-xyz is not installed', `npm install no-such-package-xyz in ${process.cwd()} (package names resolve from the working directory), or name the plugin's file or folder by its path`],
+      [
+        'cannot load: package no-such-package-xyz is not installed',
+        `npm install no-such-package-xyz in ${process.cwd()} (package names resolve from the working directory), or name the plugin's file or folder by its path`,
+      ],
     ]);
     expect(registry.failed.map((f) => f.index)).toEqual([0, 1, 2, 3]);
   });

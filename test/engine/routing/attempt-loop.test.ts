@@ -70,7 +70,14 @@ describe('attemptLoop', () => {
     const r = await send(policy({ maxRetries: 1 }), planOf([a, b], null));
     expect([r.status, r.text, r.error]).toEqual([503, '{"error":"a is overloaded"}', null]);
     expect(fa.received).toHaveLength(1);
-    expect(r.rec).toMatchObject({ count: 2, endpoint: a, tried: [{ endpoint: 'a', outcome: '503', answered: true }, { endpoint: 'b', outcome: 'refused' }] });
+    expect(r.rec).toMatchObject({
+      count: 2,
+      endpoint: a,
+      tried: [
+        { endpoint: 'a', outcome: '503', answered: true },
+        { endpoint: 'b', outcome: 'refused' },
+      ],
+    });
   });
 
   it('nothing answered and nothing held: the gateway error is thrown, naming where nothing listened', async () => {
@@ -115,11 +122,20 @@ describe('attemptLoop', () => {
     builder.add(0, [a, b], (ep) => `real-${ep.name}`, 'alias');
     const asked: [string, string | undefined][] = [];
     const p = policy();
-    const r = await send({ ...p, request: (ex, ep, model) => {
-        asked.push([ep.name, model]);
-        return p.request(ex, ep, model);
-      } }, builder.build(null, 'test-model'));
-    expect(asked).toEqual([['a', 'real-a'], ['b', 'real-b']]);
+    const r = await send(
+      {
+        ...p,
+        request: (ex, ep, model) => {
+          asked.push([ep.name, model]);
+          return p.request(ex, ep, model);
+        },
+      },
+      builder.build(null, 'test-model'),
+    );
+    expect(asked).toEqual([
+      ['a', 'real-a'],
+      ['b', 'real-b'],
+    ]);
     expect([fa.received[0].json.model, fb.received[0].json.model]).toEqual(['real-a', 'real-b']);
     expect(r.rec.model).toBe('real-b');
   });

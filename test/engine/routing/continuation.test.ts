@@ -34,21 +34,33 @@ describe('continuationOrder', () => {
 });
 
 describe('EventSplitter and frame', () => {
-  const events = [{ name: '', data: '{"a":"é ✓"}' }, { name: 'content_block_delta', data: '{"b":1}' }, { name: '', data: 'line one\nline two' }];
+  const events = [
+    { name: '', data: '{"a":"é ✓"}' },
+    { name: 'content_block_delta', data: '{"b":1}' },
+    { name: '', data: 'line one\nline two' },
+  ];
   it('reads the same events however the bytes are split, and writes them back as they were', () => {
-    const bytes = Buffer.from(events.map((e) => frame('sse', e)).join('').replace(/\n/g, '\r\n').replace('data: {"b', ': keep-alive\r\ndata: {"b'));
-    fc.assert(fc.property(fc.array(fc.integer({ min: 1, max: bytes.length - 1 }), { maxLength: 8 }), (cuts) => {
-      const at = [...new Set(cuts)].sort((x, y) => x - y);
-      const s = new EventSplitter('sse');
-      const got = [];
-      let from = 0;
-      for (const c of [...at, bytes.length]) {
-        got.push(...s.feed(bytes.subarray(from, c)));
-        from = c;
-      }
-      got.push(...s.end());
-      expect(got).toEqual(events);
-    }));
+    const bytes = Buffer.from(
+      events
+        .map((e) => frame('sse', e))
+        .join('')
+        .replace(/\n/g, '\r\n')
+        .replace('data: {"b', ': keep-alive\r\ndata: {"b'),
+    );
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 1, max: bytes.length - 1 }), { maxLength: 8 }), (cuts) => {
+        const at = [...new Set(cuts)].sort((x, y) => x - y);
+        const s = new EventSplitter('sse');
+        const got = [];
+        let from = 0;
+        for (const c of [...at, bytes.length]) {
+          got.push(...s.feed(bytes.subarray(from, c)));
+          from = c;
+        }
+        got.push(...s.end());
+        expect(got).toEqual(events);
+      }),
+    );
   });
   it('NDJSON: a line each, a last line without its newline read at the end', () => {
     const s = new EventSplitter('ndjson');
@@ -65,21 +77,23 @@ describe('a watched stream passed on whole events at a time', () => {
   const sse = (n: number) => `data: {"choices":[{"delta":{"content":"w${n}"}}]}\n\n`;
   it('what goes out ends at an event boundary, whatever the chunks; all of it once complete', () => {
     const stream = Buffer.from(`${[0, 1, 2, 3, 4].map(sse).join('')}data: [DONE]\n\n`);
-    fc.assert(fc.property(fc.array(fc.integer({ min: 1, max: stream.length - 1 }), { maxLength: 10 }), (cuts) => {
-      const watch = new StreamWatch('sse', INFERENCE_STREAMS);
-      const out = new StreamOut();
-      let sent = '';
-      let from = 0;
-      for (const c of [...[...new Set(cuts)].sort((x, y) => x - y), stream.length]) {
-        const chunk = stream.subarray(from, c);
-        from = c;
-        watch.feed(chunk);
-        out.add(chunk);
-        sent += out.take(watch.completeTo)?.toString() ?? '';
-        expect(sent === '' || sent.endsWith('\n\n')).toBe(true);
-      }
-      expect(sent).toBe(stream.toString());
-    }));
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 1, max: stream.length - 1 }), { maxLength: 10 }), (cuts) => {
+        const watch = new StreamWatch('sse', INFERENCE_STREAMS);
+        const out = new StreamOut();
+        let sent = '';
+        let from = 0;
+        for (const c of [...[...new Set(cuts)].sort((x, y) => x - y), stream.length]) {
+          const chunk = stream.subarray(from, c);
+          from = c;
+          watch.feed(chunk);
+          out.add(chunk);
+          sent += out.take(watch.completeTo)?.toString() ?? '';
+          expect(sent === '' || sent.endsWith('\n\n')).toBe(true);
+        }
+        expect(sent).toBe(stream.toString());
+      }),
+    );
   });
   it('a chunk that is one whole event goes out as it came (no copy)', () => {
     const chunk = Buffer.from(sse(1));
@@ -125,7 +139,8 @@ describe('what an answer holds, and how a continuation joins it', () => {
   it('a continuation: its opening dropped, the id the client saw, the prefill it repeats and the whitespace the client has taken off', () => {
     const t = read([chat({ role: 'assistant', content: '' }), chat({ content: 'Hello ' })]);
     const splice = t.splicer();
-    const cont = (delta: object, finish: string | null = null) => splice({ name: '', data: JSON.stringify({ id: 'other', created: 9, choices: [{ index: 0, delta, finish_reason: finish }] }) });
+    const cont = (delta: object, finish: string | null = null) =>
+      splice({ name: '', data: JSON.stringify({ id: 'other', created: 9, choices: [{ index: 0, delta, finish_reason: finish }] }) });
     expect(cont({ role: 'assistant', content: '' })).toEqual([]);
     expect(cont({ content: 'Hel' })).toEqual([]); // may still be the prefill repeated
     const [joined] = cont({ content: 'lo world' });
@@ -135,8 +150,18 @@ describe('what an answer holds, and how a continuation joins it', () => {
 
   it('the messages API: a continuation joins the open text block, or follows a closed one', () => {
     const ev = (type: string, rest: object) => ({ name: type, data: JSON.stringify({ type, ...rest }) });
-    const open = [ev('message_start', { message: {} }), ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }), ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'Hi there' } })];
-    const contEvents = [ev('message_start', { message: {} }), ev('ping', {}), ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }), ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text: ' friend' } }), ev('content_block_stop', { index: 0 })];
+    const open = [
+      ev('message_start', { message: {} }),
+      ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+      ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'Hi there' } }),
+    ];
+    const contEvents = [
+      ev('message_start', { message: {} }),
+      ev('ping', {}),
+      ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+      ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text: ' friend' } }),
+      ev('content_block_stop', { index: 0 }),
+    ];
     const joinOpen = read(open, MESSAGES).splicer();
     expect(contEvents.flatMap(joinOpen).map((e) => JSON.parse(e.data))).toEqual([
       { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: ' friend' } },
@@ -144,7 +169,13 @@ describe('what an answer holds, and how a continuation joins it', () => {
     ]);
     const joinClosed = read([...open, ev('content_block_stop', { index: 0 })], MESSAGES).splicer();
     expect(contEvents.flatMap(joinClosed).map((e) => JSON.parse(e.data).index)).toEqual([1, 1, 1]);
-    const thinking = read([ev('content_block_start', { index: 0, content_block: { type: 'thinking' } }), ev('content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: 'hm' } })], MESSAGES);
+    const thinking = read(
+      [
+        ev('content_block_start', { index: 0, content_block: { type: 'thinking' } }),
+        ev('content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: 'hm' } }),
+      ],
+      MESSAGES,
+    );
     expect(thinking.blocker()).toMatch(/reasoning|thinking/);
   });
 });

@@ -3,12 +3,23 @@
 // back and what they become, and the error when nothing answered.
 import { describe, expect, it } from 'vitest';
 import type { Endpoint } from '../../../engine/backends/endpoints.js';
-import { backoff, chargesFleet, exhaustedError, heldVerdict, holdsStatus, PlanWalk, retryDelay, type Exhaustion, type Step } from '../../../engine/routing/decisions.js';
+import {
+  backoff,
+  chargesFleet,
+  exhaustedError,
+  heldVerdict,
+  holdsStatus,
+  PlanWalk,
+  retryDelay,
+  type Exhaustion,
+  type Step,
+} from '../../../engine/routing/decisions.js';
 import type { Candidate } from '../../../engine/routing/plan.js';
 
 const ep = (name: string) => ({ name }) as unknown as Endpoint;
 /** Candidates named by letter, in groups: [['a', 'b'], ['c']] is a, b for the requested model, c its fallback. */
-const plan = (groups: string[][]): Candidate[] => groups.flatMap((names, group) => names.map((n) => ({ endpoint: ep(n), model: undefined, group, why: group ? 'fallback' : 'requested' }) as Candidate));
+const plan = (groups: string[][]): Candidate[] =>
+  groups.flatMap((names, group) => names.map((n) => ({ endpoint: ep(n), model: undefined, group, why: group ? 'fallback' : 'requested' }) as Candidate));
 
 /** Walk the plan; `fails(step)` says when the tried candidate may go again (null: not again). */
 function walk(groups: string[][], fails: (name: string, step: Step) => number | null = () => null): string[] {

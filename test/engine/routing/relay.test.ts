@@ -17,7 +17,8 @@ const start = (p: Policy, eps: Endpoint[], stream = true) => h.start(p, planOf(e
 const send = (p: Policy, eps: Endpoint[], stream = true) => h.send(p, planOf(eps, null), stream);
 
 const SSE = { 'content-type': 'text/event-stream' };
-const chunk = (delta: object, finish: string | null = null) => `data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+const chunk = (delta: object, finish: string | null = null) =>
+  `data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
 const ROLE = chunk({ role: 'assistant', content: '' });
 const WORD = chunk({ content: 'Hi' });
 const DONE = `${chunk({}, 'stop')}data: [DONE]\n\n`;
@@ -37,7 +38,12 @@ describe('Relay', () => {
       res.end(bytes);
     });
     const r = await send(policy(), endpoints(url), false);
-    expect([r.status, r.headers['content-type'], r.headers['content-length'], r.headers['x-backend-note']]).toEqual([200, 'application/json', String(bytes.length), 'kept']);
+    expect([r.status, r.headers['content-type'], r.headers['content-length'], r.headers['x-backend-note']]).toEqual([
+      200,
+      'application/json',
+      String(bytes.length),
+      'kept',
+    ]);
     expect(r.body.equals(bytes)).toBe(true);
     expect(r.rec.streamed).toBe(false);
   });
@@ -54,10 +60,13 @@ describe('Relay', () => {
     });
     // The shape tells the test when the relay has read the role event (it classifies it then).
     const roleRead = signal();
-    const streams: StreamShape = { ...INFERENCE_API.streams, classify: (v, name) => {
+    const streams: StreamShape = {
+      ...INFERENCE_API.streams,
+      classify: (v, name) => {
         if ((v as any)?.choices?.[0]?.delta?.role) roleRead.fire();
         return INFERENCE_API.streams.classify(v, name);
-      } };
+      },
+    };
     const sent = start(policy({ api: { ...INFERENCE_API, streams } }), endpoints(url));
     await roleRead.wait;
     const job = [...jobs.values()].at(-1)!;
@@ -141,10 +150,22 @@ describe('Relay', () => {
       res.end('world');
     });
     const [a] = endpoints(url);
-    const upper = (limit: number, overflow?: { kind: 'pipe' }): Policy['reply'] => () => ({ kind: 'buffer', limit, overflow, finish: (s, body) => ({ status: 201, headers: ['content-type', 'text/x-shaped'], body: `${s}:${body.toString().toUpperCase()}` }) });
+    const upper =
+      (limit: number, overflow?: { kind: 'pipe' }): Policy['reply'] =>
+      () => ({
+        kind: 'buffer',
+        limit,
+        overflow,
+        finish: (s, body) => ({ status: 201, headers: ['content-type', 'text/x-shaped'], body: `${s}:${body.toString().toUpperCase()}` }),
+      });
 
     const shaped = await send(policy({ reply: upper(1024) }), [a], false);
-    expect([shaped.status, shaped.headers['content-type'], shaped.headers['content-length'], shaped.text]).toEqual([201, 'text/x-shaped', '15', '200:HELLO WORLD']);
+    expect([shaped.status, shaped.headers['content-type'], shaped.headers['content-length'], shaped.text]).toEqual([
+      201,
+      'text/x-shaped',
+      '15',
+      '200:HELLO WORLD',
+    ]);
 
     const over = await send(policy({ reply: upper(4) }), [a], false);
     expect(over.error).toMatchObject({ key: 'UPSTREAM_ERROR', status: 502 });

@@ -13,7 +13,12 @@ import { INFERENCE_STREAMS } from '../../../plugins/apis/inference-api.js';
 const RUNS = Number(process.env.FC_RUNS ?? 200);
 
 /** The pieces a fake of `family` streams for a request, and their content type. */
-async function demoStream(family: string, route: string, body: object, setup: (f: FakeBackend) => void = () => {}): Promise<{ pieces: string[]; format: StreamFormat }> {
+async function demoStream(
+  family: string,
+  route: string,
+  body: object,
+  setup: (f: FakeBackend) => void = () => {},
+): Promise<{ pieces: string[]; format: StreamFormat }> {
   const fake = new FakeBackend({ family, name: family, reply: 'Grüße aus 日本 🙂 done', toolCalls: [{ name: 'get_weather', arguments: '{"city":"Paris"}' }] });
   setup(fake);
   let out: { pieces: string[]; format: StreamFormat } | null = null;
@@ -22,7 +27,9 @@ async function demoStream(family: string, route: string, body: object, setup: (f
   };
   const [method, path] = route.split(' ');
   const text = JSON.stringify(body);
-  await routesFor(family).get(route)!.fn(fake, { method, url: path, headers: {}, body: Buffer.from(text), text, json: body }, {} as ServerResponse);
+  await routesFor(family)
+    .get(route)!
+    .fn(fake, { method, url: path, headers: {}, body: Buffer.from(text), text, json: body }, {} as ServerResponse);
   expect(out, `${family} ${route} streams`).not.toBeNull();
   return out!;
 }
@@ -50,13 +57,20 @@ const bounds = (length: number, cuts: number[]) => [...new Set([0, ...cuts, leng
 
 const sse = (...events: object[]) => events.map((e) => `data: ${JSON.stringify(e)}\n\n`);
 const nd = (...lines: object[]) => lines.map((l) => `${JSON.stringify(l)}\n`);
-const chunk = (delta: object, finish: string | null = null) => ({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] });
+const chunk = (delta: object, finish: string | null = null) => ({
+  id: 'c1',
+  object: 'chat.completion.chunk',
+  created: 1,
+  model: 'm',
+  choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+});
 
 describe('streamFormatOf', () => {
   it('knows SSE and the NDJSON/JSONL types, with or without parameters, and nothing else', () => {
     expect(streamFormatOf('text/event-stream')).toBe('sse');
     expect(streamFormatOf('Text/Event-Stream; charset=utf-8')).toBe('sse');
-    for (const t of ['application/x-ndjson', 'application/ndjson; charset=utf-8', 'application/jsonl', 'application/x-jsonlines']) expect(streamFormatOf(t)).toBe('ndjson');
+    for (const t of ['application/x-ndjson', 'application/ndjson; charset=utf-8', 'application/jsonl', 'application/x-jsonlines'])
+      expect(streamFormatOf(t)).toBe('ndjson');
     for (const t of [undefined, '', 'application/json', 'text/plain', 'application/ndjsonx']) expect(streamFormatOf(t)).toBeNull();
   });
 });
@@ -78,7 +92,12 @@ describe('the fakes’ streams, one event per chunk', () => {
   });
 
   it('chat-completions with only a tool call: its first delta is content', async () => {
-    const { pieces, format } = await demoStream('pagedengine', 'POST /v1/chat/completions', chat({ tools: [{ type: 'function', function: { name: 'get_weather' } }] }), (f) => (f.reply = ''));
+    const { pieces, format } = await demoStream(
+      'pagedengine',
+      'POST /v1/chat/completions',
+      chat({ tools: [{ type: 'function', function: { name: 'get_weather' } }] }),
+      (f) => (f.reply = ''),
+    );
     expect(pieces[1]).toContain('tool_calls');
     const { seen, w } = perEvent(format, pieces);
     expect(seen.slice(0, 2)).toEqual(['none', 'content']);
@@ -106,12 +125,21 @@ describe('the fakes’ streams, one event per chunk', () => {
     const w = new StreamWatch('sse', INFERENCE_STREAMS);
     w.feed(Buffer.from('event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":"Hi"}\n\n'));
     expect(w.complete).toBe(false);
-    w.feed(Buffer.from('event: response.incomplete\ndata: {"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"}}}\n\n'));
+    w.feed(
+      Buffer.from(
+        'event: response.incomplete\ndata: {"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"}}}\n\n',
+      ),
+    );
     expect(w.complete).toBe(true);
   });
 
   it('messages API (native): message_start and content_block_start are no content; message_stop ends it', async () => {
-    const { pieces, format } = await demoStream('pagedengine', 'POST /v1/messages', { model: 'test-model', max_tokens: 10, stream: true, messages: [{ role: 'user', content: 'hi' }] });
+    const { pieces, format } = await demoStream('pagedengine', 'POST /v1/messages', {
+      model: 'test-model',
+      max_tokens: 10,
+      stream: true,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     const { seen, w } = perEvent(format, pieces);
     expect(seen.slice(0, 3)).toEqual(['none', 'none', 'content']);
     expect(w.complete).toBe(true);
@@ -195,8 +223,14 @@ describe('no content yet', () => {
     ['role-only chunk', sse(chunk({ role: 'assistant', content: '' }))[0]],
     ['role-only chunk, content null', sse(chunk({ role: 'assistant', content: null }))[0]],
     ['empty delta', sse(chunk({}))[0]],
-    ['usage-only chunk', sse({ id: 'c1', object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: 5, completion_tokens: 0, total_tokens: 5 } })[0]],
-    ['prompt filter results (choices empty)', sse({ id: '', object: '', created: 0, model: '', choices: [], prompt_filter_results: [{ prompt_index: 0, content_filter_results: {} }] })[0]],
+    [
+      'usage-only chunk',
+      sse({ id: 'c1', object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: 5, completion_tokens: 0, total_tokens: 5 } })[0],
+    ],
+    [
+      'prompt filter results (choices empty)',
+      sse({ id: '', object: '', created: 0, model: '', choices: [], prompt_filter_results: [{ prompt_index: 0, content_filter_results: {} }] })[0],
+    ],
     ['empty tool_calls array', sse(chunk({ role: 'assistant', tool_calls: [] }))[0]],
     ['keep-alive comment', ': keep-alive\n\n'],
     ['comment without space', ':ping\n\n'],
@@ -239,7 +273,11 @@ describe('content', () => {
     ['sse', 'a JSON string', 'data: "Hi"\n\n'],
     ['sse', 'a choice of unknown shape', 'data: {"choices":[{"index":0,"output":"Hi"}]}\n\n'],
     ['sse', 'multi-line data', 'data: {"choices":[{"index":0,\ndata: "delta":{"content":"Hi"}}]}\n\n'],
-    ['ndjson', 'Ollama tool call', nd({ model: 'm', message: { role: 'assistant', content: '', tool_calls: [{ function: { name: 'f', arguments: {} } }] }, done: false })[0]],
+    [
+      'ndjson',
+      'Ollama tool call',
+      nd({ model: 'm', message: { role: 'assistant', content: '', tool_calls: [{ function: { name: 'f', arguments: {} } }] }, done: false })[0],
+    ],
     ['ndjson', 'Ollama thinking', nd({ model: 'm', message: { role: 'assistant', content: '', thinking: 'hmm' }, done: false })[0]],
     ['ndjson', 'Ollama generate thinking', nd({ model: 'm', response: '', thinking: 'hmm', done: false })[0]],
     ['ndjson', 'an unknown line (a pull status)', nd({ status: 'pulling manifest' })[0]],
@@ -258,15 +296,35 @@ describe('content', () => {
 
 describe('errors from the backend', () => {
   const errors: [StreamFormat, string, string, string][] = [
-    ['sse', 'chat-completions error chunk', 'data: {"error":{"message":"The server is overloaded","type":"server_error","code":503}}\n\n', 'The server is overloaded'],
+    [
+      'sse',
+      'chat-completions error chunk',
+      'data: {"error":{"message":"The server is overloaded","type":"server_error","code":503}}\n\n',
+      'The server is overloaded',
+    ],
     ['sse', 'messages-API error event', 'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n', 'Overloaded'],
     ['sse', 'event: error with text data', 'event: error\ndata: upstream connect error\n\n', 'upstream connect error'],
-    ['sse', 'Responses API error', 'event: error\ndata: {"type":"error","code":"server_error","message":"Something went wrong","param":null,"sequence_number":3}\n\n', 'Something went wrong'],
-    ['sse', 'Responses API response.failed', 'event: response.failed\ndata: {"type":"response.failed","response":{"id":"r","status":"failed","error":{"code":"server_error","message":"The model failed"}}}\n\n', 'The model failed'],
+    [
+      'sse',
+      'Responses API error',
+      'event: error\ndata: {"type":"error","code":"server_error","message":"Something went wrong","param":null,"sequence_number":3}\n\n',
+      'Something went wrong',
+    ],
+    [
+      'sse',
+      'Responses API response.failed',
+      'event: response.failed\ndata: {"type":"response.failed","response":{"id":"r","status":"failed","error":{"code":"server_error","message":"The model failed"}}}\n\n',
+      'The model failed',
+    ],
     ['sse', 'type error without an event name', 'data: {"type":"error","message":"bad"}\n\n', 'bad'],
     ['sse', 'error as a string', 'data: {"error":"CUDA out of memory"}\n\n', 'CUDA out of memory'],
     ['sse', 'llama.cpp `error:` line', 'error: {"code":500,"message":"failed to decode the batch","type":"server_error"}\n\n', 'failed to decode the batch'],
-    ['sse', 'vLLM object: error', 'data: {"object":"error","message":"Engine loop has died","type":"InternalServerError","param":null,"code":500}\n\n', 'Engine loop has died'],
+    [
+      'sse',
+      'vLLM object: error',
+      'data: {"object":"error","message":"Engine loop has died","type":"InternalServerError","param":null,"code":500}\n\n',
+      'Engine loop has died',
+    ],
     ['ndjson', 'Ollama error line', '{"error":"model runner has unexpectedly stopped"}\n', 'model runner has unexpectedly stopped'],
   ];
   for (const [format, what, bytes, message] of errors) {
@@ -318,10 +376,15 @@ describe('errors from the backend', () => {
   });
 
   it('the error message survives UTF-8 sequences split at every byte', () => {
-    const bytes = Buffer.from(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'Grüße' } }] })}\n\nevent: error\ndata: ${JSON.stringify({ type: 'error', error: { message: 'Überlastet: 日本 🙂' } })}\n\n`);
+    const bytes = Buffer.from(
+      `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'Grüße' } }] })}\n\nevent: error\ndata: ${JSON.stringify({ type: 'error', error: { message: 'Überlastet: 日本 🙂' } })}\n\n`,
+    );
     for (let i = 0; i <= bytes.length; i++) {
       const { seen, w } = feedCut('sse', bytes, [i]);
-      expect(seen.filter((s) => s === 'error'), `cut at ${i}`).toHaveLength(1);
+      expect(
+        seen.filter((s) => s === 'error'),
+        `cut at ${i}`,
+      ).toHaveLength(1);
       expect(w.problem, `cut at ${i}`).toBe('backend error: Überlastet: 日本 🙂');
     }
   });
@@ -387,7 +450,12 @@ describe('malformed events', () => {
 
 describe('any chunking', () => {
   const family = async () => {
-    const chatStream = await demoStream('pagedengine', 'POST /v1/chat/completions', chat({ stream_options: { include_usage: true } }), (f) => (f.reasoning = 'Hmm, ünïcode'));
+    const chatStream = await demoStream(
+      'pagedengine',
+      'POST /v1/chat/completions',
+      chat({ stream_options: { include_usage: true } }),
+      (f) => (f.reasoning = 'Hmm, ünïcode'),
+    );
     const responsesStream = await demoStream('pagedengine', 'POST /v1/responses', { model: 'test-model', input: 'hi', stream: true });
     const ollama = await demoStream('localrunner', 'POST /api/chat', { model: 'test-model', messages: [] });
     const recorded = { pieces: [readFileSync('test/fixtures/msgapi/text-then-tool-use.sse', 'utf8')], format: 'sse' as StreamFormat };
@@ -419,10 +487,12 @@ describe('any chunking', () => {
 
   it('property: any chunking of any stream (LF or CRLF) finds the same first content, completion and no problem', async () => {
     const streams = await family();
-    const all = Object.values(streams).flatMap((s) => [s, crlf(s)]).map((s) => {
-      const bytes = Buffer.from(s.pieces.join(''));
-      return { format: s.format, bytes, firstAt: firstContentEnd(s.format, bytes) };
-    });
+    const all = Object.values(streams)
+      .flatMap((s) => [s, crlf(s)])
+      .map((s) => {
+        const bytes = Buffer.from(s.pieces.join(''));
+        return { format: s.format, bytes, firstAt: firstContentEnd(s.format, bytes) };
+      });
     fc.assert(
       fc.property(fc.constantFrom(...all), fc.array(fc.nat(), { maxLength: 30 }), ({ format, bytes, firstAt }, raw) => {
         const cuts = raw.map((n) => n % (bytes.length + 1));
@@ -459,7 +529,9 @@ describe('after the first content (most events are checked for shape, not parsed
     const tokens = Array.from({ length: 5 }, (_, i) => chunk({ content: `t${i}` }));
     expect(perEvent('sse', [...sse(...tokens, chunk({}, 'length')), 'data: [DONE]\n\n']).w.complete).toBe(true);
     expect(perEvent('sse', [...sse(...tokens), 'data: {"error":{"message":"overloaded"}}\n\n']).seen.at(-1)).toBe('error');
-    expect(perEvent('ndjson', nd({ message: { content: 'a' }, done: false }, { message: { content: 'b' }, done: false }, { done: true })).w.complete).toBe(true);
+    expect(perEvent('ndjson', nd({ message: { content: 'a' }, done: false }, { message: { content: 'b' }, done: false }, { done: true })).w.complete).toBe(
+      true,
+    );
   });
 });
 

@@ -7,23 +7,41 @@ import type { InputItem, OutputItem, ResponsesRequest } from '../../../plugins/a
 
 const chat = (req: ResponsesRequest, o: { effortLevels?: string[]; streamUsage?: boolean; reasoningHistory?: boolean } = {}) => {
   const dropped: string[] = [];
-  const body = toChatRequest(req, inputItems(req), { model: 'real-name', streamUsage: o.streamUsage ?? false, effortLevels: o.effortLevels ?? [], reasoningHistory: o.reasoningHistory ?? true, dropped });
+  const body = toChatRequest(req, inputItems(req), {
+    model: 'real-name',
+    streamUsage: o.streamUsage ?? false,
+    effortLevels: o.effortLevels ?? [],
+    reasoningHistory: o.reasoningHistory ?? true,
+    dropped,
+  });
   return { body, dropped };
 };
 
 describe('Responses request translation', () => {
   it('a string input is one user message; instructions the system message; settings carried', () => {
-    const { body, dropped } = chat({ model: 'alias', input: 'Hi', instructions: 'Be brief.', max_output_tokens: 64, temperature: 0.2, top_p: 0.9, stream: true }, { streamUsage: true });
+    const { body, dropped } = chat(
+      { model: 'alias', input: 'Hi', instructions: 'Be brief.', max_output_tokens: 64, temperature: 0.2, top_p: 0.9, stream: true },
+      { streamUsage: true },
+    );
     expect(body).toEqual({
-      model: 'real-name', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }],
-      max_tokens: 64, temperature: 0.2, top_p: 0.9, stream: true, stream_options: { include_usage: true },
+      model: 'real-name',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Hi' },
+      ],
+      max_tokens: 64,
+      temperature: 0.2,
+      top_p: 0.9,
+      stream: true,
+      stream_options: { include_usage: true },
     });
     expect(dropped).toEqual([]);
   });
 
-  it('Codex\'s shape: instructions and a developer message join one system message; two user messages in a row merge', () => {
+  it("Codex's shape: instructions and a developer message join one system message; two user messages in a row merge", () => {
     const { body } = chat({
-      model: 'm', instructions: 'You are Codex.',
+      model: 'm',
+      instructions: 'You are Codex.',
       input: [
         { type: 'message', role: 'developer', content: [{ type: 'input_text', text: '<permissions>sandboxed</permissions>' }] },
         { type: 'message', role: 'user', content: [{ type: 'input_text', text: '<environment_context>cwd</environment_context>' }] },
@@ -51,7 +69,9 @@ describe('Responses request translation', () => {
     expect(body.messages).toEqual([
       { role: 'user', content: 'Weather in Paris?' },
       {
-        role: 'assistant', content: 'Checking.', reasoning_content: 'Need the tool.',
+        role: 'assistant',
+        content: 'Checking.',
+        reasoning_content: 'Need the tool.',
         tool_calls: [
           { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } },
           { id: 'call_2', type: 'function', function: { name: 'get_time', arguments: '{}' } },
@@ -72,10 +92,26 @@ describe('Responses request translation', () => {
       { role: 'assistant', content: 'two' },
     ];
     const { body, dropped } = chat({ model: 'm', input });
-    expect(body.messages).toEqual([{ role: 'user', content: 'a\n\nb' }, { role: 'assistant', content: 'one\n\ntwo' }]);
+    expect(body.messages).toEqual([
+      { role: 'user', content: 'a\n\nb' },
+      { role: 'assistant', content: 'one\n\ntwo' },
+    ]);
     expect(dropped).toEqual(['reasoning with no assistant message after it']);
-    const hosted = chat({ model: 'm', input: [{ role: 'user', content: 'a' }, { type: 'reasoning', content: [{ type: 'reasoning_text', text: 'hm' }] }, { role: 'assistant', content: 'x' }] }, { reasoningHistory: false });
-    expect(hosted.body.messages).toEqual([{ role: 'user', content: 'a' }, { role: 'assistant', content: 'x' }]);
+    const hosted = chat(
+      {
+        model: 'm',
+        input: [
+          { role: 'user', content: 'a' },
+          { type: 'reasoning', content: [{ type: 'reasoning_text', text: 'hm' }] },
+          { role: 'assistant', content: 'x' },
+        ],
+      },
+      { reasoningHistory: false },
+    );
+    expect(hosted.body.messages).toEqual([
+      { role: 'user', content: 'a' },
+      { role: 'assistant', content: 'x' },
+    ]);
     expect(hosted.dropped).toEqual(['reasoning sent back (the engine is a hosted service)']);
   });
 
@@ -83,17 +119,40 @@ describe('Responses request translation', () => {
     const { body, dropped } = chat({
       model: 'm',
       input: [
-        { role: 'user', content: [{ type: 'input_text', text: 'What is this?' }, { type: 'input_image', image_url: 'data:image/png;base64,AAA', detail: 'low' }, { type: 'input_file', text: undefined }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'input_text', text: 'What is this?' },
+            { type: 'input_image', image_url: 'data:image/png;base64,AAA', detail: 'low' },
+            { type: 'input_file', text: undefined },
+          ],
+        },
         { type: 'item_reference', id: 'msg_old' },
       ],
-      tools: [{ type: 'web_search' }, { type: 'function', name: 'lookup', description: 'Look up', parameters: { type: 'object', properties: { q: { type: 'string' } } }, strict: true }],
+      tools: [
+        { type: 'web_search' },
+        { type: 'function', name: 'lookup', description: 'Look up', parameters: { type: 'object', properties: { q: { type: 'string' } } }, strict: true },
+      ],
       tool_choice: { type: 'function', name: 'lookup' },
       parallel_tool_calls: false,
       truncation: 'auto',
       seed: 7,
     } as unknown as ResponsesRequest);
-    expect(body.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAA', detail: 'low' } }] }]);
-    expect(body.tools).toEqual([{ type: 'function', function: { name: 'lookup', description: 'Look up', parameters: { type: 'object', properties: { q: { type: 'string' } } }, strict: true } }]);
+    expect(body.messages).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is this?' },
+          { type: 'image_url', image_url: { url: 'data:image/png;base64,AAA', detail: 'low' } },
+        ],
+      },
+    ]);
+    expect(body.tools).toEqual([
+      {
+        type: 'function',
+        function: { name: 'lookup', description: 'Look up', parameters: { type: 'object', properties: { q: { type: 'string' } } }, strict: true },
+      },
+    ]);
     expect(body.tool_choice).toEqual({ type: 'function', function: { name: 'lookup' } });
     expect(body.parallel_tool_calls).toBe(false);
     expect(dropped).toEqual(['field seed', 'content part input_file', 'input item item_reference', 'tool web_search']);
@@ -101,8 +160,10 @@ describe('Responses request translation', () => {
 
   it('text.format becomes response_format; reasoning.effort goes where the engine takes its level', () => {
     const schema = { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] };
-    expect(chat({ model: 'm', input: 'x', text: { format: { type: 'json_schema', name: 'answer', schema, strict: true } } }).body.response_format)
-      .toEqual({ type: 'json_schema', json_schema: { name: 'answer', schema, strict: true } });
+    expect(chat({ model: 'm', input: 'x', text: { format: { type: 'json_schema', name: 'answer', schema, strict: true } } }).body.response_format).toEqual({
+      type: 'json_schema',
+      json_schema: { name: 'answer', schema, strict: true },
+    });
     expect(chat({ model: 'm', input: 'x', text: { format: { type: 'json_object' } } }).body.response_format).toEqual({ type: 'json_object' });
     expect(chat({ model: 'm', input: 'x', text: { format: { type: 'text' } } }).body.response_format).toBeUndefined();
     expect(chat({ model: 'm', input: 'x', reasoning: { effort: 'high' } }, { effortLevels: ['low', 'medium', 'high'] }).body.reasoning_effort).toBe('high');
@@ -137,15 +198,25 @@ describe('Responses request translation', () => {
   });
 
   it('estimates the prompt at four characters a token', () => {
-    const req: ResponsesRequest = { model: 'm', instructions: '12345678', input: [{ role: 'user', content: [{ type: 'input_text', text: '1234' }] }, { type: 'function_call_output', call_id: 'c', output: '1234' }] };
+    const req: ResponsesRequest = {
+      model: 'm',
+      instructions: '12345678',
+      input: [
+        { role: 'user', content: [{ type: 'input_text', text: '1234' }] },
+        { type: 'function_call_output', call_id: 'c', output: '1234' },
+      ],
+    };
     expect(estimateInputTokens(req, inputItems(req))).toBe(4);
   });
 });
 
 describe('the response store', () => {
-  const out = (text: string): OutputItem[] => [{ type: 'message', id: `msg_${text}`, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [], logprobs: [] }] }];
+  const out = (text: string): OutputItem[] => [
+    { type: 'message', id: `msg_${text}`, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [], logprobs: [] }] },
+  ];
   const user = (text: string): InputItem[] => [{ type: 'message', role: 'user', content: text }];
-  const texts = (items: InputItem[] | undefined) => items?.map((i) => (i as { content: unknown }).content).map((c) => (typeof c === 'string' ? c : (c as Array<{ text: string }>)[0].text));
+  const texts = (items: InputItem[] | undefined) =>
+    items?.map((i) => (i as { content: unknown }).content).map((c) => (typeof c === 'string' ? c : (c as Array<{ text: string }>)[0].text));
 
   it('keeps each turn once and rebuilds the conversation from its last response', () => {
     const s = new ResponseStore({ max_responses: 10, max_bytes: 1 << 20, ttl: 60_000 });

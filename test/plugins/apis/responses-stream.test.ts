@@ -11,14 +11,18 @@ import { inputItems, toChatRequest } from '../../../plugins/apis/responses/reque
 type Event = { event: string; data: any };
 
 function parse(text: string): Event[] {
-  return text.split('\n\n').filter((f) => f.trim()).map((frame) => {
-    const event = /^event: (.*)$/m.exec(frame)![1];
-    return { event, data: JSON.parse(/^data: (.*)$/m.exec(frame)![1]) };
-  });
+  return text
+    .split('\n\n')
+    .filter((f) => f.trim())
+    .map((frame) => {
+      const event = /^event: (.*)$/m.exec(frame)![1];
+      return { event, data: JSON.parse(/^data: (.*)$/m.exec(frame)![1]) };
+    });
 }
 
 const fixture = (name: string) => readFileSync(`test/fixtures/reasoning/${name}`, 'utf8');
-const chunk = (delta: object, finish: string | null = null, extra: object = {}) => `data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`;
+const chunk = (delta: object, finish: string | null = null, extra: object = {}) =>
+  `data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`;
 const shell = (req: Partial<ResponsesRequest> = {}) => shellOf({ model: 'qwen3-8b', input: 'What is 2+2?', ...req }, () => 3, false);
 
 /** Run a chat SSE body through a translator, fed in the given pieces. */
@@ -55,34 +59,82 @@ function checkOrder(events: Event[]) {
   expect(final.output.length).toBe(open.size);
   final.output.forEach((item: { id: string }, i: number) => expect(item.id).toBe(open.get(i)));
   // Each item as its output_item.done gave it is the one in the final response.
-  if (final.status !== 'failed') for (const e of events) if (e.event === 'response.output_item.done') expect(final.output[e.data.output_index]).toEqual(e.data.item);
+  if (final.status !== 'failed')
+    for (const e of events) if (e.event === 'response.output_item.done') expect(final.output[e.data.output_index]).toEqual(e.data.item);
 }
 
 describe('Responses stream translation', () => {
-  it('a plain answer: the API\'s event order, deltas and the whole text in the completed response', () => {
+  it("a plain answer: the API's event order, deltas and the whole text in the completed response", () => {
     const body = `${chunk({ role: 'assistant', content: '' }) + chunk({ content: 'Hello' }) + chunk({ content: ' there' }) + chunk({}, 'stop')}data: [DONE]\n\n`;
     const { events } = whole(body);
     checkOrder(events);
     expect(events.map((e) => e.event)).toEqual([
-      'response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added',
-      'response.output_text.delta', 'response.output_text.delta', 'response.output_text.done', 'response.content_part.done',
-      'response.output_item.done', 'response.completed',
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.output_text.delta',
+      'response.output_text.delta',
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.completed',
     ]);
     expect(events[0].data.response).toMatchObject({ object: 'response', status: 'in_progress', model: 'qwen3-8b', output: [] });
     expect(events[4].data).toMatchObject({ item_id: events[2].data.item.id, output_index: 0, content_index: 0, delta: 'Hello', logprobs: [] });
     const done = events.at(-1)!.data.response;
     expect(done).toMatchObject({ status: 'completed', incomplete_details: null, error: null });
-    expect(done.output).toEqual([{ type: 'message', id: events[2].data.item.id, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Hello there', annotations: [], logprobs: [] }] }]);
+    expect(done.output).toEqual([
+      {
+        type: 'message',
+        id: events[2].data.item.id,
+        status: 'completed',
+        role: 'assistant',
+        content: [{ type: 'output_text', text: 'Hello there', annotations: [], logprobs: [] }],
+      },
+    ]);
     // The request's settings echoed: the defaults here, what it set below.
-    expect(done).toMatchObject({ instructions: null, max_output_tokens: null, parallel_tool_calls: true, previous_response_id: null, reasoning: { effort: null, summary: null }, store: false, temperature: null, text: { format: { type: 'text' } }, tool_choice: 'auto', tools: [], top_p: null, truncation: 'disabled', metadata: {} });
-    const set = { instructions: 'Be "brief".', max_output_tokens: 9, parallel_tool_calls: false, previous_response_id: 'resp_x', reasoning: { effort: 'low', summary: 'auto' }, temperature: 0.5, text: { format: { type: 'json_object' } }, tool_choice: 'required', tools: [{ type: 'function', name: 'f' }], top_p: 0.9, metadata: { k: 'v' } } as const;
+    expect(done).toMatchObject({
+      instructions: null,
+      max_output_tokens: null,
+      parallel_tool_calls: true,
+      previous_response_id: null,
+      reasoning: { effort: null, summary: null },
+      store: false,
+      temperature: null,
+      text: { format: { type: 'text' } },
+      tool_choice: 'auto',
+      tools: [],
+      top_p: null,
+      truncation: 'disabled',
+      metadata: {},
+    });
+    const set = {
+      instructions: 'Be "brief".',
+      max_output_tokens: 9,
+      parallel_tool_calls: false,
+      previous_response_id: 'resp_x',
+      reasoning: { effort: 'low', summary: 'auto' },
+      temperature: 0.5,
+      text: { format: { type: 'json_object' } },
+      tool_choice: 'required',
+      tools: [{ type: 'function', name: 'f' }],
+      top_p: 0.9,
+      metadata: { k: 'v' },
+    } as const;
     expect(whole(body, set as never).events.at(-1)!.data.response).toMatchObject(set);
     // No usage from the backend: estimated, characters / 4.
-    expect(done.usage).toEqual({ input_tokens: 3, input_tokens_details: { cached_tokens: 0 }, output_tokens: 2, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 5 });
+    expect(done.usage).toEqual({
+      input_tokens: 3,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens: 2,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: 5,
+    });
   });
 
-  it('is the same at every split of the backend\'s bytes (multi-byte characters, CRLF lines included)', () => {
-    const body = fixture('reasoning-then-tool-call.sse').replace('I should', 'L\'utilisateur 🤔 — 用户').replace(/\n/g, '\r\n');
+  it("is the same at every split of the backend's bytes (multi-byte characters, CRLF lines included)", () => {
+    const body = fixture('reasoning-then-tool-call.sse').replace('I should', "L'utilisateur 🤔 — 用户").replace(/\n/g, '\r\n');
     const bytes = Buffer.from(body);
     const expected = stable(whole(body).text);
     expect(expected).toContain('🤔 — 用户');
@@ -96,10 +148,13 @@ describe('Responses stream translation', () => {
     }
   });
 
-  it('the recorded llama-server reasoning stream: a reasoning item, incomplete on length, the server\'s usage', () => {
+  it("the recorded llama-server reasoning stream: a reasoning item, incomplete on length, the server's usage", () => {
     const { events } = whole(fixture('llama-server-reasoning.sse'));
     checkOrder(events);
-    const recorded = fixture('llama-server-reasoning.sse').split('\n\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)));
+    const recorded = fixture('llama-server-reasoning.sse')
+      .split('\n\n')
+      .filter((l) => l.startsWith('data: {'))
+      .map((l) => JSON.parse(l.slice(6)));
     const thought = recorded.map((c) => c.choices[0]?.delta?.reasoning_content ?? '').join('');
     expect(thought.length).toBeGreaterThan(0);
     expect(events[2].data.item).toEqual({ type: 'reasoning', id: expect.stringMatching(/^rs_/), summary: [], content: [] });
@@ -110,9 +165,15 @@ describe('Responses stream translation', () => {
     const last = events.at(-1)!;
     expect(last.event).toBe('response.incomplete');
     expect(last.data.response.incomplete_details).toEqual({ reason: 'max_output_tokens' });
-    expect(last.data.response.output).toEqual([{ type: 'reasoning', id: events[2].data.item.id, summary: [], content: [{ type: 'reasoning_text', text: thought }] }]);
+    expect(last.data.response.output).toEqual([
+      { type: 'reasoning', id: events[2].data.item.id, summary: [], content: [{ type: 'reasoning_text', text: thought }] },
+    ]);
     const usage = recorded.find((c) => c.usage).usage;
-    expect(last.data.response.usage).toMatchObject({ input_tokens: usage.prompt_tokens, output_tokens: usage.completion_tokens, total_tokens: usage.prompt_tokens + usage.completion_tokens });
+    expect(last.data.response.usage).toMatchObject({
+      input_tokens: usage.prompt_tokens,
+      output_tokens: usage.completion_tokens,
+      total_tokens: usage.prompt_tokens + usage.completion_tokens,
+    });
   });
 
   it('reasoning, then the answer: the reasoning item closes before the message opens', () => {
@@ -134,13 +195,32 @@ describe('Responses stream translation', () => {
     const { events } = whole(fixture('reasoning-then-tool-call.sse'));
     checkOrder(events);
     const added = events.find((e) => e.event === 'response.output_item.added' && e.data.item.type === 'function_call')!;
-    expect(added.data.item).toEqual({ type: 'function_call', id: expect.stringMatching(/^fc_/), call_id: 'call_Xk2', name: 'get_weather', arguments: '', status: 'in_progress' });
+    expect(added.data.item).toEqual({
+      type: 'function_call',
+      id: expect.stringMatching(/^fc_/),
+      call_id: 'call_Xk2',
+      name: 'get_weather',
+      arguments: '',
+      status: 'in_progress',
+    });
     const deltas = events.filter((e) => e.event === 'response.function_call_arguments.delta');
     expect(deltas.map((e) => e.data.delta)).toEqual(['{"loc', 'ation": ', '"Paris"}']);
-    expect(events.find((e) => e.event === 'response.function_call_arguments.done')!.data).toMatchObject({ item_id: added.data.item.id, output_index: 1, name: 'get_weather', arguments: '{"location": "Paris"}' });
+    expect(events.find((e) => e.event === 'response.function_call_arguments.done')!.data).toMatchObject({
+      item_id: added.data.item.id,
+      output_index: 1,
+      name: 'get_weather',
+      arguments: '{"location": "Paris"}',
+    });
     const final = events.at(-1)!.data.response;
     expect(final.status).toBe('completed');
-    expect(final.output[1]).toEqual({ type: 'function_call', id: added.data.item.id, call_id: 'call_Xk2', name: 'get_weather', arguments: '{"location": "Paris"}', status: 'completed' });
+    expect(final.output[1]).toEqual({
+      type: 'function_call',
+      id: added.data.item.id,
+      call_id: 'call_Xk2',
+      name: 'get_weather',
+      arguments: '{"location": "Paris"}',
+      status: 'completed',
+    });
   });
 
   it('parallel calls interleaved by index, a name that comes late, text after them', () => {
@@ -149,12 +229,19 @@ describe('Responses stream translation', () => {
       chunk({ tool_calls: [{ index: 0, function: { name: 'first' } }] }) +
       chunk({ tool_calls: [{ index: 1, id: 'c1', function: { name: 'second', arguments: '{}' } }] }) +
       chunk({ tool_calls: [{ index: 0, function: { arguments: ':1}' } }] }) +
-      chunk({}, 'tool_calls') + 'data: [DONE]\n\n';
+      chunk({}, 'tool_calls') +
+      'data: [DONE]\n\n';
     const { events } = whole(body);
     checkOrder(events);
     const final = events.at(-1)!.data.response;
-    expect(final.output.map((o: any) => [o.call_id, o.name, o.arguments])).toEqual([['c0', 'first', '{"a":1}'], ['c1', 'second', '{}']]);
-    const args0 = events.filter((e) => e.event === 'response.function_call_arguments.delta' && e.data.output_index === 0).map((e) => e.data.delta).join('');
+    expect(final.output.map((o: any) => [o.call_id, o.name, o.arguments])).toEqual([
+      ['c0', 'first', '{"a":1}'],
+      ['c1', 'second', '{}'],
+    ]);
+    const args0 = events
+      .filter((e) => e.event === 'response.function_call_arguments.delta' && e.data.output_index === 0)
+      .map((e) => e.data.delta)
+      .join('');
     expect(args0).toBe('{"a":1}');
   });
 
@@ -164,7 +251,15 @@ describe('Responses stream translation', () => {
     expect(events.at(-1)!.event).toBe('response.failed');
     expect(events.at(-1)!.data.response).toMatchObject({ status: 'failed', error: { code: 'server_error', message: 'slot died' } });
     // What was said is in the failed response's output, not an empty placeholder.
-    expect(events.at(-1)!.data.response.output).toEqual([{ type: 'message', id: expect.any(String), status: 'incomplete', role: 'assistant', content: [{ type: 'output_text', text: 'Hel', annotations: [], logprobs: [] }] }]);
+    expect(events.at(-1)!.data.response.output).toEqual([
+      {
+        type: 'message',
+        id: expect.any(String),
+        status: 'incomplete',
+        role: 'assistant',
+        content: [{ type: 'output_text', text: 'Hel', annotations: [], logprobs: [] }],
+      },
+    ]);
     events.forEach((e, i) => expect(e.data.sequence_number).toBe(i));
     const t = new ResponsesStreamTranslator(shell());
     t.start();
@@ -205,7 +300,11 @@ describe('reasoning as the client asks for it', () => {
     expect(deltas.map((e) => e.data.delta).join('')).toBe('The user asks for 2+2. That is 4.');
     expect(deltas[0].data).toMatchObject({ item_id: events[2].data.item.id, output_index: 0, summary_index: 0 });
     expect(events.map((e) => e.event)).toContain('response.reasoning_summary_part.done');
-    expect(events.at(-1)!.data.response.output[0]).toEqual({ type: 'reasoning', id: events[2].data.item.id, summary: [{ type: 'summary_text', text: 'The user asks for 2+2. That is 4.' }] });
+    expect(events.at(-1)!.data.response.output[0]).toEqual({
+      type: 'reasoning',
+      id: events[2].data.item.id,
+      summary: [{ type: 'summary_text', text: 'The user asks for 2+2. That is 4.' }],
+    });
   });
 
   it('include reasoning.encrypted_content: the text handed out as a token that comes back as reasoning_content (Codex leaves the text out)', () => {
@@ -214,7 +313,15 @@ describe('reasoning as the client asks for it', () => {
     expect(item.encrypted_content).toEqual(expect.any(String));
     const call = events.at(-1)!.data.response.output[1];
     // Codex sends the item back without its summary text, the token kept.
-    const next: ResponsesRequest = { model: 'm', input: [{ role: 'user', content: 'Weather?' }, { type: 'reasoning', id: item.id, summary: [], encrypted_content: item.encrypted_content }, call, { type: 'function_call_output', call_id: call.call_id, output: '18' }] };
+    const next: ResponsesRequest = {
+      model: 'm',
+      input: [
+        { role: 'user', content: 'Weather?' },
+        { type: 'reasoning', id: item.id, summary: [], encrypted_content: item.encrypted_content },
+        call,
+        { type: 'function_call_output', call_id: call.call_id, output: '18' },
+      ],
+    };
     const chat = toChatRequest(next, inputItems(next), { model: 'm', streamUsage: false, effortLevels: [], reasoningHistory: true });
     expect((chat.messages as Array<Record<string, unknown>>)[1]).toMatchObject({ role: 'assistant', reasoning_content: 'I should check the weather.' });
   });
@@ -226,14 +333,21 @@ describe('backends that break the rules', () => {
       chunk({ tool_calls: [{ index: 0, id: 'a', function: { name: 'f', arguments: '{}' } }] }) +
       chunk({ tool_calls: [null, { index: 0, id: 'b', function: { name: 'g', arguments: '{"x":1}' } }] }) +
       chunk({ tool_calls: [{ id: 'c', function: { name: 'h', arguments: '{}' } }] }) +
-      chunk({}, 'tool_calls') + 'data: [DONE]\n\n';
+      chunk({}, 'tool_calls') +
+      'data: [DONE]\n\n';
     const { events } = whole(body);
     checkOrder(events);
-    expect(events.at(-1)!.data.response.output.map((o: any) => [o.call_id, o.name, o.arguments])).toEqual([['a', 'f', '{}'], ['b', 'g', '{"x":1}'], ['c', 'h', '{}']]);
+    expect(events.at(-1)!.data.response.output.map((o: any) => [o.call_id, o.name, o.arguments])).toEqual([
+      ['a', 'f', '{}'],
+      ['b', 'g', '{"x":1}'],
+      ['c', 'h', '{}'],
+    ]);
   });
 
   it('usage that is not a count is left out; the estimate stands', () => {
-    const { events } = whole(`${chunk({ content: 'abcdefgh' }) + chunk({}, 'stop', { usage: { prompt_tokens: '12', completion_tokens: null } })}data: [DONE]\n\n`);
+    const { events } = whole(
+      `${chunk({ content: 'abcdefgh' }) + chunk({}, 'stop', { usage: { prompt_tokens: '12', completion_tokens: null } })}data: [DONE]\n\n`,
+    );
     expect(events.at(-1)!.data.response.usage).toMatchObject({ input_tokens: 3, output_tokens: 2, total_tokens: 5 });
   });
 });
@@ -242,11 +356,41 @@ describe('whole replies', () => {
   it('a chat reply with reasoning and tool calls as a response object, and as events for a stream the backend ignored', () => {
     const reply = JSON.parse(fixture('llama-server-reasoning.json'));
     const r = JSON.parse(toResponse(reply, shell(), { input: 60, output: 16, cached: 59, reasoning: 16 }).json);
-    expect(r).toMatchObject({ object: 'response', status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, usage: { input_tokens: 60, input_tokens_details: { cached_tokens: 59 }, output_tokens: 16, output_tokens_details: { reasoning_tokens: 16 }, total_tokens: 76 } });
+    expect(r).toMatchObject({
+      object: 'response',
+      status: 'incomplete',
+      incomplete_details: { reason: 'max_output_tokens' },
+      usage: {
+        input_tokens: 60,
+        input_tokens_details: { cached_tokens: 59 },
+        output_tokens: 16,
+        output_tokens_details: { reasoning_tokens: 16 },
+        total_tokens: 76,
+      },
+    });
     expect((r.output as OutputItem[]).map((o) => o.type)).toEqual(['reasoning']); // content "" adds no message
-    const withTools = JSON.parse(toResponse({ choices: [{ finish_reason: 'tool_calls', message: { content: 'Checking.', tool_calls: [{ id: 'call_1', function: { name: 'f', arguments: { x: 1 } as never } }] } }] }, shell(), null).json);
+    const withTools = JSON.parse(
+      toResponse(
+        {
+          choices: [
+            {
+              finish_reason: 'tool_calls',
+              message: { content: 'Checking.', tool_calls: [{ id: 'call_1', function: { name: 'f', arguments: { x: 1 } as never } }] },
+            },
+          ],
+        },
+        shell(),
+        null,
+      ).json,
+    );
     expect(withTools.output).toEqual([
-      { type: 'message', id: expect.any(String), status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Checking.', annotations: [], logprobs: [] }] },
+      {
+        type: 'message',
+        id: expect.any(String),
+        status: 'completed',
+        role: 'assistant',
+        content: [{ type: 'output_text', text: 'Checking.', annotations: [], logprobs: [] }],
+      },
       { type: 'function_call', id: expect.stringMatching(/^fc_/), call_id: 'call_1', name: 'f', arguments: '{"x":1}', status: 'completed' },
     ]);
     const events = parse(eventsForResponse(withTools));

@@ -7,7 +7,12 @@ const loopbackOnly = compileAccessPolicy({ allowed_cidrs: ['127.0.0.0/8', '::1/1
 
 describe('dashboard access policy', () => {
   it('lets loopback in, by IPv4, IPv6 and IPv4-mapped IPv6, with a loopback Host and any port', () => {
-    for (const [address, host] of [['127.0.0.1', '127.0.0.1:8080'], ['127.9.9.9', 'localhost'], ['::1', '[::1]:8080'], ['::ffff:127.0.0.1', 'LocalHost:80']]) {
+    for (const [address, host] of [
+      ['127.0.0.1', '127.0.0.1:8080'],
+      ['127.9.9.9', 'localhost'],
+      ['::1', '[::1]:8080'],
+      ['::ffff:127.0.0.1', 'LocalHost:80'],
+    ]) {
       expect(loopbackOnly.refusal(address, host), `${address} ${host}`).toBeUndefined();
     }
   });
@@ -35,7 +40,9 @@ describe('dashboard access policy', () => {
 
   it('rejects an entry that is not a CIDR at load, naming it and the form to use', () => {
     for (const bad of ['10.0.0/8', '10.0.0.0/33', '::1/129', 'localhost', '10.0.0.0/8/1', '10.0.0.0/x']) {
-      expect(() => compileAccessPolicy({ allowed_cidrs: [bad], allowed_hosts: [] }), bad).toThrow(`${JSON.stringify(bad)} is not a CIDR; write an address with a prefix length, e.g. 10.0.0.0/8`);
+      expect(() => compileAccessPolicy({ allowed_cidrs: [bad], allowed_hosts: [] }), bad).toThrow(
+        `${JSON.stringify(bad)} is not a CIDR; write an address with a prefix length, e.g. 10.0.0.0/8`,
+      );
     }
   });
 

@@ -6,7 +6,8 @@ import { loadConfig } from '../../../engine/core/config.js';
 import { clientAddressOf } from '../../../plugins/lib/client-address.js';
 
 const limits = (o: Record<string, unknown>) => ({ ...loadConfig(null, {}).config.server.rate_limits, ...o });
-const ctx = (peer: string, xff?: string | string[]) => ({ req: { socket: { remoteAddress: peer }, headers: xff === undefined ? {} : { 'x-forwarded-for': xff } } }) as unknown as Context;
+const ctx = (peer: string, xff?: string | string[]) =>
+  ({ req: { socket: { remoteAddress: peer }, headers: xff === undefined ? {} : { 'x-forwarded-for': xff } } }) as unknown as Context;
 
 describe('clientAddressOf', () => {
   const trusting = clientAddressOf(limits({ trust_proxy_headers: true, trusted_proxy_cidrs: ['127.0.0.0/8', 'fd00::/8', '192.0.2.10'] }));

@@ -33,11 +33,21 @@ describe('nestsDeeperThan', () => {
   it('agrees with the depth of the parsed value', () => {
     const text = fc.string({ unit: fc.constantFrom('a', '"', '\\', '[', ']', '{', '}', 'é', '\n') });
     const value = fc.letrec((tie) => ({
-      node: fc.oneof({ depthSize: 'small' }, text, fc.integer(), fc.constant(null), fc.array(tie('node'), { maxLength: 3 }), fc.dictionary(text, tie('node'), { maxKeys: 3 })),
+      node: fc.oneof(
+        { depthSize: 'small' },
+        text,
+        fc.integer(),
+        fc.constant(null),
+        fc.array(tie('node'), { maxLength: 3 }),
+        fc.dictionary(text, tie('node'), { maxKeys: 3 }),
+      ),
     })).node;
-    fc.assert(fc.property(value, fc.integer({ min: 0, max: 8 }), fc.boolean(), (v, max, pretty) => {
-      const json = JSON.stringify(v, null, pretty ? 2 : undefined);
-      expect(deeper(json, max)).toBe(depthOf(v) > max);
-    }), { numRuns: 500 });
+    fc.assert(
+      fc.property(value, fc.integer({ min: 0, max: 8 }), fc.boolean(), (v, max, pretty) => {
+        const json = JSON.stringify(v, null, pretty ? 2 : undefined);
+        expect(deeper(json, max)).toBe(depthOf(v) > max);
+      }),
+      { numRuns: 500 },
+    );
   });
 });

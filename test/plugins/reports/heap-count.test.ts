@@ -6,7 +6,10 @@ import { HEAP_COUNT_MAX_AGE_MS, HeapObjectCount } from '../../../plugins/reports
 function counter() {
   let now = 1_000_000;
   let taken = 0;
-  const heap = new HeapObjectCount(() => 5000 + ++taken, () => now);
+  const heap = new HeapObjectCount(
+    () => 5000 + ++taken,
+    () => now,
+  );
   return { heap, taken: () => taken, advance: (ms: number) => (now += ms) };
 }
 
@@ -32,16 +35,19 @@ describe('HeapObjectCount', () => {
     const c = counter();
     c.heap.read(true);
     c.advance(10 * HEAP_COUNT_MAX_AGE_MS);
-    expect(c.heap.read(false)).toEqual({ count: 5001, ageSeconds: 10 * HEAP_COUNT_MAX_AGE_MS / 1000 });
+    expect(c.heap.read(false)).toEqual({ count: 5001, ageSeconds: (10 * HEAP_COUNT_MAX_AGE_MS) / 1000 });
     expect(c.taken()).toBe(1);
   });
 
   it('never reports a negative age for a count that took a while', () => {
     let now = 1_000_000;
-    const slow = new HeapObjectCount(() => {
-      now += 1500;
-      return 42;
-    }, () => now);
+    const slow = new HeapObjectCount(
+      () => {
+        now += 1500;
+        return 42;
+      },
+      () => now,
+    );
     expect(slow.read(true)).toEqual({ count: 42, ageSeconds: 0 });
   });
 });

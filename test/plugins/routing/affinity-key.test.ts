@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { affinityKeys, openingOf } from '../../../plugins/routing/affinity-key.js';
 import type { Context } from '../../../engine/kernel/context.js';
 
-const ctxOf = (body: unknown, headers: Record<string, string> = {}) => ({ req: { rawHeaders: Object.entries(headers).flat() }, bodyJson: () => body }) as unknown as Context;
+const ctxOf = (body: unknown, headers: Record<string, string> = {}) =>
+  ({ req: { rawHeaders: Object.entries(headers).flat() }, bodyJson: () => body }) as unknown as Context;
 const keyOf = affinityKeys(['x-gw-session-id', 'x-claude-code-session-id']);
 const same = (a: unknown, b: unknown, model = 'm') => {
   const x = keyOf(ctxOf(a), model)!;
@@ -15,10 +16,25 @@ const same = (a: unknown, b: unknown, model = 'm') => {
 
 describe('the conversation opening', () => {
   it('chat completions: leading system and developer messages, then the first user message', () => {
-    expect(openingOf({ messages: [{ role: 'system', content: 'S' }, { role: 'developer', content: 'D' }, { role: 'user', content: 'U1' }, { role: 'assistant', content: 'A' }, { role: 'user', content: 'U2' }] })).toEqual(['SD', 'U1']);
+    expect(
+      openingOf({
+        messages: [
+          { role: 'system', content: 'S' },
+          { role: 'developer', content: 'D' },
+          { role: 'user', content: 'U1' },
+          { role: 'assistant', content: 'A' },
+          { role: 'user', content: 'U2' },
+        ],
+      }),
+    ).toEqual(['SD', 'U1']);
   });
-  it('messages API: system (text or blocks) and the first user message\'s text blocks', () => {
-    expect(openingOf({ system: [{ type: 'text', text: 'S', cache_control: { type: 'ephemeral' } }], messages: [{ role: 'user', content: [{ type: 'text', text: 'U' }] }] })).toEqual(['S', 'U']);
+  it("messages API: system (text or blocks) and the first user message's text blocks", () => {
+    expect(
+      openingOf({
+        system: [{ type: 'text', text: 'S', cache_control: { type: 'ephemeral' } }],
+        messages: [{ role: 'user', content: [{ type: 'text', text: 'U' }] }],
+      }),
+    ).toEqual(['S', 'U']);
   });
   it('Responses API: instructions and input, text or items', () => {
     expect(openingOf({ instructions: 'I', input: 'U' })).toEqual(['I', 'U']);
@@ -44,11 +60,20 @@ describe('the conversation opening', () => {
 });
 
 describe('the key', () => {
-  const turn1 = { system: [{ type: 'text', text: 'You are terse.' }], messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi', cache_control: { type: 'ephemeral' } }] }], max_tokens: 100 };
+  const turn1 = {
+    system: [{ type: 'text', text: 'You are terse.' }],
+    messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi', cache_control: { type: 'ephemeral' } }] }],
+    max_tokens: 100,
+  };
   const turn2 = {
-    max_tokens: 200, temperature: 0.2,
+    max_tokens: 200,
+    temperature: 0.2,
     system: [{ type: 'text', text: 'You are terse.', cache_control: { type: 'ephemeral' } }],
-    messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }, { role: 'assistant', content: 'Hello' }, { role: 'user', content: [{ type: 'text', text: 'More', cache_control: { type: 'ephemeral' } }] }],
+    messages: [
+      { role: 'user', content: [{ type: 'text', text: 'Hi' }] },
+      { role: 'assistant', content: 'Hello' },
+      { role: 'user', content: [{ type: 'text', text: 'More', cache_control: { type: 'ephemeral' } }] },
+    ],
   };
   it('is the same on every turn of a conversation', () => expect(same(turn1, turn2)).toBe(true));
   it('differs between conversations and between models', () => {

@@ -9,7 +9,21 @@ import { affinityOutcome, rankKey, type AffinityKey } from '../../../plugins/rou
 import { balancer, noteOf, STRATEGIES } from '../../../plugins/routing/balancing.js';
 
 const node = (name: string, weight = 1, state = 'healthy', priority = 1) =>
-  ({ name, id: name, idHash: fnv1a32(name), weight, state, priority, active: 0, queue: null, coolingUntil: 0, load(this: { active: number }) { return this.active; }, cooling: () => false }) as unknown as Endpoint;
+  ({
+    name,
+    id: name,
+    idHash: fnv1a32(name),
+    weight,
+    state,
+    priority,
+    active: 0,
+    queue: null,
+    coolingUntil: 0,
+    load(this: { active: number }) {
+      return this.active;
+    },
+    cooling: () => false,
+  }) as unknown as Endpoint;
 
 function key(text: string): AffinityKey {
   const d = createHash('sha1').update(text).digest();
@@ -87,7 +101,7 @@ describe('rendezvous placement', () => {
 describe('through the balancer', () => {
   const settings = { shares: { busy: 4, warming: 10 }, maxLoadFactor: 1.25, byPriority: false };
 
-  it('puts the key\'s endpoint first, then the rest in the key\'s order (where failover goes)', () => {
+  it("puts the key's endpoint first, then the rest in the key's order (where failover goes)", () => {
     const list = ['a', 'b', 'c'].map((n) => node(n));
     const order = balancer(STRATEGIES['round-robin'](), settings);
     const k = key('x');

@@ -22,7 +22,10 @@ afterAll(() => Promise.all(registries.map((r) => r.close())));
 
 /** Endpoints (name, type, state, models) in a registry and a catalogue, and a plugin env over them. */
 function world(list: [name: string, type: string, state: HealthState, models: string[]][], config: Record<string, unknown> = {}) {
-  const file = writeConfig({ ...config, discovery: { static: { endpoints: list.map(([name, type], i) => ({ name, type, url: `http://127.0.0.1:${9000 + i}` })) } } });
+  const file = writeConfig({
+    ...config,
+    discovery: { static: { endpoints: list.map(([name, type], i) => ({ name, type, url: `http://127.0.0.1:${9000 + i}` })) } },
+  });
   const cfg: GatewayConfig = loadConfig(file, {}).config;
   const registry = new EndpointRegistry({ markFailed() {}, markAnswered() {} });
   registries.push(registry);
@@ -34,9 +37,20 @@ function world(list: [name: string, type: string, state: HealthState, models: st
     const ep = registry.all[i];
     by.set(name, ep);
     registry.setState(ep, state);
-    catalogue.set(ep, models.map((m) => ({ name: m, details: {} })));
+    catalogue.set(
+      ep,
+      models.map((m) => ({ name: m, details: {} })),
+    );
   });
-  const env = (profile?: string) => testEnv({ config: cfg, endpoints: registry, catalogue, profile: profile ? profiles.byName.get(profile) : undefined, discovery: { refresh: async () => [] } as never, residency: undefined as never });
+  const env = (profile?: string) =>
+    testEnv({
+      config: cfg,
+      endpoints: registry,
+      catalogue,
+      profile: profile ? profiles.byName.get(profile) : undefined,
+      discovery: { refresh: async () => [] } as never,
+      residency: undefined as never,
+    });
   return { registry, catalogue, by, env };
 }
 
@@ -51,7 +65,11 @@ const request = (body: object, url = '/v1/chat/completions', requested: ModelRou
 const names = (eps: readonly { endpoint: Endpoint }[]) => eps.map((c) => c.endpoint.name);
 
 describe('one family or all (families.ts)', () => {
-  const w = world([['p1', 'pagedengine', 'healthy', ['m']], ['p2', 'pagedengine', 'offline', ['m']], ['r1', 'radixengine', 'healthy', ['n']]]);
+  const w = world([
+    ['p1', 'pagedengine', 'healthy', ['m']],
+    ['p2', 'pagedengine', 'offline', ['m']],
+    ['r1', 'radixengine', 'healthy', ['n']],
+  ]);
 
   it('one family: its label, its endpoints, its catalogue', () => {
     const f = familiesOf(w.env('pagedengine'));
@@ -74,7 +92,10 @@ describe('one family or all (families.ts)', () => {
 });
 
 describe('the last resort (last-resort.ts)', () => {
-  const w = world([['a', 'pagedengine', 'offline', ['x']], ['b', 'pagedengine', 'unhealthy', ['y']]]);
+  const w = world([
+    ['a', 'pagedengine', 'offline', ['x']],
+    ['b', 'pagedengine', 'unhealthy', ['y']],
+  ]);
   const [a, b] = [w.by.get('a')!, w.by.get('b')!];
   const serves = (e: Endpoint, n: string) => w.catalogue.servedBy(e.family, n).includes(e);
 
@@ -100,7 +121,10 @@ describe('the last resort (last-resort.ts)', () => {
 });
 
 describe('the route filter (route-filter.ts, by_route)', () => {
-  const w = world([['l', 'localrunner', 'healthy', ['m', 'only-l']], ['p', 'pagedengine', 'healthy', ['m']]]);
+  const w = world([
+    ['l', 'localrunner', 'healthy', ['m', 'only-l']],
+    ['p', 'pagedengine', 'healthy', ['m']],
+  ]);
   const serving = (n: string) => w.catalogue.servedByAny(n);
 
   it('serves: a family with the route, or with one the terminal step translates to', () => {
@@ -115,7 +139,11 @@ describe('the route filter (route-filter.ts, by_route)', () => {
     expect(f.notServed('/v1/rerank', 'm', undefined, serving)).toBeUndefined();
     expect(f.notServed('/v1/rerank', 'nothing', undefined, serving)).toBeUndefined();
     expect(f.notServed('/v1/rerank', undefined, undefined, serving)).toBeUndefined();
-    expect(f.notServed('/v1/rerank', 'only-l', undefined, serving)).toMatchObject({ key: 'ROUTE_NOT_SERVED', status: 404, message: expect.stringContaining('localrunner') });
+    expect(f.notServed('/v1/rerank', 'only-l', undefined, serving)).toMatchObject({
+      key: 'ROUTE_NOT_SERVED',
+      status: 404,
+      message: expect.stringContaining('localrunner'),
+    });
     // An alias whose real names include one served with the route is served.
     expect(f.notServed('/v1/rerank', 'nick', ['only-l', 'm'], serving)).toBeUndefined();
   });
@@ -123,8 +151,15 @@ describe('the route filter (route-filter.ts, by_route)', () => {
 
 describe('the selector (endpoint-selector.ts), routing strictly by the catalogue', () => {
   const strict = { model_registry: { routing_strategy: { type: 'strict' } } };
-  it('a model: the endpoints serving it, in the strategy\'s order; its decision on the plan', async () => {
-    const w = world([['low', 'pagedengine', 'healthy', ['m']], ['high', 'pagedengine', 'healthy', ['m']], ['other', 'pagedengine', 'healthy', ['n']]], strict);
+  it("a model: the endpoints serving it, in the strategy's order; its decision on the plan", async () => {
+    const w = world(
+      [
+        ['low', 'pagedengine', 'healthy', ['m']],
+        ['high', 'pagedengine', 'healthy', ['m']],
+        ['other', 'pagedengine', 'healthy', ['n']],
+      ],
+      strict,
+    );
     const { plan, error } = await new EndpointSelector(w.env('pagedengine'), OPTIONS).select(request({ model: 'm' }));
     expect(error).toBeUndefined();
     expect(names(plan.candidates).sort()).toEqual(['high', 'low']);
@@ -141,7 +176,13 @@ describe('the selector (endpoint-selector.ts), routing strictly by the catalogue
   });
 
   it('a model served only by an endpoint out of rotation: that endpoint as a last resort', async () => {
-    const w = world([['up', 'pagedengine', 'healthy', ['n']], ['down', 'pagedengine', 'offline', ['m']]], strict);
+    const w = world(
+      [
+        ['up', 'pagedengine', 'healthy', ['n']],
+        ['down', 'pagedengine', 'offline', ['m']],
+      ],
+      strict,
+    );
     const { plan } = await new EndpointSelector(w.env('pagedengine'), OPTIONS).select(request({ model: 'm' }));
     expect(names(plan.candidates)).toEqual(['down']);
     expect(plan.candidates[0].why).toBe('last_resort');
@@ -149,7 +190,13 @@ describe('the selector (endpoint-selector.ts), routing strictly by the catalogue
   });
 
   it('unavailable: continue — no candidates and no error, for a step that answers without a backend', async () => {
-    const w = world([['up', 'pagedengine', 'healthy', ['n']], ['down', 'pagedengine', 'offline', ['m']]], strict);
+    const w = world(
+      [
+        ['up', 'pagedengine', 'healthy', ['n']],
+        ['down', 'pagedengine', 'offline', ['m']],
+      ],
+      strict,
+    );
     const { plan, error } = await new EndpointSelector(w.env('pagedengine'), { ...OPTIONS, unavailable: 'continue' }).select(request({ model: 'm' }));
     expect(error).toBeUndefined();
     expect(plan.candidates).toEqual([]);
@@ -158,21 +205,48 @@ describe('the selector (endpoint-selector.ts), routing strictly by the catalogue
 
   it('nothing routable and nothing to try: 503 ENDPOINT_UNAVAILABLE naming each endpoint and the fix', async () => {
     const w = world([['down', 'pagedengine', 'unknown', ['m']]], strict);
-    await expect(new EndpointSelector(w.env('pagedengine'), OPTIONS).select(request({ model: 'm' }))).rejects.toMatchObject({ key: 'ENDPOINT_UNAVAILABLE', message: expect.stringContaining('down at http://127.0.0.1:9000') });
+    await expect(new EndpointSelector(w.env('pagedengine'), OPTIONS).select(request({ model: 'm' }))).rejects.toMatchObject({
+      key: 'ENDPOINT_UNAVAILABLE',
+      message: expect.stringContaining('down at http://127.0.0.1:9000'),
+    });
   });
 
   it('an alias: the endpoints serving its real names, each sent its own', async () => {
-    const w = world([['a', 'pagedengine', 'healthy', ['real-a']], ['b', 'pagedengine', 'healthy', ['real-b']]], strict);
+    const w = world(
+      [
+        ['a', 'pagedengine', 'healthy', ['real-a']],
+        ['b', 'pagedengine', 'healthy', ['real-b']],
+      ],
+      strict,
+    );
     const route: ModelRoute = { requested: 'nick', groups: [{ name: 'nick', targets: ['real-a', 'real-b'] }] };
     const { plan } = await new EndpointSelector(w.env('pagedengine'), OPTIONS).select(request({ model: 'nick' }, undefined, route));
-    expect(plan.candidates.map((c) => [c.endpoint.name, c.model, c.why]).sort()).toEqual([['a', 'real-a', 'alias'], ['b', 'real-b', 'alias']]);
+    expect(plan.candidates.map((c) => [c.endpoint.name, c.model, c.why]).sort()).toEqual([
+      ['a', 'real-a', 'alias'],
+      ['b', 'real-b', 'alias'],
+    ]);
   });
 
-  it('a fallback chain: the primary\'s endpoints, then the fallback\'s, the boundary marked', async () => {
-    const w = world([['a', 'pagedengine', 'healthy', ['big']], ['b', 'pagedengine', 'healthy', ['small']]], strict);
-    const route: ModelRoute = { requested: 'big', groups: [{ name: 'big', targets: null }, { name: 'small', targets: null }] };
+  it("a fallback chain: the primary's endpoints, then the fallback's, the boundary marked", async () => {
+    const w = world(
+      [
+        ['a', 'pagedengine', 'healthy', ['big']],
+        ['b', 'pagedengine', 'healthy', ['small']],
+      ],
+      strict,
+    );
+    const route: ModelRoute = {
+      requested: 'big',
+      groups: [
+        { name: 'big', targets: null },
+        { name: 'small', targets: null },
+      ],
+    };
     const { plan } = await new EndpointSelector(w.env('pagedengine'), OPTIONS).select(request({ model: 'big' }, undefined, route));
-    expect(plan.candidates.map((c) => [c.endpoint.name, c.model, c.why])).toEqual([['a', 'big', 'requested'], ['b', 'small', 'fallback']]);
+    expect(plan.candidates.map((c) => [c.endpoint.name, c.model, c.why])).toEqual([
+      ['a', 'big', 'requested'],
+      ['b', 'small', 'fallback'],
+    ]);
     expect(plan.fallbackFrom).toBe(1);
   });
 

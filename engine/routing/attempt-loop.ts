@@ -24,35 +24,14 @@ import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../backends/endpoints.js';
 import { BreakerOpen, ClientGone } from '../backends/failures.js';
 import { pause, waitForSlot } from './admission.js';
-import {
-  AttemptFailed,
-  BudgetSpent,
-  type AnswerKeeper,
-  type AttemptControl,
-  type Broken,
-  type HeldReply,
-  type Outcome,
-  type RetryableKind,
-} from './attempt.js';
-import { AttemptState, type FailedAttempt } from './attempt-state.js';
+import { AttemptFailed, BudgetSpent, type AnswerKeeper, type AttemptControl, type Broken, type Outcome, type RetryableKind } from './attempt.js';
+import { AttemptRecord, freshExhaustion } from './attempt-record.js';
 import { Continuations, type ContinuationApi, type ContinuationHost, type Splice } from './continuation.js';
 import { firstTokenOverride } from './deadline.js';
-import {
-  chargesFleet,
-  connectionOutcome,
-  exhaustedError,
-  fallbackRouting,
-  largerContextAhead,
-  PlanWalk,
-  retryDelay,
-  type Exhaustion,
-  type Failure,
-  type Step,
-} from './decisions.js';
+import { chargesFleet, connectionOutcome, fallbackRouting, largerContextAhead, PlanWalk, retryDelay, type Failure, type Step } from './decisions.js';
 import type { Exchange, SendPolicy } from './exchange.js';
 import type { Candidate, RoutePlan } from './plan.js';
 import { Relay } from './relay.js';
-import { writeWhole } from './reply.js';
 import type { StreamShape } from './stream-watch.js';
 
 const NO_PLAN: RoutePlan = { candidates: [], fallbackFrom: 0, routing: null, requested: undefined };
@@ -63,16 +42,9 @@ export function attemptLoop<C extends Exchange>(ex: C, policy: SendPolicy<C>, pl
   return new AttemptRun(ex, policy, plan).run();
 }
 
-/** The answer the client gets if nothing better comes, with where it came from. */
-interface Held extends HeldReply {
-  fallback: boolean;
-  /** Its entry in the attempt record's `tried`. */
-  entry: number;
-}
-
 /** One request's walk through its plan: the request's attempt record (what steps read as
  *  ctx.attempt, one object for both) and the AttemptControl its attempts are told. */
-class AttemptRun<C extends Exchange> extends AttemptState implements AttemptControl, ContinuationHost {
+class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements AttemptControl, ContinuationHost {
   // What the current attempt is told (AttemptControl; `model` is the record's).
   contextFallback = false;
   clientErrorsFail = false;
@@ -84,17 +56,6 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
   answer: AnswerKeeper | null = null;
 
   private walk: PlanWalk;
-  private readonly x: Exhaustion = {
-    failed: 0,
-    skipped: 0,
-    testAt: Infinity,
-    full: null,
-    limited: null,
-    last: undefined,
-    budgetSpent: false,
-    unreachable: null,
-  };
-  private held: Held | null = null;
   /** The last attempt's failure and endpoint (what the next attempt costs the fleet). */
   private previous: Failure | null = null;
   private previousEp: Endpoint | null = null;
@@ -115,16 +76,16 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
   /** Attempts made before this walk began (a continuation's walk has attempts of its own). */
   private phaseStart = 0;
   /** How a stream that breaks after its content is continued (continuation.ts). */
-  private readonly continuations: Continuations;
+  protected readonly continuations: Continuations;
   /** The index in `candidates` of the attempt under way. */
   current = 0;
 
   constructor(
-    private readonly ex: C,
-    private readonly policy: SendPolicy<C>,
+    ex: C,
+    policy: SendPolicy<C>,
     private readonly plan: RoutePlan,
   ) {
-    super();
+    super(ex, policy);
     ex.track(this);
     this.walk = new PlanWalk(plan.candidates);
     this.candidates = plan.candidates;
@@ -386,65 +347,6 @@ class AttemptRun<C extends Exchange> extends AttemptState implements AttemptCont
     this.held = null;
     this.previous = null;
     this.statusRetried = null;
-    Object.assign(this.x, { failed: 0, skipped: 0, testAt: Infinity, full: null, limited: null, last: undefined, budgetSpent: false, unreachable: null });
-  }
-
-  /** No continuation came through: the client's stream ends with the break's in-stream error,
-   *  the request's answer from the endpoint that broke. */
-  private endBroken(): true {
-    const { ex } = this;
-    const gone = ex.res.destroyed;
-    const ep = this.continuations.end(gone);
-    if (gone) ex.error = new ClientGone();
-    else ex.log.warn({ req: ex.id, endpoint: ep.name, err: ex.error }, 'the reply broke off after it had started');
-    return true;
-  }
-
-  /** Nothing answered: the answer held back, the step's own answer, or the error. */
-  private giveUp(): true {
-    const { ex, held } = this;
-    if (this.continuations.broken) return this.endBroken();
-    if (held) {
-      // Every attempt failed: the last backend answer held back is the most honest reply.
-      if (!held.fallback) this.fellBack = null;
-      this.tried![held.entry].answered = true;
-      this.endpoint = held.endpoint;
-      this.model = held.model;
-      writeWhole(ex.res, ex.method, held.plan, held.status, held.headers, held.body);
-      return true;
-    }
-    // The request ends with the last attempt's failure: that entry is the answer, not a retry.
-    const last = this.tried?.[this.tried.length - 1];
-    if (last && this.endpoint?.name === last.endpoint) last.answered = true;
-    const err = exhaustedError(this.x, ex.provider, this.count, this.policy.retry?.budgetMs ?? 0, Date.now());
-    if (this.policy.unavailable && (err.key === 'ENDPOINT_UNAVAILABLE' || err.key === 'CIRCUIT_BREAKER')) {
-      this.endpoint = null;
-      return this.policy.unavailable(ex);
-    }
-    throw err;
-  }
-
-  /** A candidate passed over for its open breaker: counted, with when its next test goes. */
-  private skipped(ep: Endpoint): void {
-    this.x.skipped++;
-    this.x.testAt = Math.min(this.x.testAt, ep.breaker.nextTestAt);
-  }
-
-  private clientGone(): true {
-    // During a continuation: the answer is the broken stream's, as far as it went.
-    if (this.continuations.broken) return this.endBroken();
-    this.ex.error = new ClientGone();
-    return true;
-  }
-
-  private recordFailure(ep: Endpoint, outcome: string, clientError = false): void {
-    const failed: FailedAttempt = { endpoint: ep.name, family: ep.family, model: this.model ?? this.ex.model, outcome };
-    if (clientError) failed.clientError = true;
-    (this.tried ??= []).push(failed);
-  }
-
-  private windowOf(c: Candidate): number {
-    const name = c.model ?? this.ex.model;
-    return (name && this.policy.retry?.contextWindow(c.endpoint, name)) || 0;
+    this.x = freshExhaustion();
   }
 }

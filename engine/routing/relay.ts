@@ -11,46 +11,29 @@
 //   (continuation.ts; that attempt writes no head, its events are spliced in), else ends with an
 //   in-stream error and is counted as failed: never a truncated success.
 // When no other attempt can follow, the attempt is never abandoned: it is passed through as is.
-// What a stream's events mean comes from the terminal step's API (AttemptControl.streams).
+// What a stream's events mean comes from the terminal step's API (AttemptControl.streams); a
+// watched stream's way out (holding, whole events, splicing, breaking off) is relay-stream.ts's.
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../backends/endpoints.js';
 import { ClientGone, StepFailed } from '../backends/failures.js';
-import { AttemptHandler, type Controller } from './attempt-handler.js';
+import type { Controller } from './attempt-handler.js';
 import { formatDuration } from '../core/duration.js';
-import { gwError } from '../core/errors.js';
 import type { ReplyHeaders } from '../core/json.js';
 import type { AttemptState } from './attempt-state.js';
 import { brokenReason, endBroken } from './broken-stream.js';
 import { AttemptFailed, BudgetSpent, RELAYED, type AttemptControl, type HeldReply, type Outcome } from './attempt.js';
-import { SpliceOut, type Splice } from './continuation.js';
 import { continuationFailure, heldVerdict, holdsStatus } from './decisions.js';
 import type { Exchange, SendPolicy } from './exchange.js';
-import { PIPE, writeRelayHead, writeWhole, type PipePlan, type ReplyPlan } from './reply.js';
-import { StreamOut } from './stream-out.js';
-import { StreamWatch, streamFormatOf, type StreamFormat, type StreamShape } from './stream-watch.js';
+import { PIPE, writeWhole, type PipePlan, type ReplyPlan } from './reply.js';
+import { HOLD, StreamRelay } from './relay-stream.js';
+import { streamFormatOf } from './stream-watch.js';
 
-const HOLD = { kind: 'hold' } as const; // a failure status: read whole (bounded), handed to the loop
 const HELD_LIMIT = 64 * 1024;
-const HOLD_STREAM_LIMIT = 1024 * 1024; // what a stream may hold before its first content
 
-export class Relay<C extends Exchange> extends AttemptHandler<C> implements Dispatcher.DispatchHandler {
-  private plan: ReplyPlan | typeof HOLD = PIPE;
-  /** The last chunk relayed: whether a piped stream stopped mid-line decides how it is ended. */
-  private lastChunk: Buffer | null = null;
+export class Relay<C extends Exchange> extends StreamRelay<C> implements Dispatcher.DispatchHandler {
   private readonly chunks: Buffer[] = [];
+
   private size = 0;
-  /** A watched stream: its watcher (first content, errors, terminator), its bytes on their way
-   *  out whole events at a time, its format; null: not watched. */
-  private watch: StreamWatch | null = null;
-  private out!: StreamOut;
-  private format: StreamFormat = 'sse';
-  /** The stream is held back (with its head) until its first content. */
-  private held = false;
-  /** This attempt continues a broken stream (its events spliced in), and their way out. */
-  private readonly splice: Splice | null = this.ctl.splice;
-  private spliceOut: SpliceOut | null = null;
-  /** The backend sent an error event in the stream, which went to the client as it was. */
-  private relayedError = false;
 
   constructor(
     ex: C,
@@ -67,11 +50,6 @@ export class Relay<C extends Exchange> extends AttemptHandler<C> implements Disp
   /** Nothing of this attempt reached the client yet: it can still be given up for another. */
   private get open(): boolean {
     return this.splice ? this.spliceOut === null || this.held : !this.ex.res.headersSent;
-  }
-
-  /** Would another follow a failure now? (A continuation's broken stream: always; it cannot pass.) */
-  private retryable(kind: 'stream' | 'first_token'): boolean {
-    return (this.splice !== null && kind === 'stream') || this.ctl.canRetry(kind);
   }
 
   protected onDeadline(): void {
@@ -133,45 +111,6 @@ export class Relay<C extends Exchange> extends AttemptHandler<C> implements Disp
     this.writeHead();
   }
 
-  private watched(format: StreamFormat, shape: StreamShape): void {
-    this.format = format;
-    this.watch = new StreamWatch(format, shape);
-    this.out = new StreamOut();
-  }
-
-  /** Held until its first content, so it can still go to another candidate. undici's timeouts
-   *  covered the head only: a first-token deadline, or a budget that ends before a silence of
-   *  stream_idle_timeout would, needs a timer; otherwise each held chunk checks the budget. */
-  private hold(): void {
-    this.held = true;
-    const ft = this.ctl.firstTokenMs;
-    const at = ft > 0 ? Math.min(this.sentAt + ft, this.ctl.budgetEnds) : this.ctl.budgetEnds;
-    if (ft > 0 || at - performance.now() < this.ep.timeouts.idleMs) this.arm(at, true);
-  }
-
-  /** A continuation's stream: watched and held like any until its first content, then its
-   *  events spliced into the client's stream under the broken one's plan and head. */
-  private startSplice(): void {
-    const splice = this.splice!;
-    this.plan = splice.plan;
-    this.headers = splice.headers;
-    this.format = splice.format;
-    this.watched(splice.format, this.ctl.streams!);
-    this.spliceOut = new SpliceOut(splice, this.ep.name, splice.plan.kind === 'pipe');
-    this.hold();
-  }
-
-  /** The head of a reply relayed as it comes; a stream is counted on its endpoint while it lasts. */
-  private writeHead(): void {
-    if (this.splice) {
-      this.splice.joined();
-      return this.countStream();
-    }
-    if (!writeRelayHead(this.ex.res, this.plan as Exclude<ReplyPlan, { kind: 'buffer' }>, this.status, this.headers)) return;
-    this.rec.streamed = true;
-    this.countStream();
-  }
-
   /** A buffer plan's reply outgrew its limit: relay it as the backend sent it after all. */
   private overflowToPipe(controller: Controller, pipe: PipePlan): void {
     this.plan = pipe;
@@ -205,123 +144,12 @@ export class Relay<C extends Exchange> extends AttemptHandler<C> implements Disp
     this.relay(controller, chunk);
   }
 
-  /** A watched stream's chunk: held until its first content, then whole events as they come. */
-  private onStream(controller: Controller, watch: StreamWatch, chunk: Buffer): void {
-    if (this.relayedError) return this.relay(controller, chunk);
-    const seen = watch.feed(chunk);
-    this.out.add(chunk);
-    if (this.held) {
-      if (seen === 'none') {
-        if (this.out.waiting <= HOLD_STREAM_LIMIT) this.checkBudget();
-        else if (this.splice) controller.abort(new AttemptFailed('no content in its first MiB', 'stream'));
-        else this.release(controller, watch.completeTo);
-        return;
-      }
-      if (seen !== 'content') {
-        if (this.retryable('stream')) {
-          controller.abort(new AttemptFailed(seen === 'error' ? `stream_error (${watch.problem})` : `malformed_event (${watch.problem})`, 'stream'));
-          return;
-        }
-        this.ctl.passedOn();
-      }
-      this.held = false;
-      this.writeHead();
-    }
-    if (seen === 'error' || seen === 'malformed') {
-      this.pass(controller, this.out.take(watch.badEventAt));
-      const reason = seen === 'malformed' ? `sent a malformed event (${watch.problem})` : `sent an error event (${watch.problem})`;
-      if (watch.hasContent && this.breakOff(reason)) {
-        controller.abort(new AttemptFailed(seen === 'malformed' ? 'malformed_event' : 'stream_error', 'stream'));
-        return;
-      }
-      // Malformed, or in a continuation (its raw events cannot join): the stream's own error.
-      if (seen === 'malformed' || this.splice) {
-        this.endIncomplete(reason);
-        this.settle(RELAYED);
-        controller.abort(new AttemptFailed(seen === 'malformed' ? 'malformed_event' : 'stream_error', 'stream'));
-        return;
-      }
-      // The backend's own error event goes to the client as it sent it, and what follows it.
-      this.relayedError = true;
-      this.ex.error = gwError('UPSTREAM_STREAM_BROKEN', { endpoint: this.ep.name, reason });
-      this.pass(controller, this.out.takeAll());
-      return;
-    }
-    // The usual chunk is whole events, nothing waits: it goes as it came.
-    this.pass(controller, this.out.take(watch.completeTo));
-    // Under way (the last attempt) but still without content: keep-alives do not stop the budget.
-    if (!watch.hasContent) this.checkBudget();
-  }
-
-  /** Whole events on their way out: spliced (a continuation), kept (for one), relayed. */
-  private pass(controller: Controller, bytes: Buffer | string | null): void {
-    if (bytes === null) return;
-    if (this.spliceOut && typeof bytes !== 'string') bytes = this.spliceOut.feed(bytes);
-    if (bytes.length === 0) return;
-    if (typeof bytes === 'string') bytes = Buffer.from(bytes);
-    this.ctl.answer?.relayed(this.format, bytes);
-    this.relay(controller, bytes);
-  }
-
-  /** A stream broke after its content: back to the loop, open, when another may continue it. */
-  private breakOff(reason: string): boolean {
-    // An answer that reached its end already is not asked for again.
-    if (!this.watch?.hasContent || this.watch.complete || !this.ctl.answer?.mayContinue()) return false;
-    this.settle({
-      relayed: 'broken',
-      reason,
-      format: this.format,
-      plan: this.plan as ReplyPlan,
-      headers: this.headers,
-      endHonestly: () => this.endIncomplete(reason),
-    });
-    return true;
-  }
-
-  /** Still no content, the budget spent: what its timer would have done (hold() sets none). */
-  private checkBudget(): void {
-    if (this.deadlineArmed || this.settled || performance.now() < this.ctl.budgetEnds) return;
-    this.arm(this.ctl.budgetEnds, true);
-  }
-
   /** A held failure, shaped as any reply. */
   private unhold(controller: Controller): void {
     const chunks = this.chunks.splice(0);
     this.size = 0;
     if (!this.guarded(controller, () => this.start(this.status, this.headers))) return;
     for (const c of chunks) this.onResponseData(controller, c);
-  }
-
-  /** Holding ends before the first content (the last attempt waits on): head, then what is held. */
-  private release(controller: Controller, to: number): void {
-    this.held = false;
-    this.writeHead();
-    this.pass(controller, this.out.take(to));
-  }
-
-  private relay(controller: Controller, chunk: Buffer): void {
-    const plan = this.plan;
-    let out: Buffer | string = chunk;
-    if (plan.kind === 'stream') {
-      try {
-        out = plan.chunk(chunk);
-      } catch (err) {
-        controller.abort(new StepFailed(err));
-        return;
-      }
-      if (!out) return;
-    } else {
-      if (chunk.length === 0) return;
-      this.lastChunk = chunk;
-    }
-    this.write(controller, out);
-  }
-
-  /** End a started stream with an error in its own format, and count the reply as failed. */
-  private endIncomplete(reason: string): void {
-    this.splice?.unfinished();
-    this.ex.error ??= gwError('UPSTREAM_STREAM_BROKEN', { endpoint: this.ep.name, reason });
-    endBroken(this.ex, this.plan as ReplyPlan, this.ep.name, this.headers, this.lastChunk, reason);
   }
 
   onResponseEnd(controller: Controller): void {

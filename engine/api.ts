@@ -66,7 +66,7 @@ export type { DiscoveredModel } from './backends/model-lists.js';
 export { NameIndex } from './backends/model-names.js';
 export { HostStats, type Outcome, type Stats, type TranslatorCounters } from './backends/telemetry.js';
 export type { CounterCell, HistogramSeries, Metrics, Sample } from './backends/metrics.js';
-export type { LimitScope, Rate, RateBuckets, SharedTake, Take, TakeAnswer } from './backends/rate-buckets.js';
+export type { LimitScope, Rate, RateBuckets, SharedTake, Take, TakeAnswer, Taker } from './backends/rate-buckets.js';
 
 // Configuration and profiles (loaded, validated and frozen before any plugin sees them).
 export { configValue, type GatewayConfig } from './core/config.js';

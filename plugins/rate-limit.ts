@@ -48,6 +48,9 @@ function bucketKey(address: string): string {
     .join(':')}::/64`;
 }
 
+/** The bucket closest to empty speaks for the request (ties: the client's, taken first). */
+const closest = (a: Take, b: Take): Take => (b.remaining < a.remaining ? b : a);
+
 function refusal(scope: Exclude<LimitScope, 'endpoint'>, t: Take, burst: number): GatewayError {
   const retryAfter = Math.max(1, t.retryAfterS);
   return gwError('RATE_LIMITED', { what: WHAT[scope], limit: t.limit, burst, retryAfter }, ['retry-after', String(retryAfter), ...rateLimitHeaders(t)]);
@@ -90,13 +93,13 @@ export default definePlugin<Options>({
     // Limits off: no taps, no cost.
     if (!globalRate && !clientRate) return;
     const clientOf = clientAddressOf(limits);
-    const { buckets } = env;
+    const globalTake: SharedTake | null = globalRate && { scope: 'global', key: '', rate: globalRate };
     /** The request's buckets: its client's, then the global one (all or none: a global refusal
      *  charges the client nothing). */
     const takesOf = (ctx: Context): SharedTake[] => {
       const takes: SharedTake[] = [];
       if (clientRate) takes.push({ scope, key: bucketKey(clientOf(ctx)), rate: clientRate });
-      if (globalRate) takes.push({ scope: 'global', key: '', rate: globalRate });
+      if (globalTake) takes.push(globalTake);
       return takes;
     };
     const settle = (ctx: Context, takes: readonly SharedTake[], answer: TakeAnswer): void => {
@@ -105,20 +108,20 @@ export default definePlugin<Options>({
         counts[which]++;
         throw refusal(which, answer.takes[answer.refused], burst);
       }
-      // The bucket closest to empty speaks for the request.
-      ctx.state[BINDING] = answer.takes.reduce((a, b) => (b.remaining < a.remaining ? b : a));
+      ctx.state[BINDING] = answer.takes.reduce(closest);
     };
     // In memory the take is answered at once and the step stays synchronous; shared (the fleet's
     // Redis, a worker's host) each take is a round trip, failing open.
-    if (buckets.answersAtOnce(scope, limits)) {
+    const taker = env.buckets.takerFor(scope, limits);
+    if (taker.local) {
       hooks.request.tap(BINDING, (ctx) => {
         const takes = takesOf(ctx);
-        settle(ctx, takes, buckets.take(takes) as TakeAnswer);
+        settle(ctx, takes, taker.take(takes));
       });
     } else {
       hooks.request.tapPromise(BINDING, async (ctx) => {
         const takes = takesOf(ctx);
-        settle(ctx, takes, await buckets.take(takes));
+        settle(ctx, takes, await taker.take(takes));
       });
     }
     // On every other reply of the route (a 429 carries its own bucket's headers).

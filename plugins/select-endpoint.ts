@@ -42,7 +42,8 @@ export default definePlugin<SelectorOptions>({
   apply(hooks, o, env) {
     const selector = new EndpointSelector(env, o);
     hooks.request.tapPromise('select-endpoint', async (ctx) => {
-      const { plan, error } = await selector.select(ctx);
+      const selected = selector.select(ctx);
+      const { plan, error } = selected instanceof Promise ? await selected : selected;
       ctx.setPlan(plan);
       if (error) throw error;
     });

@@ -44,7 +44,7 @@ export class DiscoveryService {
   private readonly halt = new AbortController();
 
   constructor(
-    protected readonly registry: EndpointRegistry,
+    private readonly registry: EndpointRegistry,
     private readonly catalogue: Catalogue,
     config: GatewayConfig,
     private readonly log: Logger,

@@ -122,46 +122,59 @@ export interface SharedBuckets {
   take(takes: readonly SharedTake[]): Promise<TakeAnswer>;
 }
 
+/** The scopes of the gateway's own limits. A plugin may take from a scope of its own: created on
+ *  first use, bounded like the per-address ones (server.rate_limits.max_tracked_clients). */
 export type LimitScope = 'global' | 'ip' | 'health' | 'internal' | 'endpoint';
+
+/** How a step takes tokens, chosen once when it is applied (RateBuckets.takerFor): from this
+ *  process's memory, answered at once; or from a store shared with other processes, a round trip
+ *  each. Either way a token from each bucket, all or none. */
+export type Taker =
+  | { readonly local: true; take(takes: readonly SharedTake[]): TakeAnswer }
+  | { readonly local: false; take(takes: readonly SharedTake[]): Promise<TakeAnswer> };
 
 /** The gateway's buckets, one in-memory store per scope; they outlive compiled graphs (a reload
  *  keeps them). `host`: the host's buckets when this process is one of its workers; `fleet`: the
  *  replicas' Redis, when server.rate_limits.store is redis. */
 export class RateBuckets {
   readonly stores: Readonly<Record<LimitScope, MemoryBucketStore>>;
+  /** Every scope's store by name: the gateway's own and the plugins'. */
+  private readonly byScope = new Map<string, MemoryBucketStore>();
+  private maxClients: number;
+  private readonly local: Taker = { local: true, take: (takes) => this.takeAll(takes) };
+  private readonly shared: Taker = {
+    local: false,
+    take: (takes) => {
+      // Picked at each take: a reload may have switched the sharing off meanwhile (memory then).
+      const store = this.fleet.buckets ?? this.host;
+      return store ? store.take(takes) : Promise.resolve(this.takeAll(takes));
+    },
+  };
 
   constructor(
     maxClients: number,
-    clock: () => number,
+    private readonly clock: () => number,
     private readonly host: SharedBuckets | null,
     private readonly fleet: Fleet,
   ) {
+    this.maxClients = maxClients;
     const store = (max: number) => new MemoryBucketStore(max, clock);
     this.stores = { global: store(1), ip: store(maxClients), health: store(maxClients), internal: store(maxClients), endpoint: store(Number.MAX_SAFE_INTEGER) };
+    for (const [scope, s] of Object.entries(this.stores)) this.byScope.set(scope, s);
   }
 
-  /** A reload may change the bound: a smaller one takes effect at the next new key. */
+  /** A reload may change the bound of the per-client scopes: a smaller one takes effect at the next new key. */
   configure(limits: GatewayConfig['server']['rate_limits']): void {
-    for (const scope of ['ip', 'health', 'internal'] as const) this.stores[scope].maxKeys = limits.max_tracked_clients;
+    this.maxClients = limits.max_tracked_clients;
+    for (const [scope, s] of this.byScope) if (scope !== 'global' && scope !== 'endpoint') s.maxKeys = limits.max_tracked_clients;
   }
 
-  /** A token from each bucket (one request's: its client's, then the global one), all or none,
-   *  from where they are kept: the fleet's Redis when the limits are shared, else the host's (a
-   *  worker), else this process's memory — answered at once there (not a promise), which
-   *  `answersAtOnce` tells a step in advance. The health scope always stays in memory: a slow
-   *  store must never make a liveness or readiness probe time out. */
-  take(takes: readonly SharedTake[]): TakeAnswer | Promise<TakeAnswer> {
-    if (takes.length > 0 && takes[0].scope !== 'health') {
-      const shared = this.fleet.buckets ?? this.host;
-      if (shared) return shared.take(takes);
-    }
-    return this.takeAll(takes);
-  }
-
-  /** Whether take() answers `scope` at once under these limits (from memory), so that the step
-   *  taking tokens can stay synchronous. */
-  answersAtOnce(scope: LimitScope, limits: GatewayConfig['server']['rate_limits']): boolean {
-    return scope === 'health' || (limits.store !== 'redis' && this.host === null);
+  /** How a step takes tokens of `scope` (and the global scope's) under these limits: from this
+   *  process's memory when that is where the scope is kept — the health scope always, since a slow
+   *  store must never make a liveness or readiness probe time out — else from where the limits are
+   *  shared: the fleet's Redis, or a worker's host (failing open when it cannot answer). */
+  takerFor(scope: string, limits: GatewayConfig['server']['rate_limits']): Taker {
+    return scope === 'health' || (limits.store !== 'redis' && this.host === null) ? this.local : this.shared;
   }
 
   /** A token from each in-memory bucket, all or none (also a host answering its workers:
@@ -171,20 +184,26 @@ export class RateBuckets {
     const out: Take[] = [];
     for (let i = 0; i < takes.length; i++) {
       const t = takes[i];
-      const taken = this.stores[t.scope as LimitScope].take(t.key, t.rate);
+      const taken = this.storeOf(t.scope).take(t.key, t.rate);
       out.push(taken);
       if (!taken.allowed) {
-        for (let j = 0; j < i; j++) this.stores[takes[j].scope as LimitScope].refund(takes[j].key);
+        for (let j = 0; j < i; j++) this.storeOf(takes[j].scope).refund(takes[j].key);
         return { takes: out, refused: i };
       }
     }
     if (share <= 0) return { takes: out, refused: -1 };
-    return { takes: out, refused: -1, leased: takes.map((t) => this.stores[t.scope as LimitScope].lend(t.key, share, LEASE_MAX)) };
+    return { takes: out, refused: -1, leased: takes.map((t) => this.storeOf(t.scope).lend(t.key, share, LEASE_MAX)) };
   }
 
   /** Tokens a worker was lent and did not use. */
   giveBack(scope: string, key: string, tokens: number): void {
-    this.stores[scope as LimitScope]?.refund(key, tokens);
+    this.byScope.get(scope)?.refund(key, tokens);
+  }
+
+  private storeOf(scope: string): MemoryBucketStore {
+    let store = this.byScope.get(scope);
+    if (store === undefined) this.byScope.set(scope, (store = new MemoryBucketStore(this.maxClients, this.clock)));
+    return store;
   }
 }
 

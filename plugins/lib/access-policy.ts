@@ -1,5 +1,5 @@
 // The dashboard's access policy (dashboard.access_policy): client addresses by CIDR (a node
-// BlockList built once at load, engine/kernel/cidr.ts) and the Host header by name. A request
+// BlockList built once at load, engine/core/cidr.ts) and the Host header by name. A request
 // passes when both match.
 import { BlockList, isIP } from 'node:net';
 import { canonicalAddress, parseCidr } from '../../engine/api.js';

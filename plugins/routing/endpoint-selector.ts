@@ -51,7 +51,8 @@ export interface SelectorOptions {
 }
 
 /** What selection made of a request: its route plan, and the error the client gets when it was
- *  refused (the plan then records the rejection, for the reply's headers). */
+ *  refused (the plan then records the rejection, for the reply's headers). When nothing of the
+ *  family can take the request and there is no plan to record, select() throws the 503 instead. */
 export interface Selection {
   plan: RoutePlan;
   error?: GatewayError;
@@ -112,8 +113,9 @@ export class EndpointSelector {
     };
   }
 
-  /** The request's route plan, or its refusal. */
-  async select(ctx: Context): Promise<Selection> {
+  /** The request's route plan, or its refusal: at once, but for a model the discovery strategy
+   *  looks for first (model_registry.routing_strategy: discovery), which waits for the catalogue. */
+  select(ctx: Context): Selection | Promise<Selection> {
     const { o, env } = this;
     if (this.route) {
       const refusal = this.routeNotServed(ctx);
@@ -136,12 +138,16 @@ export class EndpointSelector {
       if (kind && this.capabilities) return this.planned(ctx, this.capabilities.choose(routable, kind));
       return { plan: planOf(this.order(routable), null) };
     }
-    let c = modelChoice(env, this.families, routable, model, false);
-    if (c === 'refresh') {
-      await Promise.race([env.discovery.refresh(routable), new Promise((r) => setTimeout(r, this.refreshTimeoutMs).unref())]);
-      c = modelChoice(env, this.families, this.families.routable(), model, true) as Choice;
-    }
+    const c = modelChoice(env, this.families, routable, model, false);
+    if (c === 'refresh') return this.afterRefresh(ctx, routable, model);
     return this.planned(ctx, c, model);
+  }
+
+  /** A model the catalogue does not know yet, looked for first (within discovery_timeout). */
+  private async afterRefresh(ctx: Context, routable: readonly Endpoint[], model: string): Promise<Selection> {
+    const { env } = this;
+    await Promise.race([env.discovery.refresh(routable), new Promise((r) => setTimeout(r, this.refreshTimeoutMs).unref())]);
+    return this.planned(ctx, modelChoice(env, this.families, this.families.routable(), model, true) as Choice, model);
   }
 
   /** The routable endpoints that may take the request (by_route: those whose family serves its route). */
@@ -215,7 +221,7 @@ export class EndpointSelector {
 
   /** by_route: the 404 for a request whose names are served only by families without its route. */
   private routeNotServed(ctx: Context): GatewayError | undefined {
-    return this.route!.notServed(ctx.pathname, ctx.requested?.requested ?? ctx.model, namesOf(ctx), (n) => this.families.servedBy(n));
+    return this.route!.notServed(ctx.pathname, ctx.requested?.requested ?? ctx.model, namesOf(ctx), this.families.servedBy);
   }
 
   /** Out of rotation and serving one of the request's names. */

@@ -7,8 +7,6 @@ import { outOfRotation } from './unavailable-hint.js';
 export interface Families {
   /** The family named in errors; undefined across every family. */
   readonly label: string | undefined;
-  /** The families themselves (one, or the whole profile set). */
-  readonly profiles: readonly Profile[];
   /** Routable endpoints, in configuration order (the registry's array: replaced, never mutated). */
   routable(): readonly Endpoint[];
   /** Every configured endpoint, family by family (a retired one is no longer listed). */
@@ -21,9 +19,11 @@ export interface Families {
   known(): boolean;
 }
 
-/** The families of a step: its route's, or every family when its route has none. */
+/** The families of a step: its route's, or every family when its route has none (one, where only
+ *  one family is loaded). */
 export function familiesOf(env: PluginEnv): Families {
-  return env.profile ? oneFamily(env, env.profile) : allFamilies(env);
+  const list = env.profile ? [env.profile] : env.profiles.list;
+  return list.length === 1 ? oneFamily(env, list[0]) : allFamilies(env);
 }
 
 function oneFamily(env: PluginEnv, profile: Profile): Families {
@@ -31,7 +31,6 @@ function oneFamily(env: PluginEnv, profile: Profile): Families {
   const name = profile.name;
   return {
     label: name,
-    profiles: [profile],
     routable: () => endpoints.routable(name),
     configured: () => endpoints.endpoints(name),
     configuredCount: () => endpoints.endpoints(name).length,
@@ -45,7 +44,6 @@ function allFamilies(env: PluginEnv): Families {
   const profiles = env.profiles.list;
   return {
     label: undefined,
-    profiles,
     routable: () => endpoints.routableAll,
     configured: () => profiles.flatMap((p) => endpoints.endpoints(p.name)),
     configuredCount: () => endpoints.all.length,

@@ -1,7 +1,8 @@
 // What is kept once per host (sharing/scopes.ts): health checks, discovery, concurrency queues,
 // the rate buckets, the breakers' counts. A gateway of one process is its own host (OwnHost);
 // a worker of gw serve --workers N asks its host process (WorkerLink, host-link.ts). Which one is
-// chosen once, where the backends' state is built: nothing else asks whether it is a worker.
+// chosen once, where the backends' state is built: no part of the backends' state asks whether it
+// runs in a worker (the kernel does, for what only a process does: its log's name, file watching).
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../../core/config.js';
 import type { Catalogue } from '../catalogue.js';

@@ -167,6 +167,23 @@ program
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
   });
+const keys = program.command('keys').description("API keys (the config's auth:)");
+keys
+  .command('new')
+  .argument('<name>', "the key's name: what logs, metrics and usage show")
+  .description('print a fresh random key once, with the auth.keys entry that holds its hash (the gateway never stores the key)')
+  .action(async (name) => {
+    const { NAME_PATTERN, keyHash, newKey } = await import(new URL('../core/keys.js', dist).href);
+    if (!NAME_PATTERN.test(name)) {
+      console.error(`gw keys new: ${JSON.stringify(name)} is not a key name: letters, digits, '.', '_' and '-', at most 64, starting with a letter or digit`);
+      process.exit(2);
+    }
+    const key = newKey();
+    console.log(`# The key for ${name}: give it to whoever uses it; it is shown only now.`);
+    console.log(key);
+    console.log('# Its entry, for auth.keys in the config or a list in auth.keys_file:');
+    console.log(`- { name: ${name}, hash: "${keyHash(key)}" }`);
+  });
 program
   .command('version')
   .description('print the version')

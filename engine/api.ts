@@ -12,7 +12,7 @@ export type { Hooks } from './kernel/hooks.js';
 export type { ReloadStatus, Runtime } from './kernel/runtime.js';
 
 // One request as a step sees it: the kernel's fields read-only, the attempt record read-only.
-export type { Context, FailedAttempt, RouteInfo, UpstreamRequest } from './kernel/context.js';
+export type { Caller, Context, FailedAttempt, RouteInfo, UpstreamRequest } from './kernel/context.js';
 
 // The route plan: where a request may go, written once by endpoint selection.
 export {
@@ -70,6 +70,7 @@ export type { LimitScope, Rate, RateBuckets, SharedTake, Take, TakeAnswer, Taker
 
 // Configuration and profiles (loaded, validated and frozen before any plugin sees them).
 export { configValue, type GatewayConfig } from './core/config.js';
+export { expiryOf, keyHash, type ApiKeyConfig, type KeysConfig } from './core/keys.js';
 export type { ContinuationKind, Intercept, Profile } from './core/profiles.js';
 export { nameMatches } from './core/pipelines.js';
 export { familyPath } from './core/family-paths.js';

@@ -1,5 +1,5 @@
 // One log line per finished request: method, path as the client sent it (never the query, which may carry keys),
-// status, endpoint, model, time. Status routes follow the polling rule (the spec's): successful
+// status, the API key's name, endpoint, model, time. Status routes follow the polling rule (the spec's): successful
 // GET/HEAD polls (2xx, 304) log at debug, everything else at info — under /internal/ by default
 // (`polling: auto`), or wherever `polling: true` says.
 import { clip, definePlugin } from '../engine/api.js';
@@ -42,6 +42,8 @@ export default definePlugin<Options>({
           method,
           path: clip(ctx.requestPath),
           status: ctx.status,
+          // The API key's name (never the key), while keys are on.
+          key: ctx.caller?.name,
           endpoint: ctx.endpoint?.name,
           model: model === undefined ? undefined : clip(model),
           ms: Math.round(ctx.totalMs * 1000) / 1000,

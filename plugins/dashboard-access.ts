@@ -5,8 +5,8 @@
 // the rate limits use: behind a trusted proxy (server.rate_limits.trust_proxy_headers) the
 // proxy's own loopback address must not open the page to everyone it forwards.
 import { definePlugin, gwError } from '../engine/api.js';
-import { compileAccessPolicy } from './lib/access-policy.js';
-import { clientAddressOf } from './lib/client-address.js';
+import { compileAccessPolicy } from './access/access-policy.js';
+import { clientAddressOf } from './access/client-address.js';
 
 export default definePlugin<Record<string, never>>({
   name: 'dashboard-access',

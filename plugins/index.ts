@@ -3,6 +3,7 @@ import type { Plugin } from '../engine/api.js';
 import accessLog from './access-log.js';
 import aliasResolve from './alias-resolve.js';
 import allowlist from './allowlist.js';
+import authenticate from './authenticate.js';
 import cors from './cors.js';
 import dashboardAccess from './dashboard-access.js';
 import dashboardFiles from './dashboard-files.js';
@@ -16,6 +17,7 @@ import matchPrefix from './match-prefix.js';
 import metrics from './metrics.js';
 import metricsReport from './metrics-report.js';
 import modelDetail from './model-detail.js';
+import modelScope from './model-scope.js';
 import modelStatsReport from './model-stats-report.js';
 import modelsList from './models-list.js';
 import modelsRefresh from './models-refresh.js';
@@ -42,6 +44,7 @@ export const BUILTIN_PLUGINS: readonly Plugin[] = [
   accessLog,
   aliasResolve,
   allowlist,
+  authenticate,
   cors,
   countTokens,
   dashboardAccess,
@@ -55,6 +58,7 @@ export const BUILTIN_PLUGINS: readonly Plugin[] = [
   metrics,
   metricsReport,
   modelDetail,
+  modelScope,
   modelStatsReport,
   modelsList,
   modelsRefresh,

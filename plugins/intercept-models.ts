@@ -21,6 +21,7 @@ import {
   type Intercept,
   type PathPattern,
 } from '../engine/api.js';
+import { sees, visible } from './access/visible.js';
 import { withAliases } from './catalogue/alias-entries.js';
 import { LiveCache, liveModels } from './catalogue/live-models.js';
 import { answerMerged } from './catalogue/merged-list.js';
@@ -63,14 +64,18 @@ export default definePlugin<Record<string, never>>({
     const list = (i: Intercept): Answer => {
       const extras = extrasOf(i);
       const body = new LiveCache(env, () => JSON.stringify(renderList(i.format, live.get(), extras)));
-      return (ctx) => ctx.reply(200, body.get(), JSON_TYPE);
+      // One body for everyone; a key scoped to some models gets its own.
+      return (ctx) =>
+        ctx.caller === null || ctx.caller.everyModel
+          ? ctx.reply(200, body.get(), JSON_TYPE)
+          : ctx.replyJson(200, renderList(i.format, visible(ctx, live.get()), extras));
     };
     const one = (i: Intercept, param: string): Answer => {
       const extras = extrasOf(i);
       return (ctx, params) => {
         const model = decodeModelId(params![param]);
         const found = liveIndex.get().find(model);
-        if (!found)
+        if (!found || !sees(ctx, model, found.value.id))
           throw gwError('MODEL_NOT_FOUND', {
             model,
             provider: family,

@@ -2,6 +2,7 @@
 // listed under (the catalogue's lookup rule: engine/backends/model-names.ts) or by alias (its
 // entry of the first family serving one of its targets, catalogue/alias-entries.ts).
 import { definePlugin, gwError, indexModels } from '../engine/api.js';
+import { sees } from './access/visible.js';
 import { withAliases } from './catalogue/alias-entries.js';
 import { LiveCache } from './catalogue/live-models.js';
 import { decodeModelId } from './catalogue/model-id.js';
@@ -21,7 +22,7 @@ export default definePlugin<Record<string, never>>({
     hooks.dispatch.tap('model-detail', (ctx) => {
       const id = decodeModelId(ctx.pathname.slice(PREFIX.length));
       const found = index.get().find(id);
-      if (!found) throw gwError('MODEL_NOT_FOUND', { model: id, hint: 'GET /gw/models lists what is served' });
+      if (!found || !sees(ctx, id, found.value.id)) throw gwError('MODEL_NOT_FOUND', { model: id, hint: 'GET /gw/models lists what is served' });
       return ctx.replyJson(200, unifiedRecord(found.value));
     });
   },

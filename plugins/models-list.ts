@@ -2,6 +2,7 @@
 // filtered by provider and capability, in one of the list formats (unified, common, localrunner,
 // deskrunner, pagedengine).
 import { definePlugin, gwError } from '../engine/api.js';
+import { visible } from './access/visible.js';
 import { withAliases } from './catalogue/alias-entries.js';
 import { LiveCache } from './catalogue/live-models.js';
 import { modelNames } from './routing/model-chains.js';
@@ -37,7 +38,9 @@ export default definePlugin<Record<string, never>>({
       const capability = q.get('capability') || 'all';
       if (capability !== 'all' && !CAPABILITIES.has(capability)) throw gwError('INVALID_CAPABILITY', { capability });
       if (!endpoints.all.some((e) => e.routable)) throw noEndpoints();
-      const models = listed.get().filter((m) => (!provider || m.family === provider) && (capability === 'all' || capabilities(m).includes(capability)));
+      const models = visible(ctx, listed.get()).filter(
+        (m) => (!provider || m.family === provider) && (capability === 'all' || capabilities(m).includes(capability)),
+      );
       return ctx.replyJson(200, renderList(format, models));
     });
   },

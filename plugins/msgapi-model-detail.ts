@@ -2,6 +2,7 @@
 // listed under (the catalogue's lookup rule; a slash in the id is written plainly); 404 in the
 // messages API's error shape when no routable endpoint serves it.
 import { definePlugin, gwError } from '../engine/api.js';
+import { sees } from './access/visible.js';
 import { decodeModelId } from './catalogue/model-id.js';
 import { msgapiModels } from './catalogue/msgapi-model.js';
 
@@ -16,7 +17,8 @@ export default definePlugin<Record<string, never>>({
     hooks.dispatch.tap('msgapi-model-detail', (ctx) => {
       const id = decodeModelId(ctx.pathname.slice(PREFIX.length));
       const found = models.get().byName.find(id);
-      if (!found) throw gwError('MODEL_NOT_FOUND', { model: id, hint: 'GET /gw/msgapi/v1/models lists the chat models served now' });
+      if (!found || !sees(ctx, id, found.value.id))
+        throw gwError('MODEL_NOT_FOUND', { model: id, hint: 'GET /gw/msgapi/v1/models lists the chat models served now' });
       return ctx.replyJson(200, found.value);
     });
   },

@@ -1,6 +1,7 @@
 // GET /gw/msgapi/v1/models: the chat models some routable endpoint serves (every family, one
 // entry per id) in the messages API's list form.
 import { definePlugin } from '../engine/api.js';
+import { visible } from './access/visible.js';
 import { msgapiModels } from './catalogue/msgapi-model.js';
 
 export default definePlugin<Record<string, never>>({
@@ -10,7 +11,7 @@ export default definePlugin<Record<string, never>>({
   apply(hooks, _o, env) {
     const models = msgapiModels(env);
     hooks.dispatch.tap('msgapi-models', (ctx) => {
-      const { list } = models.get();
+      const list = visible(ctx, models.get().list);
       return ctx.replyJson(200, { data: list, has_more: false, first_id: list[0]?.id ?? null, last_id: list.at(-1)?.id ?? null });
     });
   },

@@ -3,6 +3,7 @@
 // pointed at the one base URL /gw/openai/v1 sees. One model by any name it is listed under (a
 // slash in the id written plainly or encoded); 404 MODEL_NOT_FOUND when none serves it.
 import { definePlugin, gwError } from '../engine/api.js';
+import { sees, visible } from './access/visible.js';
 import { decodeModelId } from './catalogue/model-id.js';
 import { openaiModels } from './catalogue/openai-model.js';
 
@@ -16,10 +17,10 @@ export default definePlugin<Record<string, never>>({
     const models = openaiModels(env);
     hooks.dispatch.tap('openai-models', (ctx) => {
       const { list, byName } = models.get();
-      if (ctx.pathname === LIST || ctx.pathname === `${LIST}/`) return ctx.replyJson(200, { object: 'list', data: list });
+      if (ctx.pathname === LIST || ctx.pathname === `${LIST}/`) return ctx.replyJson(200, { object: 'list', data: visible(ctx, list) });
       const id = decodeModelId(ctx.pathname.slice(LIST.length + 1));
       const found = byName.find(id);
-      if (!found) throw gwError('MODEL_NOT_FOUND', { model: id, hint: `GET ${LIST} lists the models served now` });
+      if (!found || !sees(ctx, id, found.value.id)) throw gwError('MODEL_NOT_FOUND', { model: id, hint: `GET ${LIST} lists the models served now` });
       return ctx.replyJson(200, found.value);
     });
   },

@@ -18,7 +18,7 @@ import {
   type Take,
   type TakeAnswer,
 } from '../engine/api.js';
-import { clientAddressOf } from './lib/client-address.js';
+import { clientAddressOf } from './access/client-address.js';
 
 interface Options {
   health: string[];

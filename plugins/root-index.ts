@@ -5,8 +5,8 @@
 // root to their UI. Built once per configuration: a request reads the Accept header and, for a
 // browser, the access policy.
 import { definePlugin, type Context } from '../engine/api.js';
-import { compileAccessPolicy } from './lib/access-policy.js';
-import { clientAddressOf } from './lib/client-address.js';
+import { compileAccessPolicy } from './access/access-policy.js';
+import { clientAddressOf } from './access/client-address.js';
 
 const DASHBOARD = '/internal/ui/';
 const TO_DASHBOARD = ['location', DASHBOARD, 'vary', 'accept', 'cache-control', 'no-cache'];

@@ -1,7 +1,9 @@
-// Headers toward the backend: the client's (less hop-by-hop ones, its Host, and those the
-// terminal step marks as another API's: UpstreamRequest.omitClientHeader), the gateway's
-// request id and forwarding headers, then the endpoint's configured headers and auth, which win.
+// Headers toward the backend: the client's (less hop-by-hop ones, its Host, those the terminal
+// step marks as another API's: UpstreamRequest.omitClientHeader, and while keys are on the
+// gateway's key: Authorization and x-api-key), the gateway's request id and forwarding headers,
+// then the endpoint's configured headers and auth, which win.
 import { definePlugin } from '../engine/api.js';
+import { KeyTable } from './access/key-table.js';
 
 const DROP = new Set([
   'host',
@@ -24,7 +26,9 @@ const DROP = new Set([
 export default definePlugin<Record<string, never>>({
   name: 'upstream-headers',
   schema: { type: 'object', additionalProperties: false },
-  apply(hooks) {
+  apply(hooks, _o, env) {
+    // While keys are on, the client's credential is the gateway's key: never a backend's to see.
+    const drop = KeyTable.of(env.config.auth) ? new Set([...DROP, 'authorization', 'x-api-key']) : DROP;
     hooks.upstream.tap('upstream-headers', (ctx, up) => {
       const raw = ctx.req.rawHeaders;
       const ep = ctx.endpoint!;
@@ -41,7 +45,7 @@ export default definePlugin<Record<string, never>>({
       for (let i = 0; i < raw.length; i += 2) {
         const name = raw[i].toLowerCase();
         if (name === 'x-forwarded-for') xff = raw[i + 1];
-        if (DROP.has(name) || own.has(name) || connNames?.includes(name) || omit?.(name)) continue;
+        if (drop.has(name) || own.has(name) || connNames?.includes(name) || omit?.(name)) continue;
         if (name === 'content-type') contentType = true;
         out.push(name, raw[i + 1]);
       }

@@ -5,6 +5,7 @@ import { resolve } from 'node:path';
 import { parseCidr } from './cidr.js';
 import { DURATION_PATTERN, parseDuration } from './duration.js';
 import { ConfigError } from './errors.js';
+import { keysFromFile, keysProblems, type KeysConfig } from './keys.js';
 import { explain, validatorOf, type Problem } from './schema.js';
 import type { SharedStepDef } from './pipelines.js';
 import { readYaml } from './yaml-file.js';
@@ -109,6 +110,8 @@ export interface GatewayConfig {
   /** A list: equivalent names; { models, ordered: true }: a fallback chain (plugins/routing/model-chains.ts). */
   model_aliases: Record<string, string[] | { models: string[]; ordered: boolean }>;
   model_fallbacks: Record<string, string[]>;
+  /** API keys (engine/core/keys.ts): the inline ones and auth.keys_file's, joined when it loads. */
+  auth: KeysConfig;
   translators: {
     msgapi: { enabled: boolean; max_message_size: number; passthrough: boolean; strip_billing_header: boolean; thinking_effort: boolean };
     responses: { passthrough: boolean; store: { max_responses: number; max_bytes: number; ttl: Duration } };
@@ -282,6 +285,17 @@ export function checkConfig(file: string | null, env: NodeJS.ProcessEnv = proces
       });
     }
   }
+  if (cfg.auth.keys_file !== undefined) {
+    const fromFile = keysFromFile(resolve(cfg.auth.keys_file), (wrapped) => {
+      const found = explain(checkStrict, structuredClone(wrapped));
+      if (found.some((p) => p.level === 'fail')) return { problems: found };
+      fillDefaults(wrapped);
+      return { problems: found, keys: wrapped.auth.keys as KeysConfig['keys'] };
+    });
+    problems.push(...fromFile.problems);
+    cfg.auth.keys = [...cfg.auth.keys, ...fromFile.keys];
+  }
+  problems.push(...keysProblems(cfg.auth));
   if (problems.some((p) => p.level === 'fail')) return { problems };
   for (const [name, apply] of Object.entries(ENV_OVERRIDES)) {
     const value = env[name];

@@ -25,6 +25,32 @@ export const ERROR_CODES = {
     message: () =>
       'not every worker answered for its series in time (one starting, stopping or stalled); scrape again: a partial answer would read as counters going back',
   },
+  API_KEY_REQUIRED: {
+    status: 401,
+    type: 'invalid_request_error',
+    code: 'invalid_api_key',
+    message: () => 'an API key is required: send it as Authorization: Bearer KEY or as x-api-key: KEY',
+  },
+  API_KEY_INVALID: { status: 401, type: 'invalid_request_error', code: 'invalid_api_key', message: () => 'the API key is not valid' },
+  API_KEY_DISABLED: { status: 401, type: 'invalid_request_error', code: 'invalid_api_key', message: () => 'the API key is disabled' },
+  API_KEY_EXPIRED: { status: 401, type: 'invalid_request_error', code: 'invalid_api_key', message: (d) => `the API key expired at ${d.at}` },
+  ADMIN_KEY_REQUIRED: {
+    status: 403,
+    type: 'permission_denied',
+    code: 'admin_key_required',
+    message: () => 'this route needs an admin key (auth.admin)',
+  },
+  MODEL_NOT_ALLOWED: {
+    status: 403,
+    type: 'permission_denied',
+    code: 'model_not_allowed',
+    message: (d) => `this API key may not use model ${clip(d.model)}`,
+  },
+  KEY_RATE_LIMITED: {
+    status: 429,
+    type: 'rate_limited',
+    message: (d) => `rate limit exceeded for this API key (${d.limit} requests a minute, burst ${d.burst}); retry after ${d.retryAfter}s`,
+  },
   ROUTE_NOT_FOUND: { status: 404, type: 'not_found', message: (d) => `no route for ${clip(d.method)} ${clip(d.path)}` },
   UNSAFE_PATH: {
     status: 400,

@@ -39,6 +39,19 @@ export interface RouteInfo {
   log: Logger;
 }
 
+/** Who is calling: the API key the request came with (the config's auth:). */
+export interface Caller {
+  /** The key's name (never the key itself). */
+  readonly name: string;
+  readonly labels: Readonly<Record<string, string>>;
+  /** May read the status routes, metrics and the dashboard (auth.admin). */
+  readonly admin: boolean;
+  /** False when the key may use only some models (its `models`). */
+  readonly everyModel: boolean;
+  /** May the key use this model, named as a client names it (a model or an alias)? */
+  allows(model: string): boolean;
+}
+
 const CALLER_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const NOT_PARSED = Symbol('not parsed');
 
@@ -57,6 +70,8 @@ export class RequestContext implements Exchange {
   /** What the body's model stands for when it is an alias or has fallbacks (the names tried in
    *  turn); null: just itself. Owner: alias-resolve. */
   requested: ModelRoute | null = null;
+  /** Who is calling, by the API key it sent; null while keys are off. Owner: authenticate. */
+  caller: Caller | null = null;
   /** Headers every reply head of this request carries. Owners: respond taps (and cors). */
   readonly replyHeaders: string[] = [];
   /** The reply status once its head was written. Owner: the kernel. */

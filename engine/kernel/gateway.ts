@@ -305,9 +305,10 @@ export class Gateway {
   }
 }
 
-/** The files a reload reads: the config, the custom profiles and pipelines, third-party plugin
- *  files and folders (an installed package is not watched: it changes with an install). */
+/** The files a reload reads: the config, the keys file, the custom profiles and pipelines,
+ *  third-party plugin files and folders (an installed package is not watched: it changes with an install). */
 function watchTargets(configFile: string | null, config: GatewayConfig): string[] {
   const plugins = config.plugins.filter((spec) => spec.startsWith('.') || spec.startsWith('/')).map((spec) => resolve(spec));
-  return [...(configFile ? [configFile] : []), resolve(config.proxy.profiles_dir), resolve(config.pipelines.dir), ...plugins];
+  const keys = config.auth.keys_file === undefined ? [] : [resolve(config.auth.keys_file)];
+  return [...(configFile ? [configFile] : []), ...keys, resolve(config.proxy.profiles_dir), resolve(config.pipelines.dir), ...plugins];
 }

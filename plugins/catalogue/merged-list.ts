@@ -5,6 +5,7 @@
 // lists are concatenated, each entry once. A HEAD is answered from what is known without asking
 // anyone: the head of a JSON reply, no body, no length.
 import { askEach, askEndpoint, ClientGone, gwError, isObject, type Context, type Endpoint, type PluginEnv } from '../../engine/api.js';
+import { sees } from '../access/visible.js';
 
 /** A list of loaded models is a few KiB; this bounds what one endpoint can make the gateway hold. */
 export const MERGE_REPLY_LIMIT = 1024 * 1024;
@@ -16,7 +17,8 @@ const keyOf = (item: unknown): unknown => (isObject(item) ? (item.name ?? item.m
 /** One endpoint's reply as an object, or undefined (logged at debug) when it failed. */
 async function askOne(env: PluginEnv, ctx: Context, ep: Endpoint, signal: AbortSignal): Promise<Record<string, unknown> | undefined> {
   const headers = [...ep.headers, 'x-gw-request-id', ctx.id];
-  const auth = ctx.header('authorization');
+  // The client's credential goes on, as on any proxied request, unless it is the gateway's own key.
+  const auth = ctx.caller === null ? ctx.header('authorization') : undefined;
   if (auth && !ep.headerNames.has('authorization')) headers.push('authorization', auth);
   try {
     const body = await askEndpoint(ep, ctx.path, {
@@ -49,7 +51,7 @@ export async function answerMerged(env: PluginEnv, ctx: Context, family: string,
   for (const r of answered) {
     for (const item of Array.isArray(r[key]) ? (r[key] as unknown[]) : []) {
       const k = keyOf(item);
-      if (!seen.has(k)) {
+      if (!seen.has(k) && sees(ctx, String(k))) {
         seen.add(k);
         items.push(item);
       }

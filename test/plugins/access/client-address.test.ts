@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Context } from '../../../engine/kernel/context.js';
 import { loadConfig } from '../../../engine/core/config.js';
-import { clientAddressOf } from '../../../plugins/lib/client-address.js';
+import { clientAddressOf } from '../../../plugins/access/client-address.js';
 
 const limits = (o: Record<string, unknown>) => ({ ...loadConfig(null, {}).config.server.rate_limits, ...o });
 const ctx = (peer: string, xff?: string | string[]) =>

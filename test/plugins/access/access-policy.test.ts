@@ -1,7 +1,7 @@
 // The dashboard's access policy as a function of the client address and the Host header: the
 // addresses a test cannot connect from (a LAN client, IPv6, IPv4-mapped) are checked here.
 import { describe, expect, it } from 'vitest';
-import { compileAccessPolicy, hostName } from '../../../plugins/lib/access-policy.js';
+import { compileAccessPolicy, hostName } from '../../../plugins/access/access-policy.js';
 
 const loopbackOnly = compileAccessPolicy({ allowed_cidrs: ['127.0.0.0/8', '::1/128'], allowed_hosts: ['localhost', '127.0.0.1', '[::1]'] });
 

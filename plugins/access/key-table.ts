@@ -1,0 +1,105 @@
+// The API keys of a configuration (auth:), compiled once per loaded configuration and shared by
+// every route: a presented key is found by its SHA-256 (never kept itself), the digests compared
+// in constant time; each key knows its models (names, aliases and * patterns, compiled once) and
+// whether it is an admin. Nothing here logs or returns a key or a hash.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { expiryOf, type ApiKeyConfig, type Caller, type Context, type KeysConfig } from '../../engine/api.js';
+
+export class Key implements Caller {
+  readonly name: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly admin: boolean;
+  readonly everyModel: boolean;
+  readonly enabled: boolean;
+  /** Epoch ms after which it is refused; Infinity: never. */
+  readonly expiresAt: number;
+  readonly requestsPerMinute: number;
+  readonly digest: Buffer;
+  private readonly names: ReadonlySet<string>;
+  private readonly patterns: readonly RegExp[];
+
+  constructor(entry: ApiKeyConfig, admin: boolean) {
+    this.name = entry.name;
+    this.labels = entry.labels;
+    this.admin = admin;
+    this.enabled = entry.enabled;
+    this.expiresAt = entry.expires === undefined ? Infinity : expiryOf(entry.expires);
+    this.requestsPerMinute = entry.requests_per_minute;
+    this.digest = Buffer.from(entry.hash.slice('sha256:'.length), 'hex');
+    const models = entry.models;
+    this.everyModel = models === undefined;
+    this.names = new Set((models ?? []).filter((m) => !m.includes('*')));
+    this.patterns = (models ?? []).filter((m) => m.includes('*')).map(globOf);
+  }
+
+  allows(model: string): boolean {
+    if (this.everyModel || this.names.has(model)) return true;
+    for (const p of this.patterns) if (p.test(model)) return true;
+    return false;
+  }
+}
+
+/** A name pattern: * matches any run of characters, nothing else is special. */
+const globOf = (pattern: string): RegExp => new RegExp(`^${pattern.split('*').map(literal).join('.*')}$`);
+const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+const tables = new WeakMap<KeysConfig, KeyTable | null>();
+
+export class KeyTable {
+  /** By the first 4 bytes of the digest, as a number: the table is looked up without comparing
+   *  secrets byte by byte, then the whole digest is compared in constant time. */
+  private readonly byPrefix = new Map<number, Key[]>();
+  /** Whether any key has a request limit of its own. */
+  readonly anyRate: boolean;
+
+  private constructor(auth: KeysConfig) {
+    const admins = new Set(auth.admin);
+    for (const entry of auth.keys) {
+      const key = new Key(entry, admins.has(entry.name));
+      const prefix = key.digest.readUInt32BE(0);
+      const list = this.byPrefix.get(prefix);
+      if (list) list.push(key);
+      else this.byPrefix.set(prefix, [key]);
+    }
+    this.anyRate = auth.keys.some((k) => k.requests_per_minute > 0);
+  }
+
+  /** The configuration's keys (one table for every route of a loaded configuration); null while
+   *  none is listed: keys are off. */
+  static of(auth: KeysConfig): KeyTable | null {
+    let table = tables.get(auth);
+    if (table === undefined) tables.set(auth, (table = auth.keys.length > 0 ? new KeyTable(auth) : null));
+    return table;
+  }
+
+  /** The key whose hash is this key's, if any. */
+  find(presented: string): Key | undefined {
+    const digest = createHash('sha256').update(presented).digest();
+    const list = this.byPrefix.get(digest.readUInt32BE(0));
+    if (!list) return undefined;
+    for (const key of list) if (timingSafeEqual(digest, key.digest)) return key;
+    return undefined;
+  }
+}
+
+const BEARER = /^Bearer\s+(\S.*)$/i;
+const BASIC = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i;
+
+/** The key a request presents: Authorization: Bearer KEY (OpenAI SDKs, Codex, Ollama clients given
+ *  a header), x-api-key: KEY (Anthropic SDK, Claude Code), or the password of HTTP Basic (a
+ *  browser on the dashboard); undefined when it presents none. */
+export function presentedKey(ctx: Context): string | undefined {
+  const authorization = ctx.header('authorization');
+  if (authorization) {
+    const bearer = BEARER.exec(authorization);
+    if (bearer) return bearer[1].trim();
+    const basic = BASIC.exec(authorization);
+    if (basic) {
+      const pair = Buffer.from(basic[1], 'base64').toString('utf8');
+      const colon = pair.indexOf(':');
+      if (colon >= 0 && colon < pair.length - 1) return pair.slice(colon + 1);
+    }
+  }
+  const key = ctx.header('x-api-key')?.trim();
+  return key || undefined;
+}

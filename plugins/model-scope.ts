@@ -1,0 +1,23 @@
+// The models a key may use (auth.keys[].models): a request naming another — as the client named
+// it, a model or an alias — is refused with 403 MODEL_NOT_ALLOWED before any backend is asked.
+// The names an alias or a fallback chain stands for are the operator's configuration, allowed with
+// it. A shared step after every pipeline's own (pipelines/shared.yaml), so that a pipeline of
+// one's own cannot leave it out; model lists filter themselves (plugins/access/visible.ts). While
+// keys are off, nothing is tapped.
+import { definePlugin, gwError } from '../engine/api.js';
+import { KeyTable } from './access/key-table.js';
+
+export default definePlugin<Record<string, never>>({
+  name: 'model-scope',
+  uses: ['body', 'aliases'],
+  schema: { type: 'object', additionalProperties: false },
+  apply(hooks, _o, env) {
+    if (!KeyTable.of(env.config.auth)) return;
+    hooks.request.tap('model-scope', (ctx) => {
+      const caller = ctx.caller;
+      if (caller === null || caller.everyModel) return;
+      const model = ctx.requested?.requested ?? ctx.model;
+      if (model !== undefined && !caller.allows(model)) throw gwError('MODEL_NOT_ALLOWED', { model });
+    });
+  },
+});

@@ -1,0 +1,48 @@
+// The key table: a key found by its hash alone, its models matched by name and * pattern, and the
+// key a request presents read from each header clients use.
+import { describe, expect, it } from 'vitest';
+import { keyHash } from '../../../engine/core/keys.js';
+import { createHooks } from '../../../engine/kernel/hooks.js';
+import { KeyTable, presentedKey } from '../../../plugins/access/key-table.js';
+import { stubContext } from '../../helpers/plugin.js';
+
+const entry = (name: string, key: string, more: object = {}) => ({ name, hash: keyHash(key), requests_per_minute: 0, enabled: true, labels: {}, ...more });
+
+describe('the key table', () => {
+  it('is null while no key is listed, and one table per loaded configuration', () => {
+    expect(KeyTable.of({ keys: [], admin: [] })).toBeNull();
+    const auth = { keys: [entry('a', 'k1')], admin: [] };
+    expect(KeyTable.of(auth)).toBe(KeyTable.of(auth));
+  });
+
+  it('finds a key by what the client sent, and nothing else', () => {
+    const table = KeyTable.of({ keys: [entry('a', 'k1'), entry('b', 'k2')], admin: ['b'] })!;
+    expect(table.find('k1')).toMatchObject({ name: 'a', admin: false, everyModel: true });
+    expect(table.find('k2')).toMatchObject({ name: 'b', admin: true });
+    for (const wrong of ['k3', '', 'k1 ', keyHash('k1')]) expect(table.find(wrong)).toBeUndefined();
+  });
+
+  it('matches models by name and by * pattern, nothing else being special', () => {
+    const key = KeyTable.of({ keys: [entry('a', 'k1', { models: ['exact', 'llama3*', '*/coder', 'a.b'] })], admin: [] })!.find('k1')!;
+    expect(key.everyModel).toBe(false);
+    for (const yes of ['exact', 'llama3', 'llama3.1:8b', 'org/coder', 'a.b']) expect(key.allows(yes), yes).toBe(true);
+    for (const no of ['exactly', 'xllama3', 'org/coder-2', 'aXb', '']) expect(key.allows(no), no).toBe(false);
+  });
+});
+
+describe('the key a request presents', () => {
+  const ctx = (headers: Record<string, string>) => stubContext(createHooks(), { headers }).ctx;
+  it("from Authorization: Bearer, HTTP Basic's password, or x-api-key", () => {
+    expect(presentedKey(ctx({ authorization: 'Bearer k1' }))).toBe('k1');
+    expect(presentedKey(ctx({ authorization: `Basic ${Buffer.from('user:k:1').toString('base64')}` }))).toBe('k:1');
+    expect(presentedKey(ctx({ 'x-api-key': ' k2 ' }))).toBe('k2');
+    expect(presentedKey(ctx({ authorization: 'Bearer k1', 'x-api-key': 'k2' }))).toBe('k1');
+    const nones: Record<string, string>[] = [
+      {},
+      { authorization: 'Bearer ' },
+      { authorization: `Basic ${Buffer.from('user:').toString('base64')}` },
+      { 'x-api-key': ' ' },
+    ];
+    for (const none of nones) expect(presentedKey(ctx(none))).toBeUndefined();
+  });
+});

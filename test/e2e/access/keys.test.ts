@@ -174,6 +174,16 @@ describe('a key sees and uses only its models', () => {
   });
 });
 
+describe('model management', () => {
+  it('pulling or deleting models on an engine takes an admin key', async () => {
+    runner.received.length = 0;
+    const plain = await call('/gw/localrunner/api/pull', { key: KEYS.all, body: { model: 'model-a' } });
+    expect([plain.status, plain.json.error]).toEqual([403, 'this route needs an admin key (auth.admin)']);
+    expect(runner.traffic).toHaveLength(0);
+    expect((await call('/gw/localrunner/api/pull', { key: KEYS.ops, body: { model: 'model-a', stream: false } })).status).toBe(200);
+  });
+});
+
 describe("a key's own request limit", () => {
   it('429 KEY_RATE_LIMITED with Retry-After past it; other keys go on', async () => {
     expect((await call('/gw/models', { key: KEYS.slow })).status).toBe(200);

@@ -36,6 +36,17 @@ async function serve(opts) {
       plugins: BUILTIN_PLUGINS,
       onReload: (reason) => supervisor?.reload(reason),
     });
+  } catch (err) {
+    failedToStart(err, await import(new URL('../core/errors.js', dist).href));
+  }
+  // Set before listening: the port serves (and says so) while the file watch is still starting,
+  // and a signal then must drain and exit, not kill the process under the requests it holds.
+  keepServing(gateway.runtime.log);
+  onStop(gateway.runtime.log, () => (supervisor ? supervisor.stop() : gateway.close()));
+  // SIGHUP reloads the configuration, profiles, pipelines and plugins (as a file change does);
+  // with workers, the host reloads and then every worker.
+  process.on('SIGHUP', () => void gateway.requestReload('SIGHUP'));
+  try {
     const { availableCores } = await import(new URL('../core/cores.js', dist).href);
     const setting = gateway.runtime.config.server.workers;
     const workers = setting === 'auto' ? availableCores() : setting;
@@ -49,11 +60,6 @@ async function serve(opts) {
   } catch (err) {
     failedToStart(err, await import(new URL('../core/errors.js', dist).href));
   }
-  keepServing(gateway.runtime.log);
-  onStop(gateway.runtime.log, () => (supervisor ? supervisor.stop() : gateway.close()));
-  // SIGHUP reloads the configuration, profiles, pipelines and plugins (as a file change does);
-  // with workers, the host reloads and then every worker.
-  process.on('SIGHUP', () => void gateway.requestReload('SIGHUP'));
 }
 
 /** One worker of gw serve --workers N: it serves, and its host keeps the host-wide state. */
@@ -84,12 +90,17 @@ async function serveWorker(opts) {
   });
   try {
     gateway = await Gateway.create({ configFile: resolveConfigPath(opts.config), env: process.env, plugins: BUILTIN_PLUGINS, link });
+  } catch (err) {
+    failedToStart(err, await import(new URL('../core/errors.js', dist).href));
+  }
+  // Set before listening, as in serve(): a signal once the port serves drains and exits.
+  keepServing(gateway.runtime.log);
+  stop = onStop(gateway.runtime.log, () => gateway.close());
+  try {
     await gateway.listen();
   } catch (err) {
     failedToStart(err, await import(new URL('../core/errors.js', dist).href));
   }
-  keepServing(gateway.runtime.log);
-  stop = onStop(gateway.runtime.log, () => gateway.close());
   if (reloadWhenStarted) void gateway.requestReload(reloadWhenStarted);
 }
 

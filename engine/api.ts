@@ -72,7 +72,7 @@ export type { LimitScope, Rate, RateBuckets, SharedTake, Take, TakeAnswer, Taker
 export { configValue, type GatewayConfig } from './core/config.js';
 export { expiryOf, keyHash, type ApiKeyConfig, type KeysConfig } from './core/keys.js';
 export type { ContinuationKind, Intercept, Profile } from './core/profiles.js';
-export { nameMatches } from './core/pipelines.js';
+export { globRegExp, nameMatches } from './core/pipelines.js';
 export { familyPath } from './core/family-paths.js';
 
 // Small tools the built-ins share: durations, the body's model, hashes, path patterns, addresses.

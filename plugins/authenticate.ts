@@ -6,8 +6,9 @@
 // admin routes it also asks for HTTP Basic, so that a browser prompts for the key (its password).
 // A key's own request limit (requests_per_minute) is taken where the rate limits are kept. While
 // no key is listed, nothing is tapped: no cost.
-import { definePlugin, gwError, nameMatches, rateLimitHeaders, type Context, type SharedTake, type TakeAnswer } from '../engine/api.js';
+import { definePlugin, gwError, nameMatches, rateLimitHeaders, type Context, type SharedTake } from '../engine/api.js';
 import { KeyTable, presentedKey, type Key } from './access/key-table.js';
+import { tapTokens } from './access/take-tokens.js';
 
 interface Options {
   open: string[];
@@ -63,25 +64,15 @@ export default definePlugin<Options>({
     // Keys with a request limit of their own: a token from the key's bucket, kept where the other
     // limits are (this process, the host, Redis).
     const burst = limits.burst_size;
-    const takesOf = (key: Key): SharedTake[] | null =>
-      key.requestsPerMinute > 0 ? [{ scope: 'key', key: key.name, rate: { perMinute: key.requestsPerMinute, burst } }] : null;
-    const settle = (answer: TakeAnswer): void => {
+    const takesOf = (ctx: Context): SharedTake[] | null => {
+      const key = keyOf(ctx);
+      return key.requestsPerMinute > 0 ? [{ scope: 'key', key: key.name, rate: { perMinute: key.requestsPerMinute, burst } }] : null;
+    };
+    tapTokens(hooks, BINDING, env.buckets.takerFor('key', limits), takesOf, (_ctx, _takes, answer) => {
       if (answer.refused < 0) return;
       const t = answer.takes[0];
       const retryAfter = Math.max(1, t.retryAfterS);
       throw gwError('KEY_RATE_LIMITED', { limit: t.limit, burst, retryAfter }, ['retry-after', String(retryAfter), ...rateLimitHeaders(t)]);
-    };
-    const taker = env.buckets.takerFor('key', limits);
-    if (taker.local) {
-      hooks.request.tap(BINDING, (ctx) => {
-        const takes = takesOf(keyOf(ctx));
-        if (takes) settle(taker.take(takes));
-      });
-    } else {
-      hooks.request.tapPromise(BINDING, async (ctx) => {
-        const takes = takesOf(keyOf(ctx));
-        if (takes) settle(await taker.take(takes));
-      });
-    }
+    });
   },
 });

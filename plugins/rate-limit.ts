@@ -19,6 +19,7 @@ import {
   type TakeAnswer,
 } from '../engine/api.js';
 import { clientAddressOf } from './access/client-address.js';
+import { tapTokens } from './access/take-tokens.js';
 
 interface Options {
   health: string[];
@@ -112,18 +113,7 @@ export default definePlugin<Options>({
     };
     // In memory the take is answered at once and the step stays synchronous; shared (the fleet's
     // Redis, a worker's host) each take is a round trip, failing open.
-    const taker = env.buckets.takerFor(scope, limits);
-    if (taker.local) {
-      hooks.request.tap(BINDING, (ctx) => {
-        const takes = takesOf(ctx);
-        settle(ctx, takes, taker.take(takes));
-      });
-    } else {
-      hooks.request.tapPromise(BINDING, async (ctx) => {
-        const takes = takesOf(ctx);
-        settle(ctx, takes, await taker.take(takes));
-      });
-    }
+    tapTokens(hooks, BINDING, env.buckets.takerFor(scope, limits), takesOf, settle);
     // On every other reply of the route (a 429 carries its own bucket's headers).
     hooks.respond.tap(BINDING, (ctx) => {
       const t = ctx.state[BINDING] as Take | undefined;

@@ -108,13 +108,17 @@ function yamlFiles(dir: string): string[] {
     .map((f) => join(dir, f));
 }
 
-/** Does the pipeline name match a shared step's `only`/`except` pattern (`*` matches any run)? */
-export function nameMatches(pattern: string, name: string): boolean {
-  if (!pattern.includes('*')) return pattern === name;
+/** A name pattern as a regular expression: `*` matches any run of characters, nothing else is special. */
+export function globRegExp(pattern: string): RegExp {
   return new RegExp(
     `^${pattern
       .split('*')
       .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
       .join('.*')}$`,
-  ).test(name);
+  );
+}
+
+/** Does the pipeline name match a shared step's `only`/`except` pattern (`*` matches any run)? */
+export function nameMatches(pattern: string, name: string): boolean {
+  return pattern.includes('*') ? globRegExp(pattern).test(name) : pattern === name;
 }

@@ -3,7 +3,7 @@
 // in constant time; each key knows its models (names, aliases and * patterns, compiled once) and
 // whether it is an admin. Nothing here logs or returns a key or a hash.
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { expiryOf, type ApiKeyConfig, type Caller, type Context, type KeysConfig } from '../../engine/api.js';
+import { expiryOf, globRegExp, type ApiKeyConfig, type Caller, type Context, type KeysConfig } from '../../engine/api.js';
 
 export class Key implements Caller {
   readonly name: string;
@@ -29,7 +29,7 @@ export class Key implements Caller {
     const models = entry.models;
     this.everyModel = models === undefined;
     this.names = new Set((models ?? []).filter((m) => !m.includes('*')));
-    this.patterns = (models ?? []).filter((m) => m.includes('*')).map(globOf);
+    this.patterns = (models ?? []).filter((m) => m.includes('*')).map(globRegExp);
   }
 
   allows(model: string): boolean {
@@ -38,10 +38,6 @@ export class Key implements Caller {
     return false;
   }
 }
-
-/** A name pattern: * matches any run of characters, nothing else is special. */
-const globOf = (pattern: string): RegExp => new RegExp(`^${pattern.split('*').map(literal).join('.*')}$`);
-const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 const tables = new WeakMap<KeysConfig, KeyTable | null>();
 

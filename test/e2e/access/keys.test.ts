@@ -136,6 +136,17 @@ describe('the key never reaches a backend', () => {
     }
   });
 
+  it('nor a status page or a metric', async () => {
+    const pages = await Promise.all(
+      ['/internal/status', '/internal/status/endpoints', '/internal/metrics', '/internal/process'].map((p) => call(p, { key: KEYS.ops })),
+    );
+    for (const page of pages) {
+      expect(page.status).toBe(200);
+      for (const k of Object.values(KEYS)) expect(page.text).not.toContain(k);
+      for (const k of keys) expect(page.text).not.toContain(k.hash.slice(7));
+    }
+  });
+
   it("nor a log: the key's name is there, never the key or its hash", () => {
     const text = JSON.stringify(gw.logs);
     for (const k of Object.values(KEYS)) expect(text).not.toContain(k);

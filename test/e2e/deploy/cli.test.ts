@@ -1,6 +1,6 @@
 // The command line as users and scripts run it: bin/gw.js from the built package.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -189,6 +189,24 @@ describe('gw serve', () => {
         throw new Error(`${err.message}\n${output()}`);
       }),
     ).toBe(0);
+  });
+
+  it('drains and exits 0 on a SIGTERM that comes as soon as it listens, while its file watch is still starting', async () => {
+    // A plugin folder of many files: the watch of what a reload reads takes a while to be ready,
+    // and the port serves (and says so) meanwhile.
+    const dir = emptyDir();
+    const plugin = join(dir, 'plugin');
+    mkdirSync(join(plugin, 'many'), { recursive: true });
+    writeFileSync(join(plugin, 'index.js'), "export default { name: 'noop-step', schema: { type: 'object' }, apply() {} };\n");
+    writeFileSync(join(plugin, 'package.json'), '{ "type": "module", "main": "index.js" }');
+    for (let i = 0; i < 3000; i++) writeFileSync(join(plugin, 'many', `f${i}.txt`), '');
+    const file = join(dir, 'config.yaml');
+    writeFileSync(file, `server: { host: 127.0.0.1, port: 0 }\nplugins: [${plugin}]\n`);
+    const { child } = await serve(['--config', file]);
+    children.push(child);
+    const exited = new Promise((r) => child.on('exit', (code, signal) => r(signal ?? code)));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
   });
 
   it('lets a live stream finish on SIGTERM, then exits 0', async () => {

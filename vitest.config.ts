@@ -8,5 +8,6 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Two cores: files run in parallel on forks; every server binds 127.0.0.1:0.
     pool: 'forks',
+    setupFiles: ['test/setup/state-dir.ts'],
   },
 });

@@ -47,6 +47,8 @@ export { askEndpoint } from './backends/json-reply.js';
 // Stream shapes: how an API's events read (first content, terminator, error), and how a stream
 // broken after its content is continued elsewhere (SendPolicy.continuation).
 export type { EventKind, StreamShape } from './routing/stream-watch.js';
+// Token usage: how an API's replies report it (ApiShape.usage), what a request used (ctx.attempt.usage).
+export { tokensIn, type Reported, type Usage, type UsageShape } from './routing/usage.js';
 export type { StreamEvent } from './routing/stream-events.js';
 export type { ContinuationApi, Transcript } from './routing/continuation.js';
 
@@ -67,10 +69,22 @@ export { NameIndex } from './backends/model-names.js';
 export { HostStats, type Outcome, type Stats, type TranslatorCounters } from './backends/telemetry.js';
 export type { CounterCell, HistogramSeries, Metrics, Sample } from './backends/metrics.js';
 export type { LimitScope, Rate, RateBuckets, SharedTake, Take, TakeAnswer, Taker } from './backends/rate-buckets.js';
+export type { UsageBooks } from './backends/usage-books.js';
+export {
+  zeroCounters,
+  type Admission,
+  type Budget,
+  type Counters,
+  type KeyReport,
+  type LimitName,
+  type Refusal,
+  type Spent,
+  type TokenLimits,
+} from './backends/usage-ledger.js';
 
 // Configuration and profiles (loaded, validated and frozen before any plugin sees them).
 export { configValue, type GatewayConfig } from './core/config.js';
-export { expiryOf, keyHash, type ApiKeyConfig, type KeysConfig } from './core/keys.js';
+export { expiryOf, keyHash, type ApiKeyConfig, type KeysConfig, type TokenLimitsConfig } from './core/keys.js';
 export type { ContinuationKind, Intercept, Profile } from './core/profiles.js';
 export { globRegExp, nameMatches } from './core/pipelines.js';
 export { familyPath } from './core/family-paths.js';

@@ -36,6 +36,9 @@ import selectEndpoint from './select-endpoint.js';
 import statusReport from './status-report.js';
 import translate from './translate.js';
 import translatorStatsReport from './translator-stats-report.js';
+import tokenLimit from './token-limit.js';
+import usage from './usage.js';
+import usageReport from './usage-report.js';
 import stats from './stats.js';
 import upstreamHeaders from './upstream-headers.js';
 import version from './version.js';
@@ -76,8 +79,11 @@ export const BUILTIN_PLUGINS: readonly Plugin[] = [
   selectEndpoint,
   stats,
   statusReport,
+  tokenLimit,
   translate,
   translatorStatsReport,
+  usage,
+  usageReport,
   upstreamHeaders,
   version,
 ];

@@ -22,6 +22,9 @@ import { RetryBudget, type RetryBudgetSettings } from './retry-budget.js';
 import { Fleet, type Evidence } from './sharing/fleet.js';
 import { OwnHost, type HostScope } from './sharing/host.js';
 import { Stats } from './telemetry.js';
+import { LocalBooks, type UsageBooks } from './usage-books.js';
+import { defaultUsageFile, UsageFile } from './usage-file.js';
+import { UsageLedger } from './usage-ledger.js';
 
 export class Backends {
   readonly endpoints: EndpointRegistry;
@@ -38,6 +41,10 @@ export class Backends {
   readonly metrics = new Metrics();
   /** The rate limits' buckets (server.rate_limits): kept across reloads like everything here. */
   readonly buckets: RateBuckets;
+  /** Tokens used per key and the keys' token limits (auth.keys[]): asked where they are kept. */
+  readonly usage: UsageBooks;
+  private usageFile: UsageFile | null = null;
+  private started = false;
   /** The fleet's retry budget (proxy.retry.fleet): survives reloads, like the traffic it counts. */
   readonly retries: RetryBudget;
   /** What the replicas share through Redis, when configured: rate buckets, breaker evidence. */
@@ -49,7 +56,7 @@ export class Backends {
   constructor(
     config: GatewayConfig,
     plans: readonly EndpointPlan[],
-    log: Logger,
+    private readonly log: Logger,
     clock: () => number = () => performance.now(),
     readonly host: HostScope = new OwnHost(),
   ) {
@@ -59,6 +66,7 @@ export class Backends {
       (e) => this.evidence(e),
     );
     this.buckets = new RateBuckets(config.server.rate_limits.max_tracked_clients, clock, host.buckets, this.fleet);
+    this.usage = host.usageBooks(new UsageLedger());
     this.retries = new RetryBudget(fleetOf(config));
     this.endpoints = new EndpointRegistry(
       {
@@ -101,12 +109,22 @@ export class Backends {
     this.buckets.configure(config.server.rate_limits);
     this.fleet.configure(config.server.rate_limits);
     this.retries.configure(fleetOf(config));
+    if (this.started) this.keepUsage(config);
     for (const ep of this.endpoints.all) {
       // A kept endpoint keeps its bucket (by id); a changed rate applies from its next request.
       ep.rateGate = ep.rate ? new EndpointRateGate(this.buckets.stores.endpoint, ep.id, ep.rate) : null;
       this.share(ep);
     }
     return r;
+  }
+
+  /** The usage ledger on disk (auth.usage_file), where this process keeps the ledger (not a
+   *  worker: its host does), from when keys are first on. */
+  private keepUsage(config: GatewayConfig): void {
+    if (!(this.usage instanceof LocalBooks) || config.auth.keys.length === 0) return;
+    const path = config.auth.usage_file ?? defaultUsageFile(config.server.port);
+    if (this.usageFile) this.usageFile.path = path;
+    else this.usageFile = new UsageFile(this.usage.ledger, path, this.log);
   }
 
   /** What an endpoint's requests learn goes to whoever shares it: the host's other workers (a
@@ -134,7 +152,9 @@ export class Backends {
   }
 
   /** The first health round and discovery (a worker takes its host's instead); then each on its schedule. */
-  async start(): Promise<void> {
+  async start(config: GatewayConfig): Promise<void> {
+    this.started = true;
+    this.keepUsage(config);
     await this.host.start();
     await this.health.start();
     await this.discovery.start();
@@ -146,6 +166,7 @@ export class Backends {
     await this.reports.stop();
     await this.discovery.stop();
     this.stats.stopObserving();
+    this.usageFile?.close();
     this.fleet.close();
     this.host.close();
     await this.endpoints.close();

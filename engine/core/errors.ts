@@ -51,6 +51,15 @@ export const ERROR_CODES = {
     type: 'rate_limited',
     message: (d) => `rate limit exceeded for this API key (${d.limit} requests a minute, burst ${d.burst}); retry after ${d.retryAfter}s`,
   },
+  KEY_TOKEN_LIMITED: {
+    status: 429,
+    type: 'rate_limited',
+    code: 'token_limit_exceeded',
+    message: (d) =>
+      d.limit === 'max_concurrent'
+        ? `this API key has ${d.value} requests under way, its max_concurrent; retry when one has finished`
+        : `token limit reached for this API key: ${d.limit} ${d.value} of ${clip(d.of)}, ${d.remaining} left; retry after ${d.retryAfter}s`,
+  },
   ROUTE_NOT_FOUND: { status: 404, type: 'not_found', message: (d) => `no route for ${clip(d.method)} ${clip(d.path)}` },
   UNSAFE_PATH: {
     status: 400,

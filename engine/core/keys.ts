@@ -13,15 +13,29 @@ export interface ApiKeyConfig {
   hash: string;
   models?: string[];
   requests_per_minute: number;
+  tokens_per_minute: number;
+  tokens_per_day: number;
+  tokens_per_month: number;
+  /** Per model name or pattern: limits besides the key's own. */
+  model_limits: Record<string, TokenLimitsConfig>;
+  max_concurrent: number;
   expires?: string;
   enabled: boolean;
   labels: Record<string, string>;
+}
+
+export interface TokenLimitsConfig {
+  tokens_per_minute: number;
+  tokens_per_day: number;
+  tokens_per_month: number;
 }
 
 export interface KeysConfig {
   keys: ApiKeyConfig[];
   keys_file?: string;
   admin: string[];
+  usage_file?: string;
+  reserve_output_tokens: number;
 }
 
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;

@@ -127,6 +127,11 @@ export class RequestContext implements Exchange {
     return Array.isArray(v) ? v[0] : v;
   }
 
+  /** Tokens are counted for whoever is calling: while keys are on (ctx.attempt.usage). */
+  get countsUsage(): boolean {
+    return this.caller !== null;
+  }
+
   /** The backend family of the route (proxy routes), else undefined. */
   get family(): string | undefined {
     return this.route.profile?.name;

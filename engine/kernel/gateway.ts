@@ -113,7 +113,7 @@ export class Gateway {
   /** First health round, then listen; then watch for changes. Resolves with the bound address. */
   async listen(): Promise<AddressInfo> {
     const { config, source } = this.runtime;
-    await this.backends.start();
+    await this.backends.start(this.runtime.config);
     const srv = config.server;
     const headerMs = parseDuration(srv.read_header_timeout);
     const server = createServer(
@@ -159,7 +159,7 @@ export class Gateway {
   /** The host of gw serve --workers N: the backends' state and the file watch, no server (its
    *  workers serve). */
   async host(): Promise<void> {
-    await this.backends.start();
+    await this.backends.start(this.runtime.config);
     await this.watch();
   }
 

@@ -9,6 +9,7 @@ import type { Health } from '../backends/health.js';
 import type { EndpointRegistry } from '../backends/registry.js';
 import type { Metrics } from '../backends/metrics.js';
 import type { RateBuckets } from '../backends/rate-buckets.js';
+import type { UsageBooks } from '../backends/usage-books.js';
 import type { Residency } from '../backends/residency.js';
 import type { RetryBudget } from '../backends/retry-budget.js';
 import type { Stats } from '../backends/telemetry.js';
@@ -41,6 +42,8 @@ export interface Runtime {
   buckets: RateBuckets;
   /** The fleet's retry budget (proxy.retry.fleet), shared by every route. */
   retries: RetryBudget;
+  /** Tokens used per key and the keys' token limits: this process's ledger or the host's. */
+  usage: UsageBooks;
   log: Logger;
   version: string;
   startedAt: Date;
@@ -80,6 +83,7 @@ export function runtimeOf(o: {
     metrics: backends.metrics,
     buckets: backends.buckets,
     retries: backends.retries,
+    usage: backends.usage,
     hostStats: () => backends.host.stats(backends.stats, backends.endpoints.all),
     worker: backends.host.worker,
   };

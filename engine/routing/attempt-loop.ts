@@ -33,6 +33,7 @@ import type { Exchange, SendPolicy } from './exchange.js';
 import type { Candidate, RoutePlan } from './plan.js';
 import { Relay } from './relay.js';
 import type { StreamShape } from './stream-watch.js';
+import type { UsageShape } from './usage.js';
 
 const NO_PLAN: RoutePlan = { candidates: [], fallbackFrom: 0, routing: null, requested: undefined };
 
@@ -51,6 +52,8 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
   firstTokenMs = 0;
   streams: StreamShape | null = null;
   readonly contextLengthError: ((text: string) => boolean) | null;
+  readonly usageFields: UsageShape | null;
+  sentBytes = 0;
   readonly budgetEnds: number;
   splice: Splice | null = null;
   answer: AnswerKeeper | null = null;
@@ -93,6 +96,7 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
     this.continuations = new Continuations(this, this, ex.log, ex.id);
     this.budgetEnds = ex.start + (policy.retry?.budgetMs ?? Infinity);
     this.contextLengthError = policy.api?.contextLengthError ?? null;
+    this.usageFields = ex.countsUsage ? (policy.api?.usage ?? null) : null;
     this.firstTokenOverrideMs = policy.retry ? firstTokenOverride(ex) : undefined;
   }
 
@@ -245,6 +249,7 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
     // A fallback model finishing the answer is a fallback answer.
     if (k.broken && c.group > 0) this.fellBack = fallbackRouting(this.plan, this.tried?.[0]) ?? this.fellBack;
     ex.prepare(up);
+    this.sentBytes = up.body?.length ?? 0;
     return new Promise((resolve) => {
       ep.dispatch(
         {

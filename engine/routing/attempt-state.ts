@@ -4,6 +4,7 @@
 import type { Endpoint } from '../backends/endpoints.js';
 import type { EndpointQueue, Waiter } from '../backends/queue.js';
 import type { RoutingInfo } from './plan.js';
+import type { Usage } from './usage.js';
 
 /** One attempt that failed and was followed by another (or by the answer held back). */
 export interface FailedAttempt {
@@ -47,6 +48,9 @@ export class AttemptState {
   /** How such a break ended: a continuation finished the answer, none could, or what broke
    *  could not be continued (inside a tool call…); null: no stream broke so. */
   continuation: 'continued' | 'failed' | 'not_continuable' | null = null;
+  /** The tokens the attempts whose replies reached the client used, while they are counted
+   *  (Exchange.countsUsage); null: none counted. */
+  usage: Usage | null = null;
   /** The endpoint queue the request waits in now: its client leaving takes it out at once. */
   waiting: { queue: EndpointQueue; waiter: Waiter } | null = null;
 }

@@ -5,6 +5,7 @@ import type { ReplyHeaders } from '../core/json.js';
 import type { Splice } from './continuation.js';
 import type { ReplyPlan } from './reply.js';
 import type { StreamFormat, StreamShape } from './stream-watch.js';
+import type { UsageShape } from './usage.js';
 
 /** The failures the relay holds a reply back for, to give the request to another attempt. */
 export type RetryableKind = 'status' | 'stream' | 'first_token';
@@ -57,6 +58,10 @@ export interface AttemptControl {
   readonly streams: StreamShape | null;
   /** Reads a context-length error in a held client error; null: none is looked for. */
   readonly contextLengthError: ((text: string) => boolean) | null;
+  /** Where this attempt's reply reports the tokens used, while they are counted; null: not counted. */
+  readonly usageFields: UsageShape | null;
+  /** Bytes of the request body this attempt sent (the input estimate when none is reported). */
+  readonly sentBytes: number;
   /** performance.now() at which the request's budget ends. */
   readonly budgetEnds: number;
   /** The model this attempt asks for (a held answer keeps it). */

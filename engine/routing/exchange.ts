@@ -13,6 +13,7 @@ import type { ContinuationApi, Transcript } from './continuation.js';
 import type { RoutePlan } from './plan.js';
 import type { ReplyPlan } from './reply.js';
 import type { StreamShape } from './stream-watch.js';
+import type { UsageShape } from './usage.js';
 
 export interface UpstreamRequest {
   method: string;
@@ -44,6 +45,8 @@ export interface Exchange {
   readonly model: string | undefined;
   /** What went wrong, if anything (the relay records a reply that broke after its head). */
   error: unknown;
+  /** The tokens this request uses are counted (someone is charged: keys are on). */
+  readonly countsUsage: boolean;
   /** A request header (lower-case name). */
   header(name: string): string | undefined;
   elapsedMs(): number;
@@ -60,6 +63,8 @@ export interface ApiShape {
   readonly streams: StreamShape;
   /** Does this error body say the prompt is longer than the model's context window? */
   contextLengthError(text: string): boolean;
+  /** Where its replies report the tokens used; absent: nothing is counted. */
+  readonly usage?: UsageShape;
 }
 
 /** How failures are retried (proxy.retry), made once per terminal step (kernel retrySettings). */

@@ -22,8 +22,12 @@ const HOLD_STREAM_LIMIT = 1024 * 1024;
 export abstract class StreamRelay<C extends Exchange> extends AttemptHandler<C> {
   protected plan: ReplyPlan | typeof HOLD = PIPE;
 
-  /** The last chunk relayed: whether a piped stream stopped mid-line decides how it is ended. */
+  /** The last chunk relayed: whether a piped stream stopped mid-line decides how it is ended;
+   *  with the one before it, where a reply's usage is read. */
   protected lastChunk: Buffer | null = null;
+  protected chunkBefore: Buffer | null = null;
+  /** Bytes relayed as they came (not a stream plan's). */
+  protected relayedBytes = 0;
 
   /** A watched stream: its watcher (first content, errors, terminator), its bytes on their way
    *  out whole events at a time, its format; null: not watched. */
@@ -51,7 +55,7 @@ export abstract class StreamRelay<C extends Exchange> extends AttemptHandler<C> 
 
   protected watched(format: StreamFormat, shape: StreamShape): void {
     this.format = format;
-    this.watch = new StreamWatch(format, shape);
+    this.watch = new StreamWatch(format, shape, this.ctl.usageFields);
     this.out = new StreamOut();
   }
 
@@ -187,7 +191,9 @@ export abstract class StreamRelay<C extends Exchange> extends AttemptHandler<C> 
       if (!out) return;
     } else {
       if (chunk.length === 0) return;
+      this.chunkBefore = this.lastChunk;
       this.lastChunk = chunk;
+      this.relayedBytes += chunk.length;
     }
     this.write(controller, out);
   }

@@ -27,8 +27,10 @@ import type { Exchange, SendPolicy } from './exchange.js';
 import { PIPE, writeWhole, type PipePlan, type ReplyPlan } from './reply.js';
 import { HOLD, StreamRelay } from './relay-stream.js';
 import { streamFormatOf } from './stream-watch.js';
+import { addUsage, attemptUsage, USAGE_TAIL_BYTES, type Usage } from './usage.js';
 
 const HELD_LIMIT = 64 * 1024;
+const NOTHING_USED: Readonly<Usage> = Object.freeze({ input: 0, cachedInput: 0, output: 0, reasoning: 0, estimated: 0 });
 
 export class Relay<C extends Exchange> extends StreamRelay<C> implements Dispatcher.DispatchHandler {
   private readonly chunks: Buffer[] = [];
@@ -45,6 +47,35 @@ export class Relay<C extends Exchange> extends StreamRelay<C> implements Dispatc
   ) {
     super(ex, rec, ep, ctl, resolve);
     this.arm(ctl.firstTokenMs > 0 ? Math.min(this.sentAt + ctl.firstTokenMs, ctl.budgetEnds) : ctl.budgetEnds);
+  }
+
+  /** A reply that reached the client is counted (while tokens are counted): what its engine
+   *  reported — in the stream's events, or at the end of its body — the rest estimated; a
+   *  failure status used none. */
+  protected override settle(o: Outcome): void {
+    const fields = this.ctl.usageFields;
+    if (fields !== null && !this.settled && o.relayed !== false) {
+      const ok = this.status >= 200 && this.status < 300;
+      const w = this.watch;
+      const reported = !ok ? null : w ? w.reported : fields.read(this.tailText());
+      const bytes = this.plan.kind === 'buffer' ? this.size : this.relayedBytes;
+      this.rec.usage = addUsage(this.rec.usage, ok ? attemptUsage(reported, this.ctl.sentBytes, w?.events ?? 0, bytes) : NOTHING_USED);
+    }
+    super.settle(o);
+  }
+
+  /** The last bytes of the reply body (latin1: the usage fields are ASCII). */
+  private tailText(): string {
+    const parts = this.plan.kind === 'buffer' ? this.chunks : [this.chunkBefore, this.lastChunk];
+    const out: Buffer[] = [];
+    let size = 0;
+    for (let i = parts.length - 1; i >= 0 && size < USAGE_TAIL_BYTES; i--) {
+      const c = parts[i];
+      if (!c) continue;
+      out.unshift(c);
+      size += c.length;
+    }
+    return Buffer.concat(out, size).toString('latin1', Math.max(0, size - USAGE_TAIL_BYTES));
   }
 
   /** Nothing of this attempt reached the client yet: it can still be given up for another. */

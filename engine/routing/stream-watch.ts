@@ -10,6 +10,8 @@
 // event's data is JSON.parse'd once. Lines end with LF or CRLF (a lone CR, which the SSE spec also
 // allows, is sent by no inference server we know and is not a line end here).
 
+import { mergeReported, type Reported, type UsageShape } from './usage.js';
+
 /** Content types of the two stream formats (the one definition; broken-stream.ts uses them too). */
 export const SSE_CONTENT_TYPE = /^text\/event-stream/i;
 export const NDJSON_CONTENT_TYPE = /^application\/(x-)?(ndjson|jsonl|jsonlines)\b/i;
@@ -105,7 +107,22 @@ function fieldValue(buf: Buffer, s: number, e: number, field: string): number {
   return buf[s + n + 1] === SPACE ? s + n + 2 : s + n + 1;
 }
 
+/** Per stream shape and usage shape, the one test of whether an event may matter to either. */
+const counted = new WeakMap<UsageShape, WeakMap<StreamShape, RegExp>>();
+
+function mayMatterOrCount(shape: StreamShape, usage: UsageShape): RegExp {
+  let byShape = counted.get(usage);
+  if (!byShape) counted.set(usage, (byShape = new WeakMap()));
+  let re = byShape.get(shape);
+  if (!re) byShape.set(shape, (re = new RegExp(`${shape.mayMatter.source}|${usage.mayCarry.source}`)));
+  return re;
+}
+
 export class StreamWatch {
+  /** What the stream's events reported of the tokens used, while they are counted. */
+  reported: Reported | null = null;
+  /** Content events seen (about a token each: the output's estimate when none is reported). */
+  events = 0;
   private _hasContent = false;
   private _complete = false;
   private _problem = '';
@@ -128,10 +145,17 @@ export class StreamWatch {
   private evStartAt = 0;
   private badAt = -1;
 
+  /** After the first content, events that do not match this go unparsed. */
+  private readonly mayMatter: RegExp;
+
+  /** `usage`: where the API's events report the tokens used, when they are counted. */
   constructor(
     private readonly format: StreamFormat,
     private readonly shape: StreamShape,
-  ) {}
+    private readonly usage: UsageShape | null = null,
+  ) {
+    this.mayMatter = usage === null ? shape.mayMatter : mayMatterOrCount(shape, usage);
+  }
 
   get hasContent(): boolean {
     return this._hasContent;
@@ -261,8 +285,9 @@ export class StreamWatch {
     if (s === e) return 'none';
     if (this.evStart === -1) this.open(at);
     if (e - s > MAX_EVENT_BYTES) return this.tooLong();
-    if (this._hasContent && routine(buf, s, e, this.shape.mayMatter)) {
+    if (this._hasContent && routine(buf, s, e, this.mayMatter)) {
       this.evStart = -1;
+      this.events++;
       return 'none';
     }
     const text = buf.toString('utf8', s, e);
@@ -281,6 +306,7 @@ export class StreamWatch {
       // Skipped lines left no text to join: such an event is routine by construction.
       if (this.evData === SKIPPED || this.evMore?.includes(SKIPPED)) {
         this.resetEvent();
+        this.events++;
         return 'none';
       }
       const data = this.evMore === null ? this.evData : this.evMore.join('\n');
@@ -295,7 +321,7 @@ export class StreamWatch {
     let v = fieldValue(buf, s, e, 'data');
     if (v !== -1) {
       const plain = !this.shape.alwaysParsed.has(this.evName);
-      const value = this._hasContent && plain && routine(buf, v, e, this.shape.mayMatter) ? SKIPPED : buf.toString('utf8', v, e);
+      const value = this._hasContent && plain && routine(buf, v, e, this.mayMatter) ? SKIPPED : buf.toString('utf8', v, e);
       if (this.evData === null) this.evData = value;
       else (this.evMore ??= [this.evData]).push(value);
       return 'none';
@@ -333,9 +359,11 @@ export class StreamWatch {
       else if (this.shape.errorEvents.has(name)) kind = 'error';
       else return this.bad('malformed', `malformed stream: an event's data is not JSON (${data.length} chars: ${JSON.stringify(clip(data, EXCERPT_CHARS))})`);
     }
+    if (this.usage !== null && value !== NOT_JSON && this.usage.mayCarry.test(data)) this.reported = mergeReported(this.reported, this.usage.read(data));
     if (kind === 'error') return this.bad('error', clip(`backend error: ${(value !== NOT_JSON && this.shape.errorMessage(value)) || data}`, PROBLEM_CHARS));
     if (kind === 'none') return 'none';
     if (kind === 'terminator') this._complete = true;
+    else this.events++;
     if (this._hasContent) return 'none';
     this._hasContent = true;
     return 'content';

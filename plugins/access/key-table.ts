@@ -3,7 +3,17 @@
 // in constant time; each key knows its models (names, aliases and * patterns, compiled once) and
 // whether it is an admin. Nothing here logs or returns a key or a hash.
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { expiryOf, globRegExp, type ApiKeyConfig, type Caller, type Context, type KeysConfig } from '../../engine/api.js';
+import {
+  expiryOf,
+  globRegExp,
+  type ApiKeyConfig,
+  type Budget,
+  type Caller,
+  type Context,
+  type KeysConfig,
+  type TokenLimits,
+  type TokenLimitsConfig,
+} from '../../engine/api.js';
 
 export class Key implements Caller {
   readonly name: string;
@@ -14,6 +24,9 @@ export class Key implements Caller {
   /** Epoch ms after which it is refused; Infinity: never. */
   readonly expiresAt: number;
   readonly requestsPerMinute: number;
+  /** The key's token limits and the models' (first matching pattern), or null: it has none. */
+  private readonly budget: Budget | null;
+  private readonly modelLimits: readonly { pattern: string; re: RegExp; limits: TokenLimits }[];
   readonly digest: Buffer;
   private readonly names: ReadonlySet<string>;
   private readonly patterns: readonly RegExp[];
@@ -25,11 +38,28 @@ export class Key implements Caller {
     this.enabled = entry.enabled;
     this.expiresAt = entry.expires === undefined ? Infinity : expiryOf(entry.expires);
     this.requestsPerMinute = entry.requests_per_minute;
+    this.modelLimits = Object.entries(entry.model_limits).map(([pattern, l]) => ({ pattern, re: globRegExp(pattern), limits: limitsOf(l) }));
+    const limits = limitsOf(entry);
+    const any = entry.max_concurrent > 0 || limited(limits) || this.modelLimits.some((m) => limited(m.limits));
+    this.budget = any ? { key: entry.name, limits, maxConcurrent: entry.max_concurrent, model: null } : null;
     this.digest = Buffer.from(entry.hash.slice('sha256:'.length), 'hex');
     const models = entry.models;
     this.everyModel = models === undefined;
     this.names = new Set((models ?? []).filter((m) => !m.includes('*')));
     this.patterns = (models ?? []).filter((m) => m.includes('*')).map(globRegExp);
+  }
+
+  /** The limits a request for `model` meets (undefined: no model named); null: none. */
+  budgetFor(model: string | undefined): Budget | null {
+    const b = this.budget;
+    if (b === null || this.modelLimits.length === 0 || model === undefined) return b;
+    for (const m of this.modelLimits) if (m.re.test(model)) return { ...b, model: { pattern: m.pattern, limits: m.limits } };
+    return b;
+  }
+
+  /** The key's own limits (for the usage report). */
+  get limits(): Budget | null {
+    return this.budget;
   }
 
   allows(model: string): boolean {
@@ -39,6 +69,9 @@ export class Key implements Caller {
   }
 }
 
+const limitsOf = (l: TokenLimitsConfig): TokenLimits => ({ perMinute: l.tokens_per_minute, perDay: l.tokens_per_day, perMonth: l.tokens_per_month });
+const limited = (l: TokenLimits) => l.perMinute > 0 || l.perDay > 0 || l.perMonth > 0;
+
 const tables = new WeakMap<KeysConfig, KeyTable | null>();
 
 export class KeyTable {
@@ -47,17 +80,22 @@ export class KeyTable {
   private readonly byPrefix = new Map<number, Key[]>();
   /** Whether any key has a request limit of its own. */
   readonly anyRate: boolean;
+  /** Whether any key has token limits or a concurrency limit. */
+  readonly anyBudget: boolean;
+  /** Every key, in the order of the configuration. */
+  readonly keys: readonly Key[];
 
   private constructor(auth: KeysConfig) {
     const admins = new Set(auth.admin);
-    for (const entry of auth.keys) {
-      const key = new Key(entry, admins.has(entry.name));
+    this.keys = auth.keys.map((entry) => new Key(entry, admins.has(entry.name)));
+    for (const key of this.keys) {
       const prefix = key.digest.readUInt32BE(0);
       const list = this.byPrefix.get(prefix);
       if (list) list.push(key);
       else this.byPrefix.set(prefix, [key]);
     }
     this.anyRate = auth.keys.some((k) => k.requests_per_minute > 0);
+    this.anyBudget = this.keys.some((k) => k.limits !== null);
   }
 
   /** The configuration's keys (one table for every route of a loaded configuration); null while

@@ -3,6 +3,7 @@
 // events read — chat completions, completions, the messages API, the Responses API, Ollama's and
 // llama.cpp's native routes — and how a backend says a prompt is longer than the context window.
 import type { ApiShape, EventKind, StreamShape } from '../../engine/api.js';
+import { INFERENCE_USAGE } from './usage-fields.js';
 
 /** Event names (SSE `event:` or a JSON `type`) that carry no content, recognised positively:
  *  anything not known to be empty counts as content, so an unknown format is never held back. */
@@ -100,4 +101,5 @@ const CONTEXT_ERROR =
 export const INFERENCE_API: ApiShape = {
   streams: INFERENCE_STREAMS,
   contextLengthError: (text) => CONTEXT_ERROR.test(text),
+  usage: INFERENCE_USAGE,
 };

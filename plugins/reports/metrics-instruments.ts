@@ -48,6 +48,16 @@ export function instruments(m: Metrics) {
       "Tokens the backend reported in its reply's usage, where the gateway reads the reply anyway (messages-API translation).",
       ['family', 'model', 'type'],
     ),
+    keyRequests: m.counter(
+      'gw_key_requests_total',
+      'Requests per API key (its name), model (catalogue names; other) and endpoint (none: no backend answered), while keys are on.',
+      ['key', 'model', 'endpoint'],
+    ),
+    keyTokens: m.counter(
+      'gw_key_tokens_total',
+      'Tokens per API key, model and endpoint, by type: input (cached included), cached_input, output (reasoning included), reasoning, and estimated (of input and output, those the engine did not report).',
+      ['key', 'model', 'endpoint', 'type'],
+    ),
     failovers: m.counter('gw_failovers_total', 'Further endpoints tried after the first one for a request (each next attempt counts one).', [
       'family',
       'route',

@@ -38,6 +38,8 @@ export class FakeExchange implements Exchange {
   readonly model = 'test-model';
   readonly plan = null;
   error: unknown = undefined;
+  /** Tests of the usage count turn it on. */
+  countsUsage = false;
   rec: AttemptState | null = null;
   /** What each attempt sent (prepare sees every one). */
   readonly prepared: UpstreamRequest[] = [];

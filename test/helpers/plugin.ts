@@ -11,6 +11,8 @@ import { RateBuckets } from '../../engine/backends/rate-buckets.js';
 import { Fleet } from '../../engine/backends/sharing/fleet.js';
 import { RetryBudget } from '../../engine/backends/retry-budget.js';
 import { Stats } from '../../engine/backends/telemetry.js';
+import { LocalBooks } from '../../engine/backends/usage-books.js';
+import { UsageLedger } from '../../engine/backends/usage-ledger.js';
 import { memoryLogs } from './gateway.js';
 import { createLogger } from '../../engine/core/logger.js';
 import { AttemptState } from '../../engine/routing/attempt-state.js';
@@ -33,6 +35,7 @@ export function testEnv(extra: Partial<PluginEnv> = {}): PluginEnv & { logs: Rec
     residency: undefined as never,
     stats: new Stats(),
     metrics: new Metrics(),
+    usage: new LocalBooks(new UsageLedger()),
     buckets: new RateBuckets(
       1000,
       () => performance.now(),

@@ -23,8 +23,12 @@ import type { HostScope } from './host.js';
 import { HostDiscovery, HostHealth, HostQueue } from './host-stand-ins.js';
 import type { HealthObservation, HostCounters, Question, TakeAnswer, ToHost, ToWorker } from './host-protocol.js';
 import { LeasedBuckets } from './leased-buckets.js';
+import type { UsageBooks } from '../usage-books.js';
+import type { Admission, KeyReport } from '../usage-ledger.js';
 
 const GATHER_TIMEOUT_MS = 5_000;
+const ADMIT_TIMEOUT_MS = 2_000;
+const UNRESERVED: Admission = { ok: true, id: 0 };
 
 export class WorkerLink implements HostScope {
   private asked = 0;
@@ -47,6 +51,18 @@ export class WorkerLink implements HostScope {
       },
       leaseMs,
     );
+  }
+
+  /** The host keeps the usage ledger: admissions are asked (a host that does not answer in time
+   *  lets the request through unreserved, as with the rate limits), settlements told. */
+  usageBooks(): UsageBooks {
+    return {
+      local: false,
+      admit: (budget, tokens) => this.ask<Admission>({ what: 'admit', budget, tokens }, ADMIT_TIMEOUT_MS, UNRESERVED),
+      settle: (id, spent) => this.send({ gw: 'settle', id, spent }),
+      report: async (budgets, only) =>
+        (await this.ask<Record<string, KeyReport> | undefined>({ what: 'usage', budgets: [...budgets], only }, GATHER_TIMEOUT_MS, undefined)) ?? {},
+    };
   }
 
   /** The worker's state, which the host's messages update from now on. */

@@ -7,6 +7,7 @@ import type { DiscoveredModel } from '../model-lists.js';
 import type { StatsSnapshot } from '../telemetry.js';
 import type { QueueCounts } from '../queue.js';
 import type { SharedTake } from '../token-bucket.js';
+import type { Budget, Spent } from '../usage-ledger.js';
 
 /** One endpoint's health as the host's checks left it. `check`: this observation is a health
  *  check's verdict ('fail' counts towards the breaker's health failures, 'pass' is a passing one). */
@@ -44,7 +45,9 @@ export type Question =
   | { what: 'acquire'; id: string }
   | { what: 'refresh' }
   | { what: 'stats' }
-  | { what: 'metrics' };
+  | { what: 'metrics' }
+  | { what: 'admit'; budget: Budget; tokens: number }
+  | { what: 'usage'; budgets: Budget[]; only?: string };
 
 /** What a status route asks of the host: every worker's counters, and the host's queues'. */
 export type HostCounters = { workers: StatsSnapshot[]; queues: [id: string, counts: QueueCounts][] };
@@ -81,6 +84,8 @@ export type ToHost =
   | { gw: 'leave'; n: number }
   /** Leased rate-limit tokens not used, given back to their buckets. */
   | { gw: 'giveBack'; tokens: [scope: string, key: string, count: number][] }
-  | { gw: 'gathered'; n: number; value: unknown };
+  | { gw: 'gathered'; n: number; value: unknown }
+  /** A request is over: its token reservation (0: none) settles on what it used. */
+  | { gw: 'settle'; id: number; spent: Spent | null };
 
 export const isGw = (m: unknown): m is { gw: string } => typeof m === 'object' && m !== null && typeof (m as { gw?: unknown }).gw === 'string';

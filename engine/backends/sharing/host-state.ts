@@ -8,6 +8,7 @@ import type { Backends } from '../state.js';
 import type { Endpoint } from '../endpoints.js';
 import type { EndpointQueue, QueueCounts, Waiter } from '../queue.js';
 import type { HealthObservation, Question, ToHost, ToWorker } from './host-protocol.js';
+import type { Admission } from '../usage-ledger.js';
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 
 /** How the host reaches one worker. */
@@ -25,6 +26,8 @@ interface Joined {
   /** Slots its requests hold, by endpoint id: the queue each was taken from, oldest first (a
    *  reload may have replaced the endpoint's queue since: a slot goes back where it came from). */
   held: Map<string, EndpointQueue[]>;
+  /** Token reservations its requests hold (the usage ledger's ids). */
+  reserved: Set<number>;
 }
 
 /** How long the host waits for every worker's counters or series before answering with those it has. */
@@ -53,7 +56,7 @@ export class HostState {
   }
 
   join(channel: WorkerChannel): void {
-    this.workers.set(channel.id, { channel, attached: false, waiting: new Map(), held: new Map() });
+    this.workers.set(channel.id, { channel, attached: false, waiting: new Map(), held: new Map(), reserved: new Set() });
   }
 
   /** The worker is gone: its waiters leave their queues and its slots are given back. */
@@ -64,6 +67,7 @@ export class HostState {
     for (const { queue, waiter } of w.waiting.values()) queue.leave(waiter);
     for (const queues of w.held.values()) for (const queue of queues) queue.release(performance.now());
     for (const g of this.gathering.values()) this.gathered(g, id, null);
+    for (const r of w.reserved) this.backends.usage.settle(r, null);
   }
 
   receive(from: number, m: ToHost): void {
@@ -78,6 +82,10 @@ export class HostState {
     if (m.gw === 'giveBack') {
       for (const [scope, key, count] of m.tokens) this.backends.buckets.giveBack(scope, key, count);
       return;
+    }
+    if (m.gw === 'settle') {
+      w.reserved.delete(m.id);
+      return this.backends.usage.settle(m.id, m.spent);
     }
     if (m.gw === 'gathered') {
       const g = this.gathering.get(m.n);
@@ -144,6 +152,15 @@ export class HostState {
           break;
         case 'metrics':
           value = await this.metrics();
+          break;
+        case 'admit': {
+          const admission = this.backends.usage.admit(q.budget, q.tokens) as Admission;
+          if (admission.ok) w.reserved.add(admission.id);
+          value = admission;
+          break;
+        }
+        case 'usage':
+          value = await this.backends.usage.report(q.budgets, q.only);
           break;
       }
     } catch (err) {

@@ -14,6 +14,8 @@ import type { SharedBuckets } from '../rate-buckets.js';
 import type { EndpointRegistry } from '../registry.js';
 import type { Backends } from '../state.js';
 import type { Stats } from '../telemetry.js';
+import { LocalBooks, type UsageBooks } from '../usage-books.js';
+import type { UsageLedger } from '../usage-ledger.js';
 
 export interface HostScope {
   /** This worker's number; null: a gateway of one process. */
@@ -32,6 +34,8 @@ export interface HostScope {
   counted(ep: Endpoint, failed: boolean): void;
   opened(ep: Endpoint, ms: number): void;
   paused(ep: Endpoint, ms: number): void;
+  /** The usage ledger's port: this process's ledger, or the host's (a worker asks it). */
+  usageBooks(ledger: UsageLedger): UsageBooks;
   /** The backends' state is built: the host's news applies to it from now on. */
   attach(backends: Backends): void;
   /** Before the first checks: a worker takes its host's state. */
@@ -58,6 +62,10 @@ export class OwnHost implements HostScope {
 
   queue(_ep: Endpoint, settings: QueueSettings): EndpointQueue {
     return new EndpointQueue(settings);
+  }
+
+  usageBooks(ledger: UsageLedger): UsageBooks {
+    return new LocalBooks(ledger);
   }
 
   // No other process to tell.

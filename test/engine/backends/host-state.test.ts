@@ -47,7 +47,7 @@ async function host(n: number, extra: Record<string, unknown> = {}, ep: Record<s
     const backends = new Backends(config, plans, log, undefined, link);
     all.push(backends);
     state.join({ id, send: (m) => setImmediate(() => link.receive(wire(m))) });
-    await backends.start();
+    await backends.start(config);
     return { id, link, backends, ep: backends.endpoints.all[0] };
   };
   const workers = [];

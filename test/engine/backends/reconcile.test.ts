@@ -29,7 +29,7 @@ describe('reconcile', () => {
     fakes = [await new FakeBackend({ family: 'pagedengine' }).start()];
     const first = configOf([endpoint('a', 'pagedengine', fakes[0].url, { check_interval: '60s' })]);
     backends = new Backends(first.config, first.plans, createLogger('silent'));
-    await backends.start();
+    await backends.start(first.config);
     const ep = backends.endpoints.all[0];
     await waitFor(() => backends!.catalogue.listOf(ep)?.length, 'the first discovery');
     const pool = ep.pool;
@@ -70,7 +70,7 @@ describe('reconcile', () => {
     fakes[0].behaviour.chunkDelayMs = 50;
     const first = configOf([endpoint('x', 'pagedengine', fakes[0].url, { check_interval: '60s' })]);
     backends = new Backends(first.config, first.plans, createLogger('silent'));
-    await backends.start();
+    await backends.start(first.config);
     const x = backends.endpoints.all[0];
     const inFlight = await x.pool.request({ path: '/v1/chat/completions', method: 'POST', body: chat, headers: { 'content-type': 'application/json' } });
     const second = configOf([endpoint('y', 'pagedengine', fakes[1].url, { check_interval: '60s' })]);

@@ -6,24 +6,38 @@ import { createHooks } from '../../../engine/kernel/hooks.js';
 import { KeyTable, presentedKey } from '../../../plugins/access/key-table.js';
 import { stubContext } from '../../helpers/plugin.js';
 
-const entry = (name: string, key: string, more: object = {}) => ({ name, hash: keyHash(key), requests_per_minute: 0, enabled: true, labels: {}, ...more });
+const entry = (name: string, key: string, more: object = {}) => ({
+  name,
+  hash: keyHash(key),
+  requests_per_minute: 0,
+  tokens_per_minute: 0,
+  tokens_per_day: 0,
+  tokens_per_month: 0,
+  model_limits: {},
+  max_concurrent: 0,
+  enabled: true,
+  labels: {},
+  ...more,
+});
 
 describe('the key table', () => {
   it('is null while no key is listed, and one table per loaded configuration', () => {
-    expect(KeyTable.of({ keys: [], admin: [] })).toBeNull();
-    const auth = { keys: [entry('a', 'k1')], admin: [] };
+    expect(KeyTable.of({ keys: [], admin: [], reserve_output_tokens: 1024 })).toBeNull();
+    const auth = { keys: [entry('a', 'k1')], admin: [], reserve_output_tokens: 1024 };
     expect(KeyTable.of(auth)).toBe(KeyTable.of(auth));
   });
 
   it('finds a key by what the client sent, and nothing else', () => {
-    const table = KeyTable.of({ keys: [entry('a', 'k1'), entry('b', 'k2')], admin: ['b'] })!;
+    const table = KeyTable.of({ keys: [entry('a', 'k1'), entry('b', 'k2')], admin: ['b'], reserve_output_tokens: 1024 })!;
     expect(table.find('k1')).toMatchObject({ name: 'a', admin: false, everyModel: true });
     expect(table.find('k2')).toMatchObject({ name: 'b', admin: true });
     for (const wrong of ['k3', '', 'k1 ', keyHash('k1')]) expect(table.find(wrong)).toBeUndefined();
   });
 
   it('matches models by name and by * pattern, nothing else being special', () => {
-    const key = KeyTable.of({ keys: [entry('a', 'k1', { models: ['exact', 'llama3*', '*/coder', 'a.b'] })], admin: [] })!.find('k1')!;
+    const key = KeyTable.of({ keys: [entry('a', 'k1', { models: ['exact', 'llama3*', '*/coder', 'a.b'] })], admin: [], reserve_output_tokens: 1024 })!.find(
+      'k1',
+    )!;
     expect(key.everyModel).toBe(false);
     for (const yes of ['exact', 'llama3', 'llama3.1:8b', 'org/coder', 'a.b']) expect(key.allows(yes), yes).toBe(true);
     for (const no of ['exactly', 'xllama3', 'org/coder-2', 'aXb', '']) expect(key.allows(no), no).toBe(false);

@@ -5,10 +5,11 @@
 // Two profile-declared touches to the reply, both off unless the endpoint's profile asks:
 // api.error_context annotates JSON error bodies (replies/error-context.ts); api.radix_headers adds
 // the X-Radix-* headers (replies/radix-headers.ts). Success bodies are never changed.
-import { definePlugin, familyPath, retrySettings, sendUpstream, withModel, type Context, type Endpoint, type SendPolicy } from '../engine/api.js';
+import { definePlugin, familyPath, PIPE, retrySettings, sendUpstream, withModel, type Context, type Endpoint, type SendPolicy } from '../engine/api.js';
 import { continuationApi, continuationKind, continued, type AnswerText } from './apis/continuation/index.js';
 import { errorContextPlan } from './replies/error-context.js';
 import { INFERENCE_API } from './apis/inference-api.js';
+import { asksUsage, dropUsageEvent, withUsageAsked } from './apis/stream-usage.js';
 import { RadixHeaders } from './replies/radix-headers.js';
 
 interface Options {
@@ -54,8 +55,18 @@ export default definePlugin<Options>({
       // Inference streams are watched; a model pull's progress is piped as it comes.
       watched: (ctx, ep) => ep.takesSlot(sentPathname(ctx, ep)),
       // Sent as it came, asking for the model routing chose for this endpoint (an alias's real name, a fallback).
-      request: (ctx, ep, model) => ({ method: ctx.method, path: ep.upstreamPath(sentPath(ctx, ep)), headers: [], body: withModel(ctx.body, model, ctx) }),
-      reply: (ctx, status, headers) => errorContextPlan(ctx, status, headers, catalogue) ?? radix.plan(ctx, status, headers),
+      // While tokens are counted, a chat stream is asked for its usage where the engine can report it.
+      request: (ctx, ep, model) => ({
+        method: ctx.method,
+        path: ep.upstreamPath(sentPath(ctx, ep)),
+        headers: [],
+        body: asksUsage(ctx, ep, sentPathname(ctx, ep)) ? withUsageAsked(ctx, model) : withModel(ctx.body, model, ctx),
+      }),
+      reply: (ctx, status, headers) => {
+        const plan = errorContextPlan(ctx, status, headers, catalogue) ?? radix.plan(ctx, status, headers);
+        if (status !== 200 || !ctx.countsUsage || !asksUsage(ctx, ctx.endpoint!, sentPathname(ctx, ctx.endpoint!))) return plan;
+        return plan === undefined || plan.kind === 'pipe' ? dropUsageEvent(plan ?? PIPE) : plan;
+      },
       // A stream that breaks after its content: the route's API per the endpoint's profile.
       continuation: (ctx, ep) => continuationApi(continuationKind(ep.profile, sentPathname(ctx, ep))),
       continueRequest: (ctx, ep, model, answer) => {

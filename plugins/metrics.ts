@@ -72,7 +72,8 @@ export default definePlugin<Record<string, never>>({
         if (!cells) routingCells.set(routing.strategy, (cells = {}));
         (cells[routing.decision] ??= m.routing.with(family, routing.strategy, routing.decision)).value++;
       }
-      const usage = ctx.usage;
+      // Counted by the relay while keys are on; else what a translating step read.
+      const usage = attempt.usage ?? ctx.usage;
       if (!attempt.streamed && !usage) return;
       // Streams and replies with usage: rarer and longer, worth a catalogue lookup for the model.
       const model = modelLabel(catalogue, ctx.model);

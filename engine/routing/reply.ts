@@ -20,7 +20,12 @@ export type ReplyPlan =
    *  (nothing kept, so no limit); `finish` gets an empty body. */
   | { kind: 'buffer'; discard: true; finish: BufferFinish };
 
-export type PipePlan = { kind: 'pipe'; headers?: string[] };
+export type PipePlan = {
+  kind: 'pipe';
+  headers?: string[];
+  /** The bytes of each chunk as they go to the client (a watched stream's: whole events). */
+  filter?: (chunk: Buffer) => Buffer;
+};
 export type StreamPlan = {
   kind: 'stream';
   status: number;

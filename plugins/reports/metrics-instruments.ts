@@ -45,7 +45,7 @@ export function instruments(m: Metrics) {
     ),
     tokens: m.counter(
       'gw_tokens_total',
-      "Tokens the backend reported in its reply's usage, where the gateway reads the reply anyway (messages-API translation).",
+      "Tokens the backend reported in its reply's usage, where the gateway reads the reply anyway (messages-API translation), and of every reply while API keys are on (estimated where the engine reported none: gw_key_tokens_total says how many).",
       ['family', 'model', 'type'],
     ),
     keyRequests: m.counter(

@@ -10,27 +10,28 @@ import { FakeBackend } from '../../../engine/demo/index.js';
 import { closeAll, endpoint, NO_RATE_LIMITS, startGateway, type Started } from '../../helpers/gateway.js';
 import { waitFor } from '../../helpers/wait.js';
 
-const NAMES = ['ops', 'plain', 'streamed', 'bare', 'ollama', 'llama', 'msgapi', 'responses', 'other'] as const;
+const NAMES = ['ops', 'plain', 'streamed', 'asked', 'bare', 'ollama', 'llama', 'msgapi', 'responses', 'other'] as const;
 type Name = (typeof NAMES)[number];
 const secret = (name: Name) => `gw-${name}-secret-usage`;
 
-let paged: FakeBackend, runner: FakeBackend, cpp: FakeBackend, gw: Started;
+let paged: FakeBackend, runner: FakeBackend, cpp: FakeBackend, desk: FakeBackend, gw: Started;
 beforeAll(async () => {
   paged = await new FakeBackend({ family: 'pagedengine', name: 'paged', models: [{ name: 'model-a' }], reply: 'one two three four five six' }).start();
   runner = await new FakeBackend({ family: 'localrunner', name: 'runner', models: [{ name: 'model-r' }], reply: 'alpha beta gamma' }).start();
   cpp = await new FakeBackend({ family: 'cppengine', name: 'cpp', models: [{ name: 'model-c' }], reply: 'uno dos tres cuatro' }).start();
+  desk = await new FakeBackend({ family: 'deskrunner', name: 'desk', models: [{ name: 'model-d' }], reply: 'ein zwei drei' }).start();
   gw = await startGateway({
     auth: { keys: NAMES.map((name) => ({ name, hash: keyHash(secret(name)) })), admin: ['ops'] },
     server: { rate_limits: NO_RATE_LIMITS },
     discovery: {
       static: {
-        endpoints: [endpoint('paged', 'pagedengine', paged.url), endpoint('runner', 'localrunner', runner.url), endpoint('cpp', 'cppengine', cpp.url)],
+        endpoints: [endpoint('paged', 'pagedengine', paged.url), endpoint('runner', 'localrunner', runner.url), endpoint('cpp', 'cppengine', cpp.url), endpoint('desk', 'deskrunner', desk.url)],
       },
     },
   });
-  await waitFor(() => (gw.gw.runtime.catalogue.all().length >= 3 ? true : undefined), 'the three lists discovered');
+  await waitFor(() => (gw.gw.runtime.catalogue.all().length >= 4 ? true : undefined), 'the four lists discovered');
 });
-afterAll(() => closeAll(gw, [paged, runner, cpp]));
+afterAll(() => closeAll(gw, [paged, runner, cpp, desk]));
 
 async function call(name: Name, path: string, body?: object) {
   const res = await request(`${gw.url}${path}`, {
@@ -82,10 +83,24 @@ describe('token accounting per key', () => {
     });
   });
 
-  it('a stream that reports nothing: estimated from what was sent and streamed, and said so', async () => {
-    const r = await call('bare', '/gw/pagedengine/v1/chat/completions', chat('model-a', { stream: true }));
+  it('a stream the client did not ask usage of: asked for it (the engine can report it), its extra event kept from the client', async () => {
+    const r = await call('asked', '/gw/pagedengine/v1/chat/completions', chat('model-a', { stream: true }));
+    const sent = paged.received.at(-1)!.json;
+    expect(sent.stream_options).toEqual({ include_usage: true });
+    const got = events(r.text);
+    expect(got.every((e) => e.choices.length === 1 && e.usage === undefined)).toBe(true);
+    expect(got.map((e) => e.choices[0].delta.content ?? '').join('')).toBe('one two three four five six');
+    const counted = await usageOf('asked', 'model-a');
+    expect(counted).toMatchObject({ requests: 1, estimated_tokens: 0 });
+    expect(counted.output_tokens).toBeGreaterThan(0);
+  });
+
+  it('a stream that reports nothing (an engine that cannot): estimated from what was sent and streamed, and said so', async () => {
+    const r = await call('bare', '/gw/deskrunner/v1/chat/completions', chat('model-d', { stream: true }));
+    expect(desk.received.at(-1)!.json.stream_options).toBeUndefined();
     const content = events(r.text).filter((e) => e.choices?.[0]?.delta?.content).length;
-    const got = await usageOf('bare', 'model-a');
+    expect(content).toBeGreaterThan(0);
+    const got = await usageOf('bare', 'model-d');
     expect(got.output_tokens).toBe(content);
     expect(got.input_tokens).toBeGreaterThan(0);
     expect(got.estimated_tokens).toBe(got.input_tokens + got.output_tokens);
@@ -104,12 +119,18 @@ describe('token accounting per key', () => {
     });
   });
 
-  it("llama.cpp's timings: evaluated and cached prompt tokens, predicted tokens", async () => {
-    const r = await call('llama', '/gw/cppengine/v1/chat/completions', chat('model-c', { stream: true }));
-    const timings = events(r.text).find((e) => e.timings)!.timings;
+  it("llama.cpp's native completion, streamed: tokens_evaluated, tokens_predicted and its timings' cache_n", async () => {
+    const r = await call('llama', '/gw/cppengine/completion', { model: 'model-c', prompt: 'count these words for me please', stream: true });
+    const last = events(r.text).find((e) => e.stop === true)!;
+    expect(last.tokens_predicted).toBeGreaterThan(0);
     const got = await usageOf('llama', 'model-c');
-    expect(got).toMatchObject({ input_tokens: timings.prompt_n + timings.cache_n, cached_input_tokens: timings.cache_n, output_tokens: timings.predicted_n });
-    expect(got.estimated_tokens).toBe(0);
+    expect(got).toMatchObject({
+      requests: 1,
+      input_tokens: last.tokens_evaluated,
+      cached_input_tokens: last.timings.cache_n,
+      output_tokens: last.tokens_predicted,
+      estimated_tokens: 0,
+    });
   });
 
   it('the messages API translated to chat completions: the backend’s usage, as the client was told', async () => {
@@ -149,7 +170,7 @@ describe('token accounting per key', () => {
     const text = (await call('ops', '/internal/metrics')).text;
     expect(text).toMatch(/gw_key_requests_total\{key="plain",model="model-a",endpoint="paged"\} 1/);
     expect(text).toMatch(/gw_key_tokens_total\{key="ollama",model="model-r",endpoint="runner",type="output"\} 14/);
-    expect(text).toMatch(/gw_key_tokens_total\{key="bare",model="model-a",endpoint="paged",type="estimated"\} [1-9]/);
+    expect(text).toMatch(/gw_key_tokens_total\{key="bare",model="model-d",endpoint="desk",type="estimated"\} [1-9]/);
     expect(text).not.toContain(secret('plain'));
   });
 });

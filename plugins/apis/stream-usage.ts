@@ -1,0 +1,36 @@
+// Asking a chat-completions stream for its usage (stream_options.include_usage) while tokens are
+// counted and the engine can report it (the profile's request.stream_usage), when the client did
+// not ask itself — and taking the extra event (`"choices": []` with the usage) out of the client's
+// stream again, since a client that did not ask may not expect a chunk without choices.
+import type { Context, Endpoint, PipePlan } from '../../engine/api.js';
+
+/** Should this attempt's request ask for the stream's usage on the client's behalf? */
+export function asksUsage(ctx: Context, ep: Endpoint, pathname: string): boolean {
+  if (!ctx.countsUsage || !ep.profile.request.stream_usage) return false;
+  const rules = ep.profile.request.parsing_rules;
+  if (pathname !== rules?.chat_completions_path && pathname !== rules?.completions_path) return false;
+  const body = ctx.bodyJson() as { stream?: unknown; stream_options?: { include_usage?: unknown } } | undefined;
+  return body?.stream === true && body.stream_options?.include_usage !== true;
+}
+
+/** The body asking for the usage, with the model routing chose (undefined: the body's). */
+export function withUsageAsked(ctx: Context, model: string | undefined): Buffer {
+  const body = ctx.bodyJson() as Record<string, unknown> & { stream_options?: object };
+  return Buffer.from(JSON.stringify({ ...body, ...(model === undefined ? {} : { model }), stream_options: { ...body.stream_options, include_usage: true } }));
+}
+
+const EMPTY_CHOICES = /"choices"\s*:\s*\[\s*\]/;
+const USAGE = /"usage"\s*:\s*\{/;
+
+/** Whole events with the usage-only one left out (the relay hands a watched stream's events whole). */
+function withoutUsageEvent(bytes: Buffer): Buffer {
+  const text = bytes.toString('latin1');
+  if (!EMPTY_CHOICES.test(text)) return bytes;
+  const kept = text.split(/(?<=\n\n|\r\n\r\n)/).filter((event) => !(EMPTY_CHOICES.test(event) && USAGE.test(event)));
+  return Buffer.from(kept.join(''), 'latin1');
+}
+
+/** `plan` (a piped reply's) leaving out the usage event asked for. */
+export function dropUsageEvent(plan: PipePlan): PipePlan {
+  return { ...plan, filter: withoutUsageEvent };
+}

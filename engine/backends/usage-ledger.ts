@@ -234,7 +234,9 @@ export class UsageLedger {
 
   /** A saved ledger, read at start (before any request). */
   restore(s: LedgerSnapshot): void {
-    for (const [k, b] of Object.entries(s.books)) this.books.set(k, { ...b, pending: 0, inFlight: 0 });
+    // A bucket that was new (NaN) is saved as null.
+    for (const [k, b] of Object.entries(s.books))
+      this.books.set(k, { ...b, units: typeof b.units === 'number' ? b.units : Number.NaN, pending: 0, inFlight: 0 });
     for (const [k, u] of Object.entries(s.usage)) {
       this.usage.set(k, { day: u.day, today: new Map(Object.entries(u.today)), total: new Map(Object.entries(u.total)) });
     }

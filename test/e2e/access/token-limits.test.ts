@@ -36,6 +36,8 @@ beforeAll(async () => {
 afterAll(() => closeAll(gw, [fake]));
 beforeEach(() => fake.reset());
 
+/** The chat requests the backend received (health checks and model lists left out). */
+const chats = () => fake.received.filter((r) => r.url.endsWith('/chat/completions'));
 const body = (model: string, more: object = {}) => JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], ...more });
 
 function post(name: string, path: string, payload: string, signal?: AbortSignal) {
@@ -66,8 +68,8 @@ describe('token limits', () => {
         return r;
       }),
     );
-    await waitFor(() => (refused.length + fake.received.length === 20 ? true : undefined), 'each request admitted or refused');
-    const admitted = fake.received;
+    await waitFor(() => (refused.length + chats().length === 20 ? true : undefined), 'each request admitted or refused');
+    const admitted = chats();
     // Held at the backend, every admitted stream is in flight at once: nothing refilled their way in.
     expect(admitted.length * reservation).toBeLessThanOrEqual(LIMIT);
     expect(admitted.length).toBe(Math.floor(LIMIT / reservation));
@@ -97,7 +99,7 @@ describe('token limits', () => {
     fake.behaviour.holdUntil = new Promise((r) => (release = r));
     const gone = new AbortController();
     const held = post('one', '/gw/pagedengine/v1/chat/completions', body('model-a', { stream: true }), gone.signal).catch((err) => err);
-    await waitFor(() => (fake.received.length > 0 ? true : undefined), 'the first request at the backend');
+    await waitFor(() => (chats().length > 0 ? true : undefined), 'the first request at the backend');
     const second = await post('one', '/gw/pagedengine/v1/chat/completions', body('model-a'));
     expect(second.statusCode).toBe(429);
     expect((JSON.parse(await second.body.text()) as any).error.message).toContain('max_concurrent');

@@ -25,7 +25,12 @@ beforeAll(async () => {
     server: { rate_limits: NO_RATE_LIMITS },
     discovery: {
       static: {
-        endpoints: [endpoint('paged', 'pagedengine', paged.url), endpoint('runner', 'localrunner', runner.url), endpoint('cpp', 'cppengine', cpp.url), endpoint('desk', 'deskrunner', desk.url)],
+        endpoints: [
+          endpoint('paged', 'pagedengine', paged.url),
+          endpoint('runner', 'localrunner', runner.url),
+          endpoint('cpp', 'cppengine', cpp.url),
+          endpoint('desk', 'deskrunner', desk.url),
+        ],
       },
     },
   });

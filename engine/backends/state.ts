@@ -41,8 +41,13 @@ export class Backends {
   readonly metrics = new Metrics();
   /** The rate limits' buckets (server.rate_limits): kept across reloads like everything here. */
   readonly buckets: RateBuckets;
-  /** Tokens used per key and the keys' token limits (auth.keys[]): asked where they are kept. */
-  readonly usage: UsageBooks;
+  /** Tokens used per key and the keys' token limits (auth.keys[]), where they are kept: the
+   *  fleet's Redis when the limits are shared, else the host's ledger (this process's, or a
+   *  worker's host's). */
+  get usage(): UsageBooks {
+    return this.fleet.usage ?? this.hostBooks;
+  }
+  private readonly hostBooks: UsageBooks;
   private usageFile: UsageFile | null = null;
   private started = false;
   /** The fleet's retry budget (proxy.retry.fleet): survives reloads, like the traffic it counts. */
@@ -66,7 +71,7 @@ export class Backends {
       (e) => this.evidence(e),
     );
     this.buckets = new RateBuckets(config.server.rate_limits.max_tracked_clients, clock, host.buckets, this.fleet);
-    this.usage = host.usageBooks(new UsageLedger());
+    this.hostBooks = host.usageBooks(new UsageLedger());
     this.retries = new RetryBudget(fleetOf(config));
     this.endpoints = new EndpointRegistry(
       {
@@ -121,10 +126,10 @@ export class Backends {
   /** The usage ledger on disk (auth.usage_file), where this process keeps the ledger (not a
    *  worker: its host does), from when keys are first on. */
   private keepUsage(config: GatewayConfig): void {
-    if (!(this.usage instanceof LocalBooks) || config.auth.keys.length === 0) return;
+    if (!(this.hostBooks instanceof LocalBooks) || config.auth.keys.length === 0) return;
     const path = config.auth.usage_file ?? defaultUsageFile(config.server.port);
     if (this.usageFile) this.usageFile.path = path;
-    else this.usageFile = new UsageFile(this.usage.ledger, path, this.log);
+    else this.usageFile = new UsageFile(this.hostBooks.ledger, path, this.log);
   }
 
   /** What an endpoint's requests learn goes to whoever shares it: the host's other workers (a

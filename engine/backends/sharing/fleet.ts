@@ -1,6 +1,7 @@
 // What the replicas of a fleet share, through one Redis, when server.rate_limits.store is redis:
-// the global and per-address rate buckets (redis-buckets.ts), and what requests learn about an
-// endpoint — breaker openings and Retry-After pauses (shared-evidence.ts). Made once with the
+// the global and per-address rate buckets (redis-buckets.ts), the keys' usage and token limits
+// (redis-usage.ts), and what requests learn about an endpoint — breaker openings and Retry-After
+// pauses (shared-evidence.ts). Made once with the
 // backends' state; a reload switches the sharing on, off or to another Redis: a new client is
 // made before the old one is closed, and one that cannot be made leaves the sharing as it was
 // (the config's URL and password file were checked when it loaded). Without Redis, every method
@@ -11,6 +12,7 @@ import type { Logger } from 'pino';
 import type { GatewayConfig } from '../../core/config.js';
 import { parseDuration } from '../../core/duration.js';
 import { RedisBucketStore, type RedisSettings } from './redis-buckets.js';
+import { RedisUsageBooks } from './redis-usage.js';
 import { SharedEvidence, type Evidence } from './shared-evidence.js';
 
 export type { Evidence } from './shared-evidence.js';
@@ -20,6 +22,8 @@ export class Fleet {
   buckets: RedisBucketStore | null = null;
   /** Breaker openings and pauses from and to the other replicas; null: not shared. */
   evidence: SharedEvidence | null = null;
+  /** The keys' usage and token limits; null: kept by the host. */
+  usage: RedisUsageBooks | null = null;
 
   /** `onStoreFailure`: a take Redis could not answer (it passed); `onEvidence`: what another
    *  replica's requests learnt about an endpoint. */
@@ -53,6 +57,7 @@ export class Fleet {
     this.close();
     this.buckets = next;
     this.evidence = new SharedEvidence(settings, this.log, this.onEvidence);
+    this.usage = new RedisUsageBooks(settings, this.log);
   }
 
   /** Tell the other replicas what this one's requests learnt (nothing without Redis). */
@@ -65,6 +70,8 @@ export class Fleet {
     this.buckets = null;
     this.evidence?.close();
     this.evidence = null;
+    this.usage?.close();
+    this.usage = null;
   }
 }
 

@@ -154,7 +154,7 @@ export class HostState {
           value = await this.metrics();
           break;
         case 'admit': {
-          const admission = this.backends.usage.admit(q.budget, q.tokens) as Admission;
+          const admission: Admission = await this.backends.usage.admit(q.budget, q.tokens);
           if (admission.ok) w.reserved.add(admission.id);
           value = admission;
           break;

@@ -4,42 +4,16 @@
 // a metric, and hold the limit again once it is back. The test starts its own redis-server on a
 // free port (Debian's package; .ci/run installs it) and is skipped where there is none, unless
 // GW_REQUIRE_REDIS=1.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { FakeBackend } from '../../../engine/demo/index.js';
 import { writeFileSync } from 'node:fs';
 import { stringify } from 'yaml';
 import { closeAll, endpoint, NO_RATE_LIMITS, startGateway, type Started } from '../../helpers/gateway.js';
-import { freePort } from '../../helpers/llama-server.js';
+import { haveRedis, RedisServer } from '../../helpers/redis.js';
 import { waitFor } from '../../helpers/wait.js';
 
-const REDIS = 'redis-server';
-const haveRedis = spawnSync(REDIS, ['--version']).status === 0;
-if (!haveRedis && process.env.GW_REQUIRE_REDIS === '1') throw new Error(`GW_REQUIRE_REDIS=1 but ${REDIS} is missing (apt-get install redis-server)`);
-
-let redis: ChildProcess | null = null;
-let port = 0;
-
-/** A redis-server on `port` that keeps nothing on disk; resolves once it accepts connections. */
-async function startRedis(): Promise<void> {
-  redis = spawn(REDIS, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  await new Promise<void>((resolve, reject) => {
-    let out = '';
-    redis!.stdout!.on('data', (d) => {
-      out += d;
-      if (out.includes('Ready to accept connections')) resolve();
-    });
-    redis!.once('exit', (code) => reject(new Error(`redis-server exited ${code}: ${out.slice(-500)}`)));
-  });
-}
-
-async function stopRedis(): Promise<void> {
-  if (!redis || redis.exitCode !== null) return;
-  const exited = new Promise((r) => redis!.once('exit', r));
-  redis.kill('SIGKILL');
-  await exited;
-}
+const redis = new RedisServer();
 
 describe.skipIf(!haveRedis)('server.rate_limits.store: redis', () => {
   let replicas: Started[] = [];
@@ -48,8 +22,7 @@ describe.skipIf(!haveRedis)('server.rate_limits.store: redis', () => {
   const BURST = 5;
 
   beforeAll(async () => {
-    port = await freePort();
-    await startRedis();
+    await redis.start();
     const limits = {
       global_requests_per_minute: 0,
       per_ip_requests_per_minute: PER_MINUTE,
@@ -58,7 +31,7 @@ describe.skipIf(!haveRedis)('server.rate_limits.store: redis', () => {
       burst_size: BURST,
       per_endpoint: { default_requests_per_minute: 0 },
       store: 'redis',
-      redis: { url: `redis://127.0.0.1:${port}`, key_prefix: 'gw-test', timeout: '500ms' },
+      redis: { url: redis.url, key_prefix: 'gw-test', timeout: '500ms' },
     };
     for (let i = 0; i < 3; i++) replicas.push(await startGateway({ server: { rate_limits: limits }, discovery: { static: { endpoints: [] } } }));
     await waitFor(() => replicas.every((r) => r.gw.backends.fleet.buckets?.connected) || undefined, 'every replica connected to Redis');
@@ -66,7 +39,7 @@ describe.skipIf(!haveRedis)('server.rate_limits.store: redis', () => {
   afterAll(async () => {
     for (const r of replicas) await closeAll(r, []);
     replicas = [];
-    await stopRedis();
+    await redis.stop();
   });
 
   /** One request from this client to a replica: its status. */
@@ -92,7 +65,7 @@ describe.skipIf(!haveRedis)('server.rate_limits.store: redis', () => {
 
   it("takes from the client's bucket and the global one together, all or none: a global refusal charges the client nothing", async () => {
     const { RedisBucketStore } = await import('../../../engine/backends/sharing/redis-buckets.js');
-    const store = new RedisBucketStore({ url: `redis://127.0.0.1:${port}`, key_prefix: 'gw-unit', timeout: 500 }, replicas[0].gw.runtime.log);
+    const store = new RedisBucketStore({ url: redis.url, key_prefix: 'gw-unit', timeout: 500 }, replicas[0].gw.runtime.log);
     try {
       await waitFor(() => store.connected || undefined, 'the store connected');
       // One token a minute: nothing refills while the test runs, however slow the machine.
@@ -127,7 +100,7 @@ describe.skipIf(!haveRedis)('server.rate_limits.store: redis', () => {
       expect(fleet.buckets).toBeNull();
       const write = (rate_limits: Record<string, unknown>) =>
         writeFileSync(g.configFile, stringify({ ...base, server: { ...base.server, rate_limits: { ...base.server.rate_limits, ...rate_limits } } }));
-      write({ store: 'redis', redis: { url: `redis://127.0.0.1:${port}`, key_prefix: 'gw-reload' } });
+      write({ store: 'redis', redis: { url: redis.url, key_prefix: 'gw-reload' } });
       expect(await g.gw.reload('test')).toBe(true);
       const shared = fleet.buckets!;
       await waitFor(() => shared.connected || undefined, 'the store connected');
@@ -145,7 +118,7 @@ describe.skipIf(!haveRedis)('server.rate_limits.store: redis', () => {
   });
 
   it('Redis stopped mid-run: requests pass (fail open) with a warning and a metric; the limit holds again once it is back', async () => {
-    await stopRedis();
+    await redis.stop();
     const statuses: number[] = [];
     for (let i = 0; i < 6; i++) statuses.push(await hit(replicas[i % 3]));
     expect(statuses).toEqual([200, 200, 200, 200, 200, 200]);
@@ -159,7 +132,7 @@ describe.skipIf(!haveRedis)('server.rate_limits.store: redis', () => {
     const metrics = await request(`${replicas[0].url}/internal/metrics`);
     expect(await metrics.body.text()).toMatch(/^gw_rate_limit_store_failures_total [1-9]/m);
     // Back: a fresh Redis (its buckets start full), the limit holds again.
-    await startRedis();
+    await redis.start();
     await waitFor(async () => ((await hit(replicas[0])) === 429 ? true : undefined), 'the shared limit holding again', 30_000);
   });
 });
@@ -170,8 +143,7 @@ describe.skipIf(!haveRedis)('breaker openings and Retry-After pauses shared thro
   let other: FakeBackend;
 
   beforeAll(async () => {
-    port = await freePort();
-    await startRedis();
+    await redis.start();
     fake = await new FakeBackend({ family: 'pagedengine', name: 'vllm', models: [{ name: 'm' }] }).start();
     other = await new FakeBackend({ family: 'pagedengine', name: 'vllm-2', models: [{ name: 'm2' }] }).start();
     const limits = {
@@ -181,7 +153,7 @@ describe.skipIf(!haveRedis)('breaker openings and Retry-After pauses shared thro
       internal_requests_per_minute: 0,
       per_endpoint: { default_requests_per_minute: 0 },
       store: 'redis',
-      redis: { url: `redis://127.0.0.1:${port}`, key_prefix: 'gw-evidence', timeout: '500ms' },
+      redis: { url: redis.url, key_prefix: 'gw-evidence', timeout: '500ms' },
     };
     // Health checks far apart: what the test sees comes from requests and from the other replica.
     for (let i = 0; i < 2; i++)
@@ -209,7 +181,7 @@ describe.skipIf(!haveRedis)('breaker openings and Retry-After pauses shared thro
     replicas = [];
     await fake.stop();
     await other.stop();
-    await stopRedis();
+    await redis.stop();
   });
 
   const chat = async (r: Started, model = 'm') => {

@@ -33,6 +33,11 @@ export const STATE_SCOPES: readonly ScopedFact[] = [
     where: 'engine/backends/rate-buckets.ts, engine/backends/sharing/redis-buckets.ts',
   },
   { fact: "API keys' own request limits", scope: 'fleet', where: 'engine/backends/rate-buckets.ts, plugins/authenticate.ts' },
+  {
+    fact: "API keys' usage and token limits (and reservations in flight)",
+    scope: 'fleet',
+    where: 'engine/backends/usage-ledger.ts, engine/backends/sharing/redis-usage.ts, engine/backends/usage-file.ts',
+  },
   { fact: 'rate limit of the health routes', scope: 'process', where: 'engine/backends/rate-buckets.ts' },
   { fact: 'per-endpoint requests-per-minute limits', scope: 'process', where: 'engine/backends/rate-buckets.ts' },
   { fact: 'retry budget (proxy.retry.fleet)', scope: 'process', where: 'engine/backends/retry-budget.ts' },

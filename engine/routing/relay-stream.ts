@@ -190,7 +190,7 @@ export abstract class StreamRelay<C extends Exchange> extends AttemptHandler<C> 
       }
       if (!out) return;
     } else {
-      if (plan.kind === 'pipe' && plan.filter) chunk = plan.filter(chunk);
+      if (plan.kind === 'pipe' && plan.filter) out = chunk = plan.filter(chunk);
       if (chunk.length === 0) return;
       this.chunkBefore = this.lastChunk;
       this.lastChunk = chunk;

@@ -71,6 +71,8 @@ export type Policy = SendPolicy<FakeExchange>;
 export interface Job {
   policy: Policy;
   plan: RoutePlan;
+  /** The request's tokens are counted (Exchange.countsUsage). */
+  counted?: boolean;
   ex?: FakeExchange;
   done?: Promise<unknown>;
 }
@@ -111,6 +113,7 @@ export function routingHarness() {
       const chunks: Buffer[] = [];
       for await (const c of req) chunks.push(c as Buffer);
       const ex = (job.ex = new FakeExchange(id, req.method!, req, res, Buffer.concat(chunks)));
+      ex.countsUsage = job.counted === true;
       job.done = attemptLoop(ex, job.policy, job.plan).then(
         () => null,
         (err: unknown) => {
@@ -130,9 +133,9 @@ export function routingHarness() {
   });
 
   /** Start one request through the front (the reply head is in; the body is the caller's to read). */
-  async function start(policy: Policy, plan: RoutePlan, stream = false): Promise<{ res: Dispatcher.ResponseData; job: Job }> {
+  async function start(policy: Policy, plan: RoutePlan, stream = false, counted = false): Promise<{ res: Dispatcher.ResponseData; job: Job }> {
     const id = `job-${jobs.size + 1}`;
-    const job: Job = { policy, plan };
+    const job: Job = { policy, plan, counted };
     jobs.set(id, job);
     const body = JSON.stringify({ model: 'test-model', ...(stream ? { stream } : {}), messages: [{ role: 'user', content: 'hi' }] });
     const res = await request(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'x-job': id, 'content-type': 'application/json' }, body });
@@ -143,8 +146,8 @@ export function routingHarness() {
     jobs,
     start,
     /** One request through the front: what the client got, what the loop threw, its record. */
-    async send(policy: Policy, plan: RoutePlan, stream = false): Promise<Reply> {
-      const { res, job } = await start(policy, plan, stream);
+    async send(policy: Policy, plan: RoutePlan, stream = false, counted = false): Promise<Reply> {
+      const { res, job } = await start(policy, plan, stream, counted);
       const body = Buffer.from(await res.body.arrayBuffer());
       const error = await job.done;
       return { status: res.statusCode, headers: res.headers, body, text: body.toString(), error, rec: job.ex!.rec!, ex: job.ex! };

@@ -12,6 +12,9 @@ import { run } from '../../helpers/cli.js';
 const hash = (n: number) => keyHash(`key-${n}`);
 const check = (auth: object) => checkConfig(writeConfig({ auth }), {});
 
+/** A key's limits when it names none. */
+const NO_LIMITS = { requests_per_minute: 0, tokens_per_minute: 0, tokens_per_day: 0, tokens_per_month: 0, model_limits: {}, max_concurrent: 0 };
+
 describe('keys as the configuration loads them', () => {
   it('joins the keys file to the inline keys, with their defaults', () => {
     const file = writeConfig({}).replace(/config\.yaml$/, 'keys.yaml');
@@ -19,8 +22,8 @@ describe('keys as the configuration loads them', () => {
     const { loaded, problems } = check({ keys: [{ name: 'a', hash: hash(1) }], keys_file: file, admin: ['a'] });
     expect(problems).toEqual([]);
     expect(loaded!.config.auth.keys).toEqual([
-      { name: 'a', hash: hash(1), requests_per_minute: 0, enabled: true, labels: {} },
-      { name: 'b', hash: hash(2), models: ['m*'], requests_per_minute: 0, enabled: true, labels: {} },
+      { name: 'a', hash: hash(1), ...NO_LIMITS, enabled: true, labels: {} },
+      { name: 'b', hash: hash(2), models: ['m*'], ...NO_LIMITS, enabled: true, labels: {} },
     ]);
   });
 

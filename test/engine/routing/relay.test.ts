@@ -174,3 +174,38 @@ describe('Relay', () => {
     expect([piped.status, piped.text]).toEqual([200, 'hello world']);
   });
 });
+
+describe('Relay: counting and filtering', () => {
+  const USAGE = `data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: 7, completion_tokens: 2 } })}\n\n`;
+
+  it("a piped plan's filter decides what of each chunk goes out, events sharing a chunk included", async () => {
+    const url = await scripted((_req, res) => {
+      res.writeHead(200, SSE);
+      res.write(ROLE + WORD);
+      res.end(chunk({}, 'stop') + USAGE + 'data: [DONE]\n\n'); // one chunk: the usage event among others
+    });
+    const dropUsage = (b: Buffer) => Buffer.from(b.toString().replace(USAGE, ''));
+    const r = await send(policy({ reply: () => ({ kind: 'pipe', filter: dropUsage }) }), endpoints(url));
+    expect(r.text).toBe(ROLE + WORD + DONE);
+  });
+
+  it('while usage is counted: what the stream reported, or an estimate said to be one', async () => {
+    const url = await scripted((_req, res) => {
+      res.writeHead(200, SSE);
+      res.end(ROLE + WORD + WORD + chunk({}, 'stop') + USAGE + 'data: [DONE]\n\n');
+    });
+    const counted = await h.send(policy(), planOf(endpoints(url), null), true, true);
+    expect(counted.rec.usage).toEqual({ input: 7, cachedInput: 0, output: 2, reasoning: 0, estimated: 0 });
+    const silent = await scripted((_req, res) => {
+      res.writeHead(200, SSE);
+      res.end(ROLE + WORD + WORD + WORD + DONE);
+    });
+    const estimated = await h.send(policy(), planOf(endpoints(silent), null), true, true);
+    const usage = estimated.rec.usage!;
+    expect(usage.output).toBe(3);
+    expect(usage.input).toBe(Math.ceil(estimated.ex.body.length / 4));
+    expect(usage.estimated).toBe(usage.input + usage.output);
+    // Not counted: nothing read.
+    expect((await h.send(policy(), planOf(endpoints(silent), null), true)).rec.usage).toBeNull();
+  });
+});

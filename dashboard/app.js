@@ -13,6 +13,8 @@ const ROUTES = {
   models: '/internal/status/models',
   translators: '/internal/stats/translators',
 };
+/** Polled besides, while API keys are on (it answers keys_on: false otherwise). */
+const USAGE = '/internal/usage';
 
 const cache = new Map(); // url → { etag, data }
 const history = { t: [], rate: [], latency: [], errors: [] };
@@ -257,6 +259,40 @@ function renderModels(models, endpoints) {
     );
 }
 
+/** A count for people: 12,345. */
+const count = (n) => Number(n).toLocaleString('en');
+
+function renderUsage(usage) {
+  document.querySelector('nav a[data-tab="usage"]').hidden = !usage.keys_on;
+  const limit = (name, b) => (b ? `${name} ${count(b.remaining)} of ${count(b.limit)}` : null);
+  fill(
+    document.querySelector('#usage-table tbody'),
+    Object.entries(usage.keys)
+      .sort(([, a], [, b]) => b.total.all.input_tokens + b.total.all.output_tokens - (a.total.all.input_tokens + a.total.all.output_tokens))
+      .map(([name, k]) =>
+        el(
+          'tr',
+          { 'data-key': name },
+          el('td', {}, el('strong', {}, name)),
+          el('td', { class: 'num' }, count(k.today.all.requests)),
+          el('td', { class: 'num' }, count(k.today.all.input_tokens)),
+          el('td', { class: 'num' }, count(k.today.all.output_tokens)),
+          el('td', { class: 'num' }, count(k.today.all.estimated_tokens)),
+          el('td', { class: 'num' }, count(k.total.all.input_tokens + k.total.all.output_tokens)),
+          el('td', { class: 'num' }, k.in_flight),
+          el(
+            'td',
+            {},
+            [limit('minute', k.budget.tokens_per_minute), limit('day', k.budget.tokens_per_day), limit('month', k.budget.tokens_per_month)]
+              .filter(Boolean)
+              .join(' · ') || '—',
+          ),
+        ),
+      ),
+    8,
+  );
+}
+
 // --- the loop -----------------------------------------------------------------------------------
 
 async function tick() {
@@ -266,6 +302,7 @@ async function tick() {
     renderOverview(status, endpoints, translators);
     renderEndpoints(endpoints);
     renderModels(models, endpoints);
+    renderUsage(await poll(USAGE));
     document.getElementById('problem').hidden = true;
     document.getElementById('updated').textContent = `Updated ${new Date().toLocaleTimeString()} · every ${INTERVAL_S}s`;
   } catch (err) {

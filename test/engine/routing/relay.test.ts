@@ -182,7 +182,7 @@ describe('Relay: counting and filtering', () => {
     const url = await scripted((_req, res) => {
       res.writeHead(200, SSE);
       res.write(ROLE + WORD);
-      res.end(chunk({}, 'stop') + USAGE + 'data: [DONE]\n\n'); // one chunk: the usage event among others
+      res.end(`${chunk({}, 'stop')}${USAGE}data: [DONE]\n\n`); // one chunk: the usage event among others
     });
     const dropUsage = (b: Buffer) => Buffer.from(b.toString().replace(USAGE, ''));
     const r = await send(policy({ reply: () => ({ kind: 'pipe', filter: dropUsage }) }), endpoints(url));
@@ -192,7 +192,7 @@ describe('Relay: counting and filtering', () => {
   it('while usage is counted: what the stream reported, or an estimate said to be one', async () => {
     const url = await scripted((_req, res) => {
       res.writeHead(200, SSE);
-      res.end(ROLE + WORD + WORD + chunk({}, 'stop') + USAGE + 'data: [DONE]\n\n');
+      res.end(`${ROLE}${WORD}${WORD}${chunk({}, 'stop')}${USAGE}data: [DONE]\n\n`);
     });
     const counted = await h.send(policy(), planOf(endpoints(url), null), true, true);
     expect(counted.rec.usage).toEqual({ input: 7, cachedInput: 0, output: 2, reasoning: 0, estimated: 0 });

@@ -15,6 +15,8 @@ const models = JSON.stringify({ object: 'list', data: [{ id: 'bench-model', obje
 const event = (i) =>
   `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1732000000, model: 'bench-model', choices: [{ index: 0, delta: { content: ` w${i}` }, logprobs: null, finish_reason: null }] })}\n\n`;
 
+const USAGE_EVENT = `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1732000000, model: 'bench-model', choices: [], usage: { prompt_tokens: 12, completion_tokens: 10, total_tokens: 22 } })}\n\n`;
+
 const server = createServer((req, res) => {
   const chunks = [];
   req.on('data', (c) => chunks.push(c));
@@ -28,6 +30,8 @@ const server = createServer((req, res) => {
     }
     // Slow streams for the memory and tail benchmarks (bench/streams.js): "bench_gap_ms" in the
     // body (every proxy passes the body on; the bare one drops headers) sets the gap between events.
+    // Asked for its usage (a gateway counting tokens asks): one more event with it, as vLLM sends.
+    const usageAsked = Buffer.concat(chunks).includes('"include_usage":true');
     const gap = Number(/"bench_gap_ms":(\d+)/.exec(Buffer.concat(chunks).toString())?.[1]) || 2;
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     res.flushHeaders();
@@ -36,7 +40,7 @@ const server = createServer((req, res) => {
       if (i < 10) {
         res.write(event(i++));
         setTimeout(tick, gap);
-      } else res.end('data: [DONE]\n\n');
+      } else res.end(`${usageAsked ? USAGE_EVENT : ''}data: [DONE]\n\n`);
     };
     tick();
   });

@@ -27,10 +27,11 @@ async function waitReady(port, child) {
   throw new Error('the gateway under callgrind did not start');
 }
 
-async function requests(port, path, body, count) {
+async function requests(port, path, body, count, more = {}) {
   const client = new Client(`http://127.0.0.1:${port}`, { pipelining: 1 });
+  const headers = { 'content-type': 'application/json', ...more };
   for (let i = 0; i < count; i++) {
-    const res = await client.request({ path, method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const res = await client.request({ path, method: 'POST', headers, body });
     await res.body.arrayBuffer();
     if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
   }
@@ -38,7 +39,7 @@ async function requests(port, path, body, count) {
 }
 
 /** Instructions per request of the gateway built in `root` ({ total, withoutCompiler }); `route`:
- *  the family the backend is registered as and the path requests go to. */
+ *  the family the backend is registered as, the path requests go to and headers they carry. */
 export async function instructionsPerRequest(
   root,
   backendPort,
@@ -83,10 +84,10 @@ export async function instructionsPerRequest(
   );
   try {
     await waitReady(port, child);
-    const { path } = route;
-    await requests(port, path, body, warm);
+    const { path, headers } = route;
+    await requests(port, path, body, warm, headers);
     spawnSync('callgrind_control', ['-i', 'on', String(child.pid)]);
-    await requests(port, path, body, count);
+    await requests(port, path, body, count, headers);
     spawnSync('callgrind_control', ['-i', 'off', String(child.pid)]);
   } finally {
     if (child.exitCode === null) {

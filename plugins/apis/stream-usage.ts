@@ -22,8 +22,10 @@ export function withUsageAsked(ctx: Context, model: string | undefined): Buffer 
 const EMPTY_CHOICES = /"choices"\s*:\s*\[\s*\]/;
 const USAGE = /"usage"\s*:\s*\{/;
 
-/** Whole events with the usage-only one left out (the relay hands a watched stream's events whole). */
+/** Whole events with the usage-only one left out (the relay hands a watched stream's events whole).
+ *  Most chunks are looked at only for `"usage"` (a search of the bytes, no string made). */
 function withoutUsageEvent(bytes: Buffer): Buffer {
+  if (bytes.indexOf('"usage"') === -1) return bytes;
   const text = bytes.toString('latin1');
   if (!EMPTY_CHOICES.test(text)) return bytes;
   const kept = text.split(/(?<=\n\n|\r\n\r\n)/).filter((event) => !(EMPTY_CHOICES.test(event) && USAGE.test(event)));

@@ -18,7 +18,9 @@ if (!hasCallgrind()) {
 const pairs = Number(process.argv[2] ?? 3);
 const KEY = 'gw-bench-key-0001';
 const state = mkdtempSync(join(tmpdir(), 'gw-bench-keys-'));
-const auth = (more) => [`auth: { keys: [{ name: bench, hash: "${keyHash(KEY)}"${more} }], admin: [bench], usage_file: ${join(state, `usage-${Math.random()}.json`)} }`];
+const auth = (more) => [
+  `auth: { keys: [{ name: bench, hash: "${keyHash(KEY)}"${more} }], admin: [bench], usage_file: ${join(state, `usage-${Math.random()}.json`)} }`,
+];
 const SETUPS = {
   'keys off': { lines: () => [], headers: {} },
   'keys on': { lines: () => auth(''), headers: { authorization: `Bearer ${KEY}` } },
@@ -38,7 +40,11 @@ try {
         const r = await instructionsPerRequest(root, port, body, counts, 1, '', s.lines(), route);
         got[name].push(r.withoutCompiler);
       }
-      console.log(`${kind} round ${i + 1}: ${Object.entries(got).map(([n, xs]) => `${n} ${Math.round(xs.at(-1))}`).join(', ')}`);
+      console.log(
+        `${kind} round ${i + 1}: ${Object.entries(got)
+          .map(([n, xs]) => `${n} ${Math.round(xs.at(-1))}`)
+          .join(', ')}`,
+      );
     }
     const off = median(got['keys off']);
     for (const [name, xs] of Object.entries(got)) {

@@ -4,12 +4,13 @@
 // /internal/usage, kept across restarts and shared by workers) and /internal/metrics — which
 // settles the request's token reservation (token-limit.ts) on them. While keys are off, nothing
 // is tapped.
-import { definePlugin, type Spent } from '../engine/api.js';
+import { definePlugin, type CounterCell, type Spent } from '../engine/api.js';
 import { KeyTable } from './access/key-table.js';
 import { RESERVED } from './access/reservation.js';
 import { instruments, modelLabel } from './reports/metrics-instruments.js';
 
 const NAME = 'usage';
+const TYPES = ['input', 'cached_input', 'output', 'reasoning', 'estimated'] as const;
 
 export default definePlugin<Record<string, never>>({
   name: NAME,
@@ -20,38 +21,51 @@ export default definePlugin<Record<string, never>>({
     const books = env.usage;
     const { catalogue } = env;
     const m = env.config.metrics.enabled ? instruments(env.metrics) : null;
+    /** Per key, model and endpoint (bounded: configured names, catalogue models), its series. */
+    const cells = new Map<string, Record<'requests' | (typeof TYPES)[number], CounterCell>>();
+    const cellsOf =
+      m &&
+      ((key: string, model: string, endpoint: string) => {
+        const id = `${key}\u0000${model}\u0000${endpoint}`;
+        let c = cells.get(id);
+        if (!c) {
+          c = { requests: m.keyRequests.with(key, model, endpoint) } as Record<'requests' | (typeof TYPES)[number], CounterCell>;
+          for (const t of TYPES) c[t] = m.keyTokens.with(key, model, endpoint, t);
+          cells.set(id, c);
+        }
+        return c;
+      });
 
     hooks.done.tap(NAME, (ctx) => {
       const caller = ctx.caller;
       if (caller === null) return;
       const id = (ctx.state[RESERVED] as number | undefined) ?? 0;
-      const attempt = ctx.attempt;
-      // A request no backend was asked for used nothing: its reservation (if any) is released.
-      if (attempt.count === 0) {
+      const u = ctx.attempt.usage;
+      // A request no engine answered on an inference route used nothing: its reservation (if
+      // any) is released, and it is not counted.
+      if (u === null) {
         if (id !== 0) books.settle(id, null);
         return;
       }
-      const u = attempt.usage;
       const model = modelLabel(catalogue, ctx.model);
       const spent: Spent = {
         key: caller.name,
         model,
-        input: u?.input ?? 0,
-        cachedInput: u?.cachedInput ?? 0,
-        output: u?.output ?? 0,
-        reasoning: u?.reasoning ?? 0,
-        estimated: u?.estimated ?? 0,
+        input: u.input,
+        cachedInput: u.cachedInput,
+        output: u.output,
+        reasoning: u.reasoning,
+        estimated: u.estimated,
       };
       books.settle(id, spent);
-      if (!m) return;
-      const endpoint = ctx.endpoint?.name ?? 'none';
-      m.keyRequests.with(caller.name, model, endpoint).value++;
-      if (!u) return;
-      m.keyTokens.with(caller.name, model, endpoint, 'input').value += u.input;
-      m.keyTokens.with(caller.name, model, endpoint, 'output').value += u.output;
-      if (u.cachedInput) m.keyTokens.with(caller.name, model, endpoint, 'cached_input').value += u.cachedInput;
-      if (u.reasoning) m.keyTokens.with(caller.name, model, endpoint, 'reasoning').value += u.reasoning;
-      if (u.estimated) m.keyTokens.with(caller.name, model, endpoint, 'estimated').value += u.estimated;
+      if (!cellsOf) return;
+      const c = cellsOf(caller.name, model, ctx.endpoint?.name ?? 'none');
+      c.requests.value++;
+      c.input.value += u.input;
+      c.output.value += u.output;
+      if (u.cachedInput) c.cached_input.value += u.cachedInput;
+      if (u.reasoning) c.reasoning.value += u.reasoning;
+      if (u.estimated) c.estimated.value += u.estimated;
     });
   },
 });

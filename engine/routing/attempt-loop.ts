@@ -52,7 +52,7 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
   firstTokenMs = 0;
   streams: StreamShape | null = null;
   readonly contextLengthError: ((text: string) => boolean) | null;
-  readonly usageFields: UsageShape | null;
+  usageFields: UsageShape | null = null;
   sentBytes = 0;
   readonly budgetEnds: number;
   splice: Splice | null = null;
@@ -96,7 +96,6 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
     this.continuations = new Continuations(this, this, ex.log, ex.id);
     this.budgetEnds = ex.start + (policy.retry?.budgetMs ?? Infinity);
     this.contextLengthError = policy.api?.contextLengthError ?? null;
-    this.usageFields = ex.countsUsage ? (policy.api?.usage ?? null) : null;
     this.firstTokenOverrideMs = policy.retry ? firstTokenOverride(ex) : undefined;
   }
 
@@ -272,6 +271,8 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
     const retry = policy.retry;
     const fallback = index >= this.fallbackFrom;
     this.streams = policy.api && (policy.watched === undefined || policy.watched(ex, ep)) ? policy.api.streams : null;
+    // Tokens are counted on the inference routes (those whose streams are watched), not on a pull's.
+    this.usageFields = ex.countsUsage && this.streams !== null ? (policy.api!.usage ?? null) : null;
     // A stream that may be continued keeps what it relays.
     this.answer = this.continuations.prepare(ep, this.safe && this.streams !== null);
     if (retry) {

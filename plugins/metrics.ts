@@ -27,6 +27,8 @@ export default definePlugin<Record<string, never>>({
     let queueWait: HistogramSeries | null = null;
     /** Per X-Gw-Affinity value, its counter. */
     const affinityCells = new Map<string, CounterCell>();
+    /** Per family and model, the input and output token counters. */
+    const tokenCells = new Map<string, [CounterCell, CounterCell]>();
     const routingCells = new Map<string, Partial<Record<RoutingInfo['decision'], CounterCell>>>();
     // Per endpoint (null: none tried), the duration series of each status class met so far.
     const durations = new Map<Endpoint | null, (HistogramSeries | undefined)[]>();
@@ -84,8 +86,12 @@ export default definePlugin<Record<string, never>>({
         const output = usage?.output;
         if (output !== undefined && output > 1) m.tpot.with(epFamily, epName, model).observe((total - attempt.firstChunkMs) / 1000 / (output - 1));
       }
-      if (usage?.input !== undefined) m.tokens.with(epFamily, model, 'input').value += usage.input;
-      if (usage?.output !== undefined) m.tokens.with(epFamily, model, 'output').value += usage.output;
+      if (!usage) return;
+      const id = `${epFamily}\u0000${model}`;
+      let cells = tokenCells.get(id);
+      if (!cells) tokenCells.set(id, (cells = [m.tokens.with(epFamily, model, 'input'), m.tokens.with(epFamily, model, 'output')]));
+      if (usage.input !== undefined) cells[0].value += usage.input;
+      if (usage.output !== undefined) cells[1].value += usage.output;
     });
   },
 });

@@ -22,7 +22,7 @@ export default definePlugin<Record<string, never>>({
     /** The request's limits, if its key has any. */
     const budgetOf = (ctx: Context): Budget | null => (ctx.caller instanceof Key ? ctx.caller.budgetFor(ctx.requested?.requested ?? ctx.model) : null);
     /** Its prompt's estimate and its output cap (within auth.reserve_output_tokens). */
-    const reservation = (ctx: Context): number => tokensIn(ctx.body?.length ?? 0) + Math.min(outputCap(ctx.bodyJson()) ?? reserveOutput, reserveOutput);
+    const reservation = (ctx: Context): number => tokensIn(ctx.body?.length ?? 0) + Math.min(outputCap(ctx.body) ?? reserveOutput, reserveOutput);
     const admitted = (ctx: Context, a: Admission): void => {
       if (a.ok) {
         ctx.state[RESERVED] = a.id;

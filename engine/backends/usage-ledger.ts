@@ -101,8 +101,18 @@ export interface KeyReport {
 }
 
 const DAY_MS = 86_400_000;
-const dayOf = (t: number) => new Date(t).toISOString().slice(0, 10);
-const monthOf = (t: number) => new Date(t).toISOString().slice(0, 7);
+/** The UTC day and month of a time, made once a day (every request asks). */
+let calendar = { index: Number.NaN, day: '', month: '' };
+function dateOf(t: number): typeof calendar {
+  const index = Math.floor(t / DAY_MS);
+  if (index !== calendar.index) {
+    const iso = new Date(t).toISOString();
+    calendar = { index, day: iso.slice(0, 10), month: iso.slice(0, 7) };
+  }
+  return calendar;
+}
+const dayOf = (t: number) => dateOf(t).day;
+const monthOf = (t: number) => dateOf(t).month;
 const secondsToNextDay = (t: number) => Math.max(1, Math.ceil((DAY_MS - (t % DAY_MS)) / 1000));
 function secondsToNextMonth(t: number): number {
   const d = new Date(t);

@@ -2,7 +2,7 @@
 // every route: a presented key is found by its SHA-256 (never kept itself), the digests compared
 // in constant time; each key knows its models (names, aliases and * patterns, compiled once) and
 // whether it is an admin. Nothing here logs or returns a key or a hash.
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import {
   expiryOf,
   globRegExp,
@@ -108,7 +108,7 @@ export class KeyTable {
 
   /** The key whose hash is this key's, if any. */
   find(presented: string): Key | undefined {
-    const digest = createHash('sha256').update(presented).digest();
+    const digest = hash('sha256', presented, 'buffer');
     const list = this.byPrefix.get(digest.readUInt32BE(0));
     if (!list) return undefined;
     for (const key of list) if (timingSafeEqual(digest, key.digest)) return key;

@@ -5,13 +5,27 @@
 export const RESERVED = 'usage.reserved';
 
 /** Where the inference APIs put a request's output cap (top level, or Ollama's options). */
-const CAPS = ['max_tokens', 'max_completion_tokens', 'max_output_tokens', 'n_predict'] as const;
+const CAPS = ['max_tokens', 'max_completion_tokens', 'max_output_tokens', 'num_predict', 'n_predict'] as const;
 
-/** The output a request asks for at most, if it says. */
-export function outputCap(body: unknown): number | undefined {
-  if (typeof body !== 'object' || body === null) return undefined;
-  const b = body as Record<string, unknown>;
-  for (const f of CAPS) if (typeof b[f] === 'number' && (b[f] as number) > 0) return b[f] as number;
-  const n = (b.options as Record<string, unknown> | undefined)?.num_predict;
-  return typeof n === 'number' && n > 0 ? n : undefined;
+const COLON = 0x3a;
+const isBlank = (c: number) => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
+
+/** The output a JSON request body asks for at most, if it says: the first of its cap fields
+ *  (max_tokens…, Ollama's options.num_predict) with a number, found in the bytes without parsing
+ *  the body. A field name inside a string is escaped (\"max_tokens\") and never matches. */
+export function outputCap(body: Buffer | null): number | undefined {
+  if (body === null) return undefined;
+  for (const f of CAPS) {
+    for (let at = body.indexOf(`"${f}"`); at !== -1; at = body.indexOf(`"${f}"`, at + 1)) {
+      let i = at + f.length + 2;
+      while (i < body.length && isBlank(body[i])) i++;
+      if (body[i++] !== COLON) continue;
+      while (i < body.length && isBlank(body[i])) i++;
+      let n = 0;
+      let digits = 0;
+      for (; i < body.length && body[i] >= 0x30 && body[i] <= 0x39 && digits < 12; i++, digits++) n = n * 10 + body[i] - 0x30;
+      if (digits > 0 && n > 0) return n;
+    }
+  }
+  return undefined;
 }

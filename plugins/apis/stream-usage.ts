@@ -9,8 +9,9 @@ export function asksUsage(ctx: Context, ep: Endpoint, pathname: string): boolean
   if (!ctx.countsUsage || !ep.profile.request.stream_usage) return false;
   const rules = ep.profile.request.parsing_rules;
   if (pathname !== rules?.chat_completions_path && pathname !== rules?.completions_path) return false;
-  // Only a body that names a stream is parsed for it.
-  if (ctx.body === null || ctx.body.indexOf('"stream"') === -1) return false;
+  // Only a body that asks for a stream is parsed for it.
+  const b = ctx.body;
+  if (b === null || (b.indexOf('"stream":true') === -1 && b.indexOf('"stream": true') === -1)) return false;
   const body = ctx.bodyJson() as { stream?: unknown; stream_options?: { include_usage?: unknown } } | undefined;
   return body?.stream === true && body.stream_options?.include_usage !== true;
 }

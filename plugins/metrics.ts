@@ -28,7 +28,7 @@ export default definePlugin<Record<string, never>>({
     /** Per X-Gw-Affinity value, its counter. */
     const affinityCells = new Map<string, CounterCell>();
     /** Per family and model, the input and output token counters. */
-    const tokenCells = new Map<string, [CounterCell, CounterCell]>();
+    const tokenCells = new Map<string, Map<string, [CounterCell, CounterCell]>>();
     const routingCells = new Map<string, Partial<Record<RoutingInfo['decision'], CounterCell>>>();
     // Per endpoint (null: none tried), the duration series of each status class met so far.
     const durations = new Map<Endpoint | null, (HistogramSeries | undefined)[]>();
@@ -87,9 +87,10 @@ export default definePlugin<Record<string, never>>({
         if (output !== undefined && output > 1) m.tpot.with(epFamily, epName, model).observe((total - attempt.firstChunkMs) / 1000 / (output - 1));
       }
       if (!usage) return;
-      const id = `${epFamily}\u0000${model}`;
-      let cells = tokenCells.get(id);
-      if (!cells) tokenCells.set(id, (cells = [m.tokens.with(epFamily, model, 'input'), m.tokens.with(epFamily, model, 'output')]));
+      let byModel = tokenCells.get(epFamily);
+      if (!byModel) tokenCells.set(epFamily, (byModel = new Map()));
+      let cells = byModel.get(model);
+      if (!cells) byModel.set(model, (cells = [m.tokens.with(epFamily, model, 'input'), m.tokens.with(epFamily, model, 'output')]));
       if (usage.input !== undefined) cells[0].value += usage.input;
       if (usage.output !== undefined) cells[1].value += usage.output;
     });

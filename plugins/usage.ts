@@ -11,6 +11,7 @@ import { instruments, modelLabel } from './reports/metrics-instruments.js';
 
 const NAME = 'usage';
 const TYPES = ['input', 'cached_input', 'output', 'reasoning', 'estimated'] as const;
+type Cells = Record<'requests' | (typeof TYPES)[number], CounterCell>;
 
 export default definePlugin<Record<string, never>>({
   name: NAME,
@@ -21,17 +22,21 @@ export default definePlugin<Record<string, never>>({
     const books = env.usage;
     const { catalogue } = env;
     const m = env.config.metrics.enabled ? instruments(env.metrics) : null;
-    /** Per key, model and endpoint (bounded: configured names, catalogue models), its series. */
-    const cells = new Map<string, Record<'requests' | (typeof TYPES)[number], CounterCell>>();
+    /** Per key, model and endpoint (bounded: configured names, catalogue models), its series:
+     *  nested maps, so that a request looks them up without making a string. */
+    const cells = new Map<string, Map<string, Map<string, Cells>>>();
     const cellsOf =
       m &&
-      ((key: string, model: string, endpoint: string) => {
-        const id = `${key}\u0000${model}\u0000${endpoint}`;
-        let c = cells.get(id);
+      ((key: string, model: string, endpoint: string): Cells => {
+        let byModel = cells.get(key);
+        if (!byModel) cells.set(key, (byModel = new Map()));
+        let byEndpoint = byModel.get(model);
+        if (!byEndpoint) byModel.set(model, (byEndpoint = new Map()));
+        let c = byEndpoint.get(endpoint);
         if (!c) {
-          c = { requests: m.keyRequests.with(key, model, endpoint) } as Record<'requests' | (typeof TYPES)[number], CounterCell>;
+          c = { requests: m.keyRequests.with(key, model, endpoint) } as Cells;
           for (const t of TYPES) c[t] = m.keyTokens.with(key, model, endpoint, t);
-          cells.set(id, c);
+          byEndpoint.set(endpoint, c);
         }
         return c;
       });

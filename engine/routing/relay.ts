@@ -66,7 +66,12 @@ export class Relay<C extends Exchange> extends StreamRelay<C> implements Dispatc
 
   /** The last bytes of the reply body (latin1: the usage fields are ASCII). */
   private tailText(): string {
-    const parts = this.plan.kind === 'buffer' ? this.chunks : [this.chunkBefore, this.lastChunk];
+    const last = this.lastChunk;
+    // The usual reply: one chunk, or a last chunk that holds the whole tail.
+    if (this.plan.kind !== 'buffer' && last !== null && (this.chunkBefore === null || last.length >= USAGE_TAIL_BYTES)) {
+      return last.toString('latin1', Math.max(0, last.length - USAGE_TAIL_BYTES));
+    }
+    const parts = this.plan.kind === 'buffer' ? this.chunks : [this.chunkBefore, last];
     const out: Buffer[] = [];
     let size = 0;
     for (let i = parts.length - 1; i >= 0 && size < USAGE_TAIL_BYTES; i--) {

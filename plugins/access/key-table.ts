@@ -2,7 +2,7 @@
 // every route: a presented key is found by its SHA-256 (never kept itself), the digests compared
 // in constant time; each key knows its models (names, aliases and * patterns, compiled once) and
 // whether it is an admin. Nothing here logs or returns a key or a hash.
-import { hash, timingSafeEqual } from 'node:crypto';
+import { hash } from 'node:crypto';
 import {
   expiryOf,
   globRegExp,
@@ -111,12 +111,19 @@ export class KeyTable {
     const digest = hash('sha256', presented, 'buffer');
     const list = this.byPrefix.get(digest.readUInt32BE(0));
     if (!list) return undefined;
-    for (const key of list) if (timingSafeEqual(digest, key.digest)) return key;
+    for (const key of list) if (sameDigest(digest, key.digest)) return key;
     return undefined;
   }
 }
 
-const BEARER = /^Bearer\s+(\S.*)$/i;
+/** Two SHA-256 digests compared in constant time: every byte, whatever differs first. */
+function sameDigest(a: Buffer, b: Buffer): boolean {
+  let diff = 0;
+  for (let i = 0; i < 32; i++) diff |= a[i] ^ b[i];
+  return diff === 0;
+}
+
+const BEARER = /^Bearer\s+\S/i;
 const BASIC = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i;
 
 /** The key a request presents: Authorization: Bearer KEY (OpenAI SDKs, Codex, Ollama clients given
@@ -125,8 +132,7 @@ const BASIC = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i;
 export function presentedKey(ctx: Context): string | undefined {
   const authorization = ctx.header('authorization');
   if (authorization) {
-    const bearer = BEARER.exec(authorization);
-    if (bearer) return bearer[1].trim();
+    if (BEARER.test(authorization)) return authorization.slice(7).trim();
     const basic = BASIC.exec(authorization);
     if (basic) {
       const pair = Buffer.from(basic[1], 'base64').toString('utf8');

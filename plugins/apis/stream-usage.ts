@@ -10,10 +10,24 @@ export function asksUsage(ctx: Context, ep: Endpoint, pathname: string): boolean
   const rules = ep.profile.request.parsing_rules;
   if (pathname !== rules?.chat_completions_path && pathname !== rules?.completions_path) return false;
   // Only a body that asks for a stream is parsed for it.
-  const b = ctx.body;
-  if (b === null || (b.indexOf('"stream":true') === -1 && b.indexOf('"stream": true') === -1)) return false;
+  if (!asksStream(ctx.body)) return false;
   const body = ctx.bodyJson() as { stream?: unknown; stream_options?: { include_usage?: unknown } } | undefined;
   return body?.stream === true && body.stream_options?.include_usage !== true;
+}
+
+const COLON = 0x3a;
+const T = 0x74;
+const isBlank = (c: number) => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
+
+/** Whether a JSON body has `"stream": true` (the key's first appearance; one search of its bytes). */
+function asksStream(body: Buffer | null): boolean {
+  if (body === null) return false;
+  let i = body.indexOf('"stream"');
+  if (i === -1) return false;
+  for (i += 8; isBlank(body[i]); i++);
+  if (body[i++] !== COLON) return false;
+  while (isBlank(body[i])) i++;
+  return body[i] === T;
 }
 
 /** The body asking for the usage, with the model routing chose (undefined: the body's). */

@@ -4,8 +4,10 @@
 // each admission one atomic script over every book it touches (all or none), each settlement
 // another; the counters per key and model (a hash per key in total and per key per UTC day, the
 // day's kept two days). A replica whose Redis cannot answer admits the request unreserved and
-// keeps serving (fails open, warned at most every 30 s), as the rate limits do. A replica that
-// dies with requests in flight leaves their reservations held until the book's windows turn.
+// keeps serving (fails open, warned at most every 30 s), as the rate limits do. Reservations are
+// members of a sorted set per book, each with an expiry: those of a replica that died with
+// requests under way stop counting after an hour.
+import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { UsageBooks } from '../usage-books.js';
@@ -13,62 +15,80 @@ import { zeroCounters, type Admission, type Budget, type Counters, type KeyRepor
 import { redisClient } from './redis-client.js';
 import type { RedisSettings } from './redis-buckets.js';
 
-/** ARGV: day, month, max concurrent (of the first book), then per book: per minute, per day, per
- *  month, held. Returns {0} when admitted, else {book, limit (1 minute, 2 day, 3 month, 4
+/** KEYS: each book's hash, then each book's reservations (a sorted set: member
+ *  `replica:id:held`, score its expiry). ARGV: day, month, max concurrent (of the first book),
+ *  the member's name without its held part, its expiry (ms from now), then per book: per minute,
+ *  per day, per month, held. A reservation past its expiry (a replica that died with it) no
+ *  longer counts. Returns {0} when admitted, else {book, limit (1 minute, 2 day, 3 month, 4
  *  concurrency), what is left}. */
 const ADMIT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local day, month, maxc = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local day, month, maxc, member, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
+local books = #KEYS / 2
 local s = {}
-for i = 1, #KEYS do
-  local pm, pd, pmo, held = tonumber(ARGV[4 * i]), tonumber(ARGV[4 * i + 1]), tonumber(ARGV[4 * i + 2]), tonumber(ARGV[4 * i + 3])
-  local b = redis.call('HMGET', KEYS[i], 'u', 'at', 'day', 'dt', 'month', 'mt', 'pending', 'inflight')
+for i = 1, books do
+  local pm, pd, pmo, held = tonumber(ARGV[4 * i + 2]), tonumber(ARGV[4 * i + 3]), tonumber(ARGV[4 * i + 4]), tonumber(ARGV[4 * i + 5])
+  local res = KEYS[books + i]
+  redis.call('ZREMRANGEBYSCORE', res, '-inf', now)
+  local pending, inflight = 0, 0
+  for _, m in ipairs(redis.call('ZRANGE', res, 0, -1)) do
+    pending = pending + tonumber(string.match(m, ':(%d+)$'))
+    inflight = inflight + 1
+  end
+  local b = redis.call('HMGET', KEYS[i], 'u', 'at', 'day', 'dt', 'month', 'mt')
   local u = tonumber(b[1])
   if pm > 0 then
     if u == nil then u = pm else u = math.min(pm, u + math.max(0, now - (tonumber(b[2]) or now)) * pm / 60000) end
   end
   local dt = (b[3] == day) and (tonumber(b[4]) or 0) or 0
   local mt = (b[5] == month) and (tonumber(b[6]) or 0) or 0
-  local pending, inflight = tonumber(b[7]) or 0, tonumber(b[8]) or 0
   if i == 1 and maxc > 0 and inflight >= maxc then return {i, 4, 0} end
   if pm > 0 and u < held then return {i, 1, tostring(u)} end
   if pd > 0 and dt + pending + held > pd then return {i, 2, pd - dt - pending} end
   if pmo > 0 and mt + pending + held > pmo then return {i, 3, pmo - mt - pending} end
-  s[i] = {u or 0, dt, mt, pending, inflight, pm, held}
+  s[i] = {u or 0, dt, mt, pm, held}
 end
-for i = 1, #KEYS do
-  local u, dt, mt, pending, inflight, pm, held = unpack(s[i])
-  local fields = {'at', now, 'day', day, 'dt', dt, 'month', month, 'mt', mt, 'pending', pending + held}
+for i = 1, books do
+  local u, dt, mt, pm, held = unpack(s[i])
+  local fields = {'at', now, 'day', day, 'dt', dt, 'month', month, 'mt', mt}
   if pm > 0 then table.insert(fields, 'u'); table.insert(fields, u - held) end
-  if i == 1 then table.insert(fields, 'inflight'); table.insert(fields, inflight + 1) end
   redis.call('HSET', KEYS[i], unpack(fields))
   redis.call('PEXPIRE', KEYS[i], 3000000000)
+  local res = KEYS[books + i]
+  redis.call('ZADD', res, now + ttl, member .. ':' .. held)
+  redis.call('PEXPIRE', res, ttl)
 end
 return {0}
 `;
 
-/** ARGV: day, month, used, then per book: per minute, held. */
+/** KEYS: each book's hash, then each book's reservations. ARGV: day, month, used, the member's
+ *  name without its held part, then per book: per minute, held. */
 const SETTLE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local day, month, used = ARGV[1], ARGV[2], tonumber(ARGV[3])
-for i = 1, #KEYS do
-  local pm, held = tonumber(ARGV[2 * i + 2]), tonumber(ARGV[2 * i + 3])
-  local b = redis.call('HMGET', KEYS[i], 'u', 'at', 'day', 'dt', 'month', 'mt', 'pending', 'inflight')
+local day, month, used, member = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local books = #KEYS / 2
+for i = 1, books do
+  local pm, held = tonumber(ARGV[2 * i + 3]), tonumber(ARGV[2 * i + 4])
+  redis.call('ZREM', KEYS[books + i], member .. ':' .. held)
+  local b = redis.call('HMGET', KEYS[i], 'u', 'at', 'day', 'dt', 'month', 'mt')
   local dt = (b[3] == day) and (tonumber(b[4]) or 0) or 0
   local mt = (b[5] == month) and (tonumber(b[6]) or 0) or 0
-  local fields = {'at', now, 'day', day, 'dt', dt + used, 'month', month, 'mt', mt + used, 'pending', math.max(0, (tonumber(b[7]) or 0) - held)}
+  local fields = {'at', now, 'day', day, 'dt', dt + used, 'month', month, 'mt', mt + used}
   if pm > 0 then
     local u = tonumber(b[1]) or pm
     u = math.min(pm, u + math.max(0, now - (tonumber(b[2]) or now)) * pm / 60000)
     table.insert(fields, 'u'); table.insert(fields, math.min(pm, u + held - used))
   end
-  if i == 1 then table.insert(fields, 'inflight'); table.insert(fields, math.max(0, (tonumber(b[8]) or 0) - 1)) end
   redis.call('HSET', KEYS[i], unpack(fields))
 end
 return 0
 `;
+
+/** How long a reservation counts at most: a replica that dies with requests under way gives
+ *  their reservations back after this (a request that lasts longer is settled all the same). */
+const RESERVATION_TTL_MS = 3_600_000;
 
 const LIMITS: Record<number, LimitName> = { 1: 'tokens_per_minute', 2: 'tokens_per_day', 3: 'tokens_per_month', 4: 'max_concurrent' };
 const DAY_MS = 86_400_000;
@@ -95,7 +115,8 @@ const FIELDS: Record<keyof Omit<Spent, 'key' | 'model'>, keyof Counters> = {
 
 type Command = (...args: Array<string | number>) => Promise<unknown>;
 interface Held {
-  books: { key: string; perMinute: number; held: number }[];
+  member: string;
+  books: { key: string; res: string; perMinute: number; held: number }[];
 }
 
 export class RedisUsageBooks implements UsageBooks {
@@ -103,6 +124,8 @@ export class RedisUsageBooks implements UsageBooks {
   private readonly redis: Redis;
   private readonly held = new Map<number, Held>();
   private next = 1;
+  /** This replica, in its reservations' names. */
+  private readonly replica = randomUUID();
   private lastWarning = 0;
 
   constructor(
@@ -129,18 +152,25 @@ export class RedisUsageBooks implements UsageBooks {
     return `${this.settings.key_prefix}:usage:book:${name}`;
   }
 
+  private reservations(name: string): string {
+    return `${this.settings.key_prefix}:usage:held:${name}`;
+  }
+
   async admit(budget: Budget, tokens: number): Promise<Admission> {
-    const books = [{ key: this.book(budget.key), limits: budget.limits }];
-    if (budget.model) books.push({ key: this.book(`${budget.key}\u0000${budget.model.pattern}`), limits: budget.model.limits });
+    const names = [budget.key];
+    if (budget.model) names.push(`${budget.key}\u0000${budget.model.pattern}`);
+    const books = names.map((name, i) => ({ key: this.book(name), res: this.reservations(name), limits: i === 0 ? budget.limits : budget.model!.limits }));
     const now = Date.now();
-    const args: Array<string | number> = [books.length, ...books.map((b) => b.key), dayOf(now), monthOf(now), budget.maxConcurrent];
-    const held = books.map((b) => ({ key: b.key, perMinute: b.limits.perMinute, held: holdOf(tokens, b.limits) }));
+    const id = this.next++;
+    const member = `${this.replica}:${id}`;
+    const keys = [...books.map((b) => b.key), ...books.map((b) => b.res)];
+    const args: Array<string | number> = [keys.length, ...keys, dayOf(now), monthOf(now), budget.maxConcurrent, member, RESERVATION_TTL_MS];
+    const held = books.map((b) => ({ key: b.key, res: b.res, perMinute: b.limits.perMinute, held: holdOf(tokens, b.limits) }));
     books.forEach((b, i) => args.push(...limitsOf(b.limits), held[i].held));
     try {
       const [book, code, left] = (await (this.redis as unknown as { gwAdmit: Command }).gwAdmit(...args)) as [number, number, string | number];
       if (book === 0) {
-        const id = this.next++;
-        this.held.set(id, { books: held });
+        this.held.set(id, { member, books: held });
         return { ok: true, id };
       }
       const limits = books[book - 1].limits;
@@ -184,7 +214,8 @@ export class RedisUsageBooks implements UsageBooks {
     const now = Date.now();
     const used = spent ? spent.input + spent.output : 0;
     if (r) {
-      const args: Array<string | number> = [r.books.length, ...r.books.map((b) => b.key), dayOf(now), monthOf(now), used];
+      const keys = [...r.books.map((b) => b.key), ...r.books.map((b) => b.res)];
+      const args: Array<string | number> = [keys.length, ...keys, dayOf(now), monthOf(now), used, r.member];
       for (const b of r.books) args.push(b.perMinute, b.held);
       await (this.redis as unknown as { gwSettle: Command }).gwSettle(...args);
     }
@@ -212,18 +243,20 @@ export class RedisUsageBooks implements UsageBooks {
     const out: Record<string, KeyReport> = {};
     for (const b of budgets) {
       if (only !== undefined && b.key !== only) continue;
-      const [today, total, book] = await Promise.all([
+      const [today, total, book, held] = await Promise.all([
         this.redis.hgetall(this.counters(b.key, dayOf(now))),
         this.redis.hgetall(this.counters(b.key, 'total')),
-        this.redis.hmget(this.book(b.key), 'u', 'at', 'day', 'dt', 'month', 'mt', 'pending', 'inflight'),
+        this.redis.hmget(this.book(b.key), 'u', 'at', 'day', 'dt', 'month', 'mt'),
+        this.redis.zrangebyscore(this.reservations(b.key), now, '+inf'),
       ]);
+      const pending = held.reduce((n, m) => n + Number(m.slice(m.lastIndexOf(':') + 1)), 0);
       const todayModels = models(today);
       const totalModels = models(total);
       out[b.key] = {
         today: { day: dayOf(now), models: todayModels, all: sum(Object.values(todayModels)) },
         total: { models: totalModels, all: sum(Object.values(totalModels)) },
-        in_flight: Number(book[7] ?? 0),
-        budget: left(book, b.limits, now),
+        in_flight: held.length,
+        budget: left(book, b.limits, now, pending),
       };
     }
     return out;
@@ -258,9 +291,8 @@ function sum(list: Counters[]): Counters {
   return all;
 }
 
-function left(book: (string | null)[], l: TokenLimits, now: number): KeyReport['budget'] {
+function left(book: (string | null)[], l: TokenLimits, now: number, pending: number): KeyReport['budget'] {
   const out: KeyReport['budget'] = {};
-  const pending = Number(book[6] ?? 0);
   if (l.perMinute > 0) {
     const at = Number(book[1] ?? now);
     const units = book[0] === null ? l.perMinute : Math.min(l.perMinute, Number(book[0]) + (Math.max(0, now - at) * l.perMinute) / 60_000);

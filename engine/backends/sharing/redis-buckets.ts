@@ -5,7 +5,7 @@
 // rate limit must not take the gateway down with it), counts it, and warns at most every 30 s;
 // ioredis reconnects in the background and the shared limits hold again once it is back.
 import type { Redis } from 'ioredis';
-import { redisClient } from './redis-client.js';
+import { failFastClient } from './redis-client.js';
 import type { Logger } from 'pino';
 import { reportOf, UNIT, type SharedTake, type TakeAnswer } from '../token-bucket.js';
 
@@ -60,16 +60,7 @@ export class RedisBucketStore {
     private readonly log: Logger,
     private readonly onFailure: () => void = () => undefined,
   ) {
-    this.redis = redisClient(settings.url, {
-      ...(settings.password === undefined ? {} : { password: settings.password }),
-      // A take that cannot be answered now fails at once (and the request goes through) rather
-      // than waiting in a queue for a Redis that is down.
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      commandTimeout: settings.timeout,
-      connectTimeout: Math.max(1000, settings.timeout),
-      lazyConnect: false,
-    });
+    this.redis = failFastClient(settings);
     // The number of keys comes first in each call (a request takes from one bucket or two).
     this.redis.defineCommand('gwTake', { lua: TAKE });
     // Connection errors are reported through the takes that fail (the last one named there:

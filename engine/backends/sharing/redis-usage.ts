@@ -12,7 +12,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { UsageBooks } from '../usage-books.js';
 import { zeroCounters, type Admission, type Budget, type Counters, type KeyReport, type LimitName, type Spent, type TokenLimits } from '../usage-ledger.js';
-import { redisClient } from './redis-client.js';
+import { failFastClient } from './redis-client.js';
 import type { RedisSettings } from './redis-buckets.js';
 
 /** KEYS: each book's hash, then each book's reservations (a sorted set: member
@@ -132,13 +132,7 @@ export class RedisUsageBooks implements UsageBooks {
     readonly settings: RedisSettings,
     private readonly log: Logger,
   ) {
-    this.redis = redisClient(settings.url, {
-      ...(settings.password === undefined ? {} : { password: settings.password }),
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      commandTimeout: settings.timeout,
-      connectTimeout: Math.max(1000, settings.timeout),
-    });
+    this.redis = failFastClient(settings);
     this.redis.defineCommand('gwAdmit', { lua: ADMIT });
     this.redis.defineCommand('gwSettle', { lua: SETTLE });
     this.redis.on('error', () => undefined); // reported through the commands that fail

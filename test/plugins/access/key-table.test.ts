@@ -44,6 +44,20 @@ describe('the key table', () => {
   });
 });
 
+describe('a key found again', () => {
+  it('is the same key, by its full text only; a new table (a reload) remembers nothing', () => {
+    const auth = { keys: [entry('a', 'gw-key-0001'), entry('b', 'gw-key-0002')], admin: [], reserve_output_tokens: 1024 };
+    const table = KeyTable.of(auth)!;
+    const a = table.find('gw-key-0001');
+    expect(a?.name).toBe('a');
+    for (let i = 0; i < 3; i++) expect(table.find('gw-key-0001')).toBe(a);
+    for (const near of ['gw-key-0003', 'gw-key-000', 'gw-key-00011', 'GW-KEY-0001']) expect(table.find(near), near).toBeUndefined();
+    expect(table.find('gw-key-0002')?.name).toBe('b');
+    const revoked = KeyTable.of({ ...auth, keys: [entry('b', 'gw-key-0002')] })!;
+    expect(revoked.find('gw-key-0001')).toBeUndefined();
+  });
+});
+
 describe('the key a request presents', () => {
   const ctx = (headers: Record<string, string>) => stubContext(createHooks(), { headers }).ctx;
   it("from Authorization: Bearer, HTTP Basic's password, or x-api-key", () => {

@@ -52,7 +52,7 @@ export default definePlugin<Options>({
       const key = table.find(presented);
       if (!key) throw gwError('API_KEY_INVALID', {}, challenge);
       if (!key.enabled) throw gwError('API_KEY_DISABLED', {}, challenge);
-      if (key.expiresAt <= Date.now()) throw gwError('API_KEY_EXPIRED', { at: new Date(key.expiresAt).toISOString() }, challenge);
+      if (key.expiresAt !== Infinity && key.expiresAt <= Date.now()) throw gwError('API_KEY_EXPIRED', { at: new Date(key.expiresAt).toISOString() }, challenge);
       if (admin && !key.admin) throw gwError('ADMIN_KEY_REQUIRED');
       ctx.caller = key;
       return key;

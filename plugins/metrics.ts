@@ -5,7 +5,7 @@
 // once per endpoint and status class, then observed by index.
 import { definePlugin, ERROR_CODES, GatewayError, type CounterCell, type Endpoint, type HistogramSeries, type RoutingInfo } from '../engine/api.js';
 import { affinityOutcome } from './routing/affinity.js';
-import { instruments, modelLabel } from './reports/metrics-instruments.js';
+import { instruments, modelLabel, modelLabeler } from './reports/metrics-instruments.js';
 
 const CLASSES = ['none', '1xx', '2xx', '3xx', '4xx', '5xx'] as const;
 const classIndex = (status: number) => (status >= 100 && status < 600 ? Math.floor(status / 100) : 0);
@@ -16,6 +16,7 @@ export default definePlugin<Record<string, never>>({
   apply(hooks, _o, env) {
     if (!env.config.metrics.enabled) return;
     const { catalogue } = env;
+    const labelOf = modelLabeler(catalogue);
     const m = instruments(env.metrics);
     const family = env.profile?.name ?? 'none';
     const route = env.pipeline;
@@ -78,7 +79,7 @@ export default definePlugin<Record<string, never>>({
       const usage = attempt.usage ?? ctx.usage;
       if (!attempt.streamed && !usage) return;
       // Streams and replies with usage: rarer and longer, worth a catalogue lookup for the model.
-      const model = modelLabel(catalogue, ctx.model);
+      const model = labelOf(ctx.model);
       const epName = ep?.name ?? 'none';
       const epFamily = ep?.family ?? family;
       if (attempt.streamed && attempt.firstChunkMs > 0) {

@@ -7,7 +7,7 @@
 import { definePlugin, type CounterCell, type Spent } from '../engine/api.js';
 import { KeyTable } from './access/key-table.js';
 import { RESERVED } from './access/reservation.js';
-import { instruments, modelLabel } from './reports/metrics-instruments.js';
+import { instruments, modelLabeler } from './reports/metrics-instruments.js';
 
 const NAME = 'usage';
 const TYPES = ['input', 'cached_input', 'output', 'reasoning', 'estimated'] as const;
@@ -20,7 +20,7 @@ export default definePlugin<Record<string, never>>({
     const table = KeyTable.of(env.config.auth);
     if (!table) return;
     const books = env.usage;
-    const { catalogue } = env;
+    const labelOf = modelLabeler(env.catalogue);
     const m = env.config.metrics.enabled ? instruments(env.metrics) : null;
     /** Per key, model and endpoint (bounded: configured names, catalogue models), its series:
      *  nested maps, so that a request looks them up without making a string. */
@@ -52,7 +52,7 @@ export default definePlugin<Record<string, never>>({
         if (id !== 0) books.settle(id, null);
         return;
       }
-      const model = modelLabel(catalogue, ctx.model);
+      const model = labelOf(ctx.model);
       const spent: Spent = {
         key: caller.name,
         model,

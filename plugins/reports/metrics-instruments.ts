@@ -97,3 +97,24 @@ export function modelLabel(catalogue: Catalogue, model: string | undefined): str
   if (!model) return 'none';
   return catalogue.find(model)?.value.id ?? 'other';
 }
+
+/** modelLabel remembered per name until the catalogue changes (a step that labels every request):
+ *  at most MEMO_MAX names, since clients choose them. */
+const MEMO_MAX = 1024;
+export function modelLabeler(catalogue: Catalogue): (model: string | undefined) => string {
+  const memo = new Map<string, string>();
+  let version = catalogue.version;
+  return (model) => {
+    if (!model) return 'none';
+    if (catalogue.version !== version) {
+      memo.clear();
+      version = catalogue.version;
+    }
+    let label = memo.get(model);
+    if (label === undefined) {
+      label = modelLabel(catalogue, model);
+      if (memo.size < MEMO_MAX) memo.set(model, label);
+    }
+    return label;
+  };
+}

@@ -190,7 +190,8 @@ export abstract class StreamRelay<C extends Exchange> extends AttemptHandler<C> 
       }
       if (!out) return;
     } else {
-      if (plan.kind === 'pipe' && plan.filter) out = chunk = plan.filter(chunk);
+      // A watched stream's events before its terminator are content: not filtered.
+      if (plan.kind === 'pipe' && plan.filter && (this.watch === null || this.watch.complete)) out = chunk = plan.filter(chunk);
       if (chunk.length === 0) return;
       this.chunkBefore = this.lastChunk;
       this.lastChunk = chunk;

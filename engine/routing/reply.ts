@@ -23,7 +23,8 @@ export type ReplyPlan =
 export type PipePlan = {
   kind: 'pipe';
   headers?: string[];
-  /** The bytes of each chunk as they go to the client (a watched stream's: whole events). */
+  /** The bytes of each chunk as they go to the client; of a watched stream, only its whole
+   *  events from its terminator on (what an engine adds after its answer: a usage event). */
   filter?: (chunk: Buffer) => Buffer;
 };
 export type StreamPlan = {

@@ -145,8 +145,10 @@ export class StreamWatch {
   private evStartAt = 0;
   private badAt = -1;
 
-  /** After the first content, events that do not match this go unparsed. */
-  private readonly mayMatter: RegExp;
+  /** After the terminator, events that do not match this go unparsed: while tokens are counted,
+   *  those that may carry usage are parsed too. Before it, an event that carries usage also ends
+   *  the stream or comes before the first content (parsed either way): the usual test holds. */
+  private readonly afterEnd: RegExp;
 
   /** `usage`: where the API's events report the tokens used, when they are counted. */
   constructor(
@@ -154,7 +156,7 @@ export class StreamWatch {
     private readonly shape: StreamShape,
     private readonly usage: UsageShape | null = null,
   ) {
-    this.mayMatter = usage === null ? shape.mayMatter : mayMatterOrCount(shape, usage);
+    this.afterEnd = usage === null ? shape.mayMatter : mayMatterOrCount(shape, usage);
   }
 
   get hasContent(): boolean {
@@ -285,7 +287,7 @@ export class StreamWatch {
     if (s === e) return 'none';
     if (this.evStart === -1) this.open(at);
     if (e - s > MAX_EVENT_BYTES) return this.tooLong();
-    if (this._hasContent && routine(buf, s, e, this.mayMatter)) {
+    if (this._hasContent && routine(buf, s, e, this._complete ? this.afterEnd : this.shape.mayMatter)) {
       this.evStart = -1;
       this.events++;
       return 'none';
@@ -321,7 +323,8 @@ export class StreamWatch {
     let v = fieldValue(buf, s, e, 'data');
     if (v !== -1) {
       const plain = !this.shape.alwaysParsed.has(this.evName);
-      const value = this._hasContent && plain && routine(buf, v, e, this.mayMatter) ? SKIPPED : buf.toString('utf8', v, e);
+      const value =
+        this._hasContent && plain && routine(buf, v, e, this._complete ? this.afterEnd : this.shape.mayMatter) ? SKIPPED : buf.toString('utf8', v, e);
       if (this.evData === null) this.evData = value;
       else (this.evMore ??= [this.evData]).push(value);
       return 'none';

@@ -2,7 +2,7 @@
 // counted and the engine can report it (the profile's request.stream_usage), when the client did
 // not ask itself — and taking the extra event (`"choices": []` with the usage) out of the client's
 // stream again, since a client that did not ask may not expect a chunk without choices.
-import type { Context, Endpoint, PipePlan } from '../../engine/api.js';
+import { withModel, type Context, type Endpoint, type PipePlan } from '../../engine/api.js';
 
 /** Should this attempt's request ask for the stream's usage on the client's behalf? */
 export function asksUsage(ctx: Context, ep: Endpoint, pathname: string): boolean {
@@ -30,10 +30,24 @@ function asksStream(body: Buffer | null): boolean {
   return body[i] === T;
 }
 
-/** The body asking for the usage, with the model routing chose (undefined: the body's). */
+const ASK = Buffer.from('{"stream_options":{"include_usage":true},');
+const OPEN_BRACE = 0x7b;
+
+/** The body asking for the usage, with the model routing chose (undefined: the body's): the
+ *  option put in front of the body's own fields (no parse) when it has no stream_options, else
+ *  added to them. */
 export function withUsageAsked(ctx: Context, model: string | undefined): Buffer {
-  const body = ctx.bodyJson() as Record<string, unknown> & { stream_options?: object };
-  return Buffer.from(JSON.stringify({ ...body, ...(model === undefined ? {} : { model }), stream_options: { ...body.stream_options, include_usage: true } }));
+  const body = withModel(ctx.body, model, ctx)!;
+  let i = 0;
+  while (isBlank(body[i])) i++;
+  if (body[i] === OPEN_BRACE && body.indexOf('"stream_options"') === -1) {
+    let j = i + 1;
+    while (isBlank(body[j])) j++;
+    // {} has no field to put a comma before.
+    return body[j] === 0x7d ? Buffer.from('{"stream_options":{"include_usage":true}}') : Buffer.concat([ASK, body.subarray(i + 1)]);
+  }
+  const json = JSON.parse(body.toString()) as Record<string, unknown> & { stream_options?: object };
+  return Buffer.from(JSON.stringify({ ...json, stream_options: { ...json.stream_options, include_usage: true } }));
 }
 
 const EMPTY_CHOICES = /"choices"\s*:\s*\[\s*\]/;

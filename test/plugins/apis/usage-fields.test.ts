@@ -43,10 +43,11 @@ describe('usage read from replies', () => {
     });
   });
 
-  it("vLLM's stream with include_usage: the events before carry `usage: null` and are not parsed for it", () => {
+  it("vLLM's stream with include_usage: the usage event after the finish; the events before carry `usage: null` and are not parsed for it", () => {
     const chunk = (content: string) =>
       `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"${content}"},"finish_reason":null}],"usage":null}\n\n`;
-    const text = `${chunk('a')}${chunk(' b')}${chunk(' c')}data: {"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":12,"total_tokens":15,"completion_tokens":3,"completion_tokens_details":{"reasoning_tokens":1}}}\n\ndata: [DONE]\n\n`;
+    const finish = 'data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}\n\n';
+    const text = `${chunk('a')}${chunk(' b')}${chunk(' c')}${finish}data: {"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":12,"total_tokens":15,"completion_tokens":3,"completion_tokens_details":{"reasoning_tokens":1}}}\n\ndata: [DONE]\n\n`;
     const { reported, events } = streamed(text);
     expect(reported).toEqual({ input: 12, output: 3, reasoning: 1 });
     expect(events).toBe(3);

@@ -104,6 +104,13 @@ export class CircuitBreaker {
     return this.lastResortAt <= this.now();
   }
 
+  /** Milliseconds until a last-resort request may next go (0: at once), by the breaker's one
+   *  clock reading: a test request out now means a whole initial period. */
+  get lastResortInMs(): number {
+    if (this.probing) return this.settings.initialOpenMs;
+    return Math.max(0, this.lastResortFailedAt + this.settings.initialOpenMs - this.now());
+  }
+
   /** When a last-resort request may next go (epoch milliseconds; now or earlier: at once). */
   get lastResortAt(): number {
     if (this.probing) return this.now() + this.settings.initialOpenMs;

@@ -30,10 +30,10 @@ export function lastResortOf(
 
 /** The 503 while the endpoints that could take the request wait for their next last-resort
  *  request (one is out, or the last failed moments ago): Retry-After says when it goes. */
-export function meanwhile(err: GatewayError, down: readonly Endpoint[], now = Date.now()): GatewayError {
+export function meanwhile(err: GatewayError, down: readonly Endpoint[]): GatewayError {
   if (down.length === 0 || down.some((e) => e.breaker.lastResortReady)) return err;
-  const next = Math.min(...down.map((e) => e.breaker.lastResortAt));
-  const s = String(Math.max(1, Math.ceil((next - now) / 1000)));
+  // Each breaker by its own clock: two readings a moment apart would make a second of a millisecond.
+  const s = String(Math.max(1, Math.ceil(Math.min(...down.map((e) => e.breaker.lastResortInMs)) / 1000)));
   const what = down.some((e) => e.breaker.testing) ? `a request is testing ${down.length === 1 ? 'it' : 'them'} now` : 'the last try failed moments ago';
   return new GatewayError(err.key, err.status, err.type, err.code, `${err.message}; ${what}: retry in ${s}s`, err.detail, ['retry-after', s]);
 }

@@ -62,6 +62,7 @@ describe('token limits', () => {
     const reservation = Math.ceil(Buffer.byteLength(payload) / 4) + 1000;
     // An admitted stream waits at the backend (its head with it); a refused one is answered at once.
     const refused: Dispatcher.ResponseData[] = [];
+    const sent = performance.now();
     const all = Array.from({ length: 20 }, () =>
       post('minute', '/gw/pagedengine/v1/chat/completions', payload).then((r) => {
         if (r.statusCode === 429) refused.push(r);
@@ -70,9 +71,11 @@ describe('token limits', () => {
     );
     await waitFor(() => (refused.length + chats().length === 20 ? true : undefined), 'each request admitted or refused');
     const admitted = chats();
-    // Held at the backend, every admitted stream is in flight at once: nothing refilled their way in.
-    expect(admitted.length * reservation).toBeLessThanOrEqual(LIMIT);
-    expect(admitted.length).toBe(Math.floor(LIMIT / reservation));
+    // The bucket refills (10,000 a minute) while the twenty arrive: what it may have added then counts too.
+    const refilled = Math.ceil(((performance.now() - sent) / 60_000) * LIMIT);
+    // Held at the backend, the admitted streams are all in flight: their reservations are what the limit holds.
+    expect(admitted.length * reservation).toBeLessThanOrEqual(LIMIT + refilled);
+    expect(admitted.length).toBeGreaterThanOrEqual(Math.floor(LIMIT / reservation));
     const first = refused[0];
     expect(first.headers['retry-after']).toMatch(/^[1-9]\d*$/);
     expect(first.headers['x-ratelimit-limit-tokens']).toBe(String(LIMIT));

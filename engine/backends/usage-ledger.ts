@@ -100,7 +100,7 @@ export interface KeyReport {
   budget: Partial<Record<LimitName, { limit: number; used: number; remaining: number; reset_s: number }>>;
 }
 
-const DAY_MS = 86_400_000;
+export const DAY_MS = 86_400_000;
 /** The UTC day and month of a time, made once a day (every request asks). */
 let calendar = { index: Number.NaN, day: '', month: '' };
 function dateOf(t: number): typeof calendar {
@@ -111,10 +111,10 @@ function dateOf(t: number): typeof calendar {
   }
   return calendar;
 }
-const dayOf = (t: number) => dateOf(t).day;
-const monthOf = (t: number) => dateOf(t).month;
-const secondsToNextDay = (t: number) => Math.max(1, Math.ceil((DAY_MS - (t % DAY_MS)) / 1000));
-function secondsToNextMonth(t: number): number {
+export const dayOf = (t: number) => dateOf(t).day;
+export const monthOf = (t: number) => dateOf(t).month;
+export const secondsToNextDay = (t: number) => Math.max(1, Math.ceil((DAY_MS - (t % DAY_MS)) / 1000));
+export function secondsToNextMonth(t: number): number {
   const d = new Date(t);
   return Math.max(1, Math.ceil((Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1) - t) / 1000));
 }
@@ -137,7 +137,7 @@ function addTo(c: Counters, s: Spent): void {
   c.estimated_tokens += s.estimated;
 }
 
-function sum(models: Iterable<Counters>): Counters {
+export function sum(models: Iterable<Counters>): Counters {
   const all = zeroCounters();
   for (const c of models) for (const k of Object.keys(all) as (keyof Counters)[]) all[k] += c[k];
   return all;
@@ -145,7 +145,7 @@ function sum(models: Iterable<Counters>): Counters {
 
 /** The most one request holds of a budget: a request larger than a limit is admitted when the
  *  budget is whole (else it never could be), and charged what it really uses. */
-function holdOf(tokens: number, l: TokenLimits): number {
+export function holdOf(tokens: number, l: TokenLimits): number {
   let held = tokens;
   for (const v of [l.perMinute, l.perDay, l.perMonth]) if (v > 0 && v < held) held = v;
   return held;

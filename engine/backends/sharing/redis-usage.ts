@@ -11,7 +11,23 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { UsageBooks } from '../usage-books.js';
-import { zeroCounters, type Admission, type Budget, type Counters, type KeyReport, type LimitName, type Spent, type TokenLimits } from '../usage-ledger.js';
+import {
+  DAY_MS,
+  dayOf,
+  holdOf,
+  monthOf,
+  secondsToNextDay,
+  secondsToNextMonth,
+  sum,
+  zeroCounters,
+  type Admission,
+  type Budget,
+  type Counters,
+  type KeyReport,
+  type LimitName,
+  type Spent,
+  type TokenLimits,
+} from '../usage-ledger.js';
 import { failFastClient } from './redis-client.js';
 import type { RedisSettings } from './redis-buckets.js';
 
@@ -91,20 +107,7 @@ return 0
 const RESERVATION_TTL_MS = 3_600_000;
 
 const LIMITS: Record<number, LimitName> = { 1: 'tokens_per_minute', 2: 'tokens_per_day', 3: 'tokens_per_month', 4: 'max_concurrent' };
-const DAY_MS = 86_400_000;
-const dayOf = (t: number) => new Date(t).toISOString().slice(0, 10);
-const monthOf = (t: number) => new Date(t).toISOString().slice(0, 7);
-const toNextDay = (t: number) => Math.max(1, Math.ceil((DAY_MS - (t % DAY_MS)) / 1000));
-function toNextMonth(t: number): number {
-  const d = new Date(t);
-  return Math.max(1, Math.ceil((Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1) - t) / 1000));
-}
 const limitsOf = (l: TokenLimits) => [l.perMinute, l.perDay, l.perMonth];
-function holdOf(tokens: number, l: TokenLimits): number {
-  let held = tokens;
-  for (const v of limitsOf(l)) if (v > 0 && v < held) held = v;
-  return held;
-}
 const FIELDS: Record<keyof Omit<Spent, 'key' | 'model'>, keyof Counters> = {
   input: 'input_tokens',
   cachedInput: 'cached_input_tokens',
@@ -187,7 +190,7 @@ export class RedisUsageBooks implements UsageBooks {
           },
         };
       }
-      const wait = limit === 'tokens_per_day' ? toNextDay(now) : toNextMonth(now);
+      const wait = limit === 'tokens_per_day' ? secondsToNextDay(now) : secondsToNextMonth(now);
       return {
         ok: false,
         refusal: { limit, of, value: limit === 'tokens_per_day' ? limits.perDay : limits.perMonth, remaining, retryAfterS: wait, resetS: wait },
@@ -279,12 +282,6 @@ function models(hash: Record<string, string>): Record<string, Counters> {
   return out;
 }
 
-function sum(list: Counters[]): Counters {
-  const all = zeroCounters();
-  for (const c of list) for (const k of Object.keys(all) as (keyof Counters)[]) all[k] += c[k];
-  return all;
-}
-
 function left(book: (string | null)[], l: TokenLimits, now: number, pending: number): KeyReport['budget'] {
   const out: KeyReport['budget'] = {};
   if (l.perMinute > 0) {
@@ -295,11 +292,11 @@ function left(book: (string | null)[], l: TokenLimits, now: number, pending: num
   }
   if (l.perDay > 0) {
     const used = (book[2] === dayOf(now) ? Number(book[3] ?? 0) : 0) + pending;
-    out.tokens_per_day = { limit: l.perDay, used, remaining: Math.max(0, l.perDay - used), reset_s: toNextDay(now) };
+    out.tokens_per_day = { limit: l.perDay, used, remaining: Math.max(0, l.perDay - used), reset_s: secondsToNextDay(now) };
   }
   if (l.perMonth > 0) {
     const used = (book[4] === monthOf(now) ? Number(book[5] ?? 0) : 0) + pending;
-    out.tokens_per_month = { limit: l.perMonth, used, remaining: Math.max(0, l.perMonth - used), reset_s: toNextMonth(now) };
+    out.tokens_per_month = { limit: l.perMonth, used, remaining: Math.max(0, l.perMonth - used), reset_s: secondsToNextMonth(now) };
   }
   return out;
 }

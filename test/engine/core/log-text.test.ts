@@ -59,6 +59,21 @@ describe('text logs', () => {
     );
   });
 
+  it('redacts secrets at the top and one level down, never changing what was logged; an error stays an error', () => {
+    const { log, lines } = capture('json');
+    const endpoint = { name: 'local', token: 'tok-9' };
+    const err = Object.assign(new Error('upstream refused'), { authorization: 'Bearer sk-err-1' });
+    log.warn({ authorization: 'Bearer sk-top-1', password: 'pw-top', endpoint, err }, 'refused');
+    const entry = JSON.parse(lines[0]);
+    expect(entry).toMatchObject({ authorization: '[redacted]', password: '[redacted]', endpoint: { name: 'local', token: '[redacted]' } });
+    expect(entry.err).toMatchObject({ type: 'Error', message: 'upstream refused', authorization: '[redacted]' });
+    expect(entry.err.stack).toContain('Error: upstream refused');
+    for (const secret of ['sk-top-1', 'pw-top', 'tok-9', 'sk-err-1']) expect(lines[0]).not.toContain(secret);
+    // The caller's objects are its own: censored in a copy.
+    expect(endpoint.token).toBe('tok-9');
+    expect(err.authorization).toBe('Bearer sk-err-1');
+  });
+
   it('leaves the JSON format as it was: numeric levels', () => {
     const { log, lines } = capture('json');
     log.info({ a: 1 }, 'hello');

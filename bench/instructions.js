@@ -4,7 +4,9 @@
 // it is switched on for a fixed number of sequential requests, then off. Reported: all instructions
 // per request, and those left when the JIT compiler's own work is taken out (it may still be
 // optimising new functions after the warm-up; what remains is the request path's steady cost).
-// Skipped, with a line saying so, where valgrind is not installed.
+// Skipped, with a line saying so, where valgrind is not installed. With GW_PERF_MAP=1 the gateway
+// also writes /tmp/perf-PID.map (node --perf-basic-prof): the names of its compiled JavaScript,
+// for reading the callgrind file per function.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -75,6 +77,7 @@ export async function instructionsPerRequest(
       '--smc-check=all-non-file',
       `--callgrind-out-file=${out}`,
       process.execPath,
+      ...(process.env.GW_PERF_MAP ? ['--perf-basic-prof'] : []),
       join(root, 'bin/gw.js'),
       'serve',
       '--config',
@@ -106,5 +109,5 @@ export async function instructionsPerRequest(
     if (m[2].includes('PROGRAM TOTALS')) total = n;
     else if (COMPILER.test(m[2])) compiler += n;
   }
-  return { total: total / count, withoutCompiler: (total - compiler) / count, out };
+  return { total: total / count, withoutCompiler: (total - compiler) / count, out, pid: child.pid };
 }

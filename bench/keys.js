@@ -4,6 +4,9 @@
 // usage filed per key, model and endpoint); and keys on with a token limit (a reservation before
 // each request, settled after). A chat request and a 10-event stream, PAIRS times each (default
 // 3): `node bench/keys.js [PAIRS]`. Prints each round and the medians against keys off.
+// Every setup is sent the same request, an API key in Authorization included: clients send one
+// whether or not the gateway checks it (the OpenAI SDKs require one), so what is compared is the
+// gateway's work, not the client's header.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,7 +25,7 @@ const auth = (more) => [
   `auth: { keys: [{ name: bench, hash: "${keyHash(KEY)}"${more} }], admin: [bench], usage_file: ${join(state, `usage-${Math.random()}.json`)} }`,
 ];
 const SETUPS = {
-  'keys off': { lines: () => [], headers: {} },
+  'keys off': { lines: () => [], headers: { authorization: `Bearer ${KEY}` } },
   'keys on': { lines: () => auth(''), headers: { authorization: `Bearer ${KEY}` } },
   'keys on, token limit': { lines: () => auth(', tokens_per_minute: 1000000000'), headers: { authorization: `Bearer ${KEY}` } },
 };

@@ -91,7 +91,7 @@ export { familyPath } from './core/family-paths.js';
 
 // Small tools the built-ins share: durations, the body's model, hashes, path patterns, addresses.
 export { formatDuration, parseDuration } from './core/duration.js';
-export { findModelField, replaceModel, withModel, type ModelField } from './core/body-model.js';
+export { findModelField, modelKeys, replaceModel, topLevelValues, withModel, type ModelField } from './core/body-model.js';
 export { fnv1a36 } from './core/hash.js';
 export { compilePattern, isPattern, matchPattern, PathSet, type PathPattern } from './core/path-patterns.js';
 export { canonicalAddress, compileCidrs, parseCidr } from './core/cidr.js';

@@ -2,7 +2,7 @@
 // status, the API key's name, endpoint, model, time. Status routes follow the polling rule (the spec's): successful
 // GET/HEAD polls (2xx, 304) log at debug, everything else at info — under /internal/ by default
 // (`polling: auto`), or wherever `polling: true` says.
-import { clip, definePlugin } from '../engine/api.js';
+import { clip, definePlugin, type Caller } from '../engine/api.js';
 import { affinityOutcome } from './routing/affinity.js';
 
 interface Options {
@@ -26,24 +26,32 @@ export default definePlugin<Options>({
   },
   apply(hooks, o, env) {
     const log = env.log;
+    // Per API key, a logger with its name bound: written once, not with every line.
+    const keyLogs = new WeakMap<Caller, typeof log>();
+    const logOf = (caller: Caller): typeof log => {
+      let l = keyLogs.get(caller);
+      if (!l) keyLogs.set(caller, (l = log.child({ key: caller.name })));
+      return l;
+    };
     hooks.done.tap('access-log', (ctx) => {
       const method = ctx.method;
       const polling = o.polling === 'auto' ? ctx.requestPath.startsWith('/internal/') : o.polling;
       const quietPoll = polling && (method === 'GET' || method === 'HEAD') && ((ctx.status >= 200 && ctx.status < 300) || ctx.status === 304);
       const level = polling ? (quietPoll ? 'debug' : 'info') : o.level;
       if (!log.isLevelEnabled(level)) return;
+      // The API key's name (never the key), while keys are on.
+      const caller = ctx.caller;
+      const out = caller === null ? log : logOf(caller);
       const aborted = !ctx.res.writableFinished;
       const model = ctx.model;
       const affinity = ctx.plan?.affinity;
-      log[level](
+      out[level](
         {
           // The path as the client sent it, whether or not a step stripped the prefix before a refusal.
           req: ctx.id,
           method,
           path: clip(ctx.requestPath),
           status: ctx.status,
-          // The API key's name (never the key), while keys are on.
-          key: ctx.caller?.name,
           endpoint: ctx.endpoint?.name,
           model: model === undefined ? undefined : clip(model),
           ms: Math.round(ctx.totalMs * 1000) / 1000,

@@ -7,7 +7,7 @@
 // A key's own request limit (requests_per_minute) is taken where the rate limits are kept. While
 // no key is listed, nothing is tapped: no cost.
 import { definePlugin, gwError, nameMatches, rateLimitHeaders, type Context, type SharedTake } from '../engine/api.js';
-import { KeyTable, presentedKey, type Key } from './access/key-table.js';
+import { KeyTable, type Key } from './access/key-table.js';
 import { tapTokens } from './access/take-tokens.js';
 
 interface Options {
@@ -47,10 +47,9 @@ export default definePlugin<Options>({
     const limits = env.config.server.rate_limits;
     /** The key, or the refusal (thrown). */
     const keyOf = (ctx: Context): Key => {
-      const presented = presentedKey(ctx);
-      if (presented === undefined) throw gwError('API_KEY_REQUIRED', {}, challenge);
-      const key = table.find(presented);
-      if (!key) throw gwError('API_KEY_INVALID', {}, challenge);
+      const key = table.keyOf(ctx);
+      if (key === undefined) throw gwError('API_KEY_REQUIRED', {}, challenge);
+      if (key === null) throw gwError('API_KEY_INVALID', {}, challenge);
       if (!key.enabled) throw gwError('API_KEY_DISABLED', {}, challenge);
       if (key.expiresAt !== Infinity && key.expiresAt <= Date.now()) throw gwError('API_KEY_EXPIRED', { at: new Date(key.expiresAt).toISOString() }, challenge);
       if (admin && !key.admin) throw gwError('ADMIN_KEY_REQUIRED');

@@ -9,7 +9,7 @@ import { definePlugin, familyPath, PIPE, retrySettings, sendUpstream, withModel,
 import { continuationApi, continuationKind, continued, type AnswerText } from './apis/continuation/index.js';
 import { errorContextPlan } from './replies/error-context.js';
 import { INFERENCE_API } from './apis/inference-api.js';
-import { asksUsage, dropUsageEvent, withUsageAsked } from './apis/stream-usage.js';
+import { bodyAskingUsage, dropUsageEvent, usageAsked } from './apis/stream-usage.js';
 import { RadixHeaders } from './replies/radix-headers.js';
 
 interface Options {
@@ -60,11 +60,11 @@ export default definePlugin<Options>({
         method: ctx.method,
         path: ep.upstreamPath(sentPath(ctx, ep)),
         headers: [],
-        body: asksUsage(ctx, ep, sentPathname(ctx, ep)) ? withUsageAsked(ctx, model) : withModel(ctx.body, model, ctx),
+        body: bodyAskingUsage(ctx, ep, sentPathname(ctx, ep), model) ?? withModel(ctx.body, model, ctx),
       }),
       reply: (ctx, status, headers) => {
         const plan = errorContextPlan(ctx, status, headers, catalogue) ?? radix.plan(ctx, status, headers);
-        if (status !== 200 || !ctx.countsUsage || !asksUsage(ctx, ctx.endpoint!, sentPathname(ctx, ctx.endpoint!))) return plan;
+        if (status !== 200 || !usageAsked(ctx, ctx.endpoint)) return plan;
         return plan === undefined || plan.kind === 'pipe' ? dropUsageEvent(plan ?? PIPE) : plan;
       },
       // A stream that breaks after its content: the route's API per the endpoint's profile.

@@ -191,7 +191,7 @@ export class UsageLedger {
   /** The request is over: its reservation (id; 0: none made) settles on what it used. */
   settle(id: number, spent: Spent | null): void {
     const now = this.clock();
-    const r = this.reservations.get(id);
+    const r = id === 0 ? undefined : this.reservations.get(id);
     const used = spent ? spent.input + spent.output : 0;
     if (r) {
       this.reservations.delete(id);

@@ -118,3 +118,36 @@ export function withModel(
   const field = request && body === request.body ? request.modelSpan() : findModelField(body);
   return !field || field.value === model ? body : replaceModel(body, field, model);
 }
+
+/** Where the value of each of `keys` (quoted, as modelKeys makes them) starts at the top level of
+ *  a JSON object body, in their order; -1 for a key it does not have. One pass (to the last of
+ *  them), no parse. */
+export function topLevelValues(buf: Buffer, keys: readonly Buffer[]): number[] {
+  const at = keys.map(() => -1);
+  let left = keys.length;
+  let i = 0;
+  while (i < buf.length && isSpace(buf[i])) i++;
+  if (buf[i] !== OPEN_OBJ) return at;
+  let depth = 0;
+  for (; i < buf.length; i++) {
+    const c = buf[i];
+    if (c === QUOTE) {
+      const end = skipString(buf, i);
+      if (end < 0) return at;
+      const k = depth === 1 ? keyRank(buf, i, end, keys, keys.length) : -1;
+      if (k >= 0 && at[k] === -1) {
+        let v = end;
+        while (v < buf.length && isSpace(buf[v])) v++;
+        if (buf[v] === COLON) {
+          v++;
+          while (v < buf.length && isSpace(buf[v])) v++;
+          at[k] = v;
+          if (--left === 0) return at;
+        }
+      }
+      i = end - 1;
+    } else if (c === OPEN_OBJ || c === OPEN_ARR) depth++;
+    else if ((c === CLOSE_OBJ || c === CLOSE_ARR) && --depth === 0) return at;
+  }
+  return at;
+}

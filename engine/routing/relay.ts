@@ -27,10 +27,9 @@ import type { Exchange, SendPolicy } from './exchange.js';
 import { PIPE, writeWhole, type PipePlan, type ReplyPlan } from './reply.js';
 import { HOLD, StreamRelay } from './relay-stream.js';
 import { streamFormatOf } from './stream-watch.js';
-import { addUsage, attemptUsage, USAGE_TAIL_BYTES, type Usage } from './usage.js';
+import { addUsage, attemptUsage, noUsage, USAGE_TAIL_BYTES } from './usage.js';
 
 const HELD_LIMIT = 64 * 1024;
-const NOTHING_USED: Readonly<Usage> = Object.freeze({ input: 0, cachedInput: 0, output: 0, reasoning: 0, estimated: 0 });
 
 export class Relay<C extends Exchange> extends StreamRelay<C> implements Dispatcher.DispatchHandler {
   private readonly chunks: Buffer[] = [];
@@ -57,19 +56,19 @@ export class Relay<C extends Exchange> extends StreamRelay<C> implements Dispatc
     if (fields !== null && !this.settled && o.relayed !== false) {
       const ok = this.status >= 200 && this.status < 300;
       const w = this.watch;
-      const reported = !ok ? null : w ? w.reported : fields.read(this.tailText());
+      const reported = !ok ? null : w ? w.reported : fields.read(this.tailBytes());
       const bytes = this.plan.kind === 'buffer' ? this.size : this.relayedBytes;
-      this.rec.usage = addUsage(this.rec.usage, ok ? attemptUsage(reported, this.ctl.sentBytes, w?.events ?? 0, bytes) : NOTHING_USED);
+      this.rec.usage = addUsage(this.rec.usage, ok ? attemptUsage(reported, this.ctl.sentBytes, w?.events ?? 0, bytes) : noUsage());
     }
     super.settle(o);
   }
 
-  /** The last bytes of the reply body (latin1: the usage fields are ASCII). */
-  private tailText(): string {
+  /** The last bytes of the reply body. */
+  private tailBytes(): Buffer {
     const last = this.lastChunk;
     // The usual reply: one chunk, or a last chunk that holds the whole tail.
     if (this.plan.kind !== 'buffer' && last !== null && (this.chunkBefore === null || last.length >= USAGE_TAIL_BYTES)) {
-      return last.toString('latin1', Math.max(0, last.length - USAGE_TAIL_BYTES));
+      return last.length > USAGE_TAIL_BYTES ? last.subarray(last.length - USAGE_TAIL_BYTES) : last;
     }
     const parts = this.plan.kind === 'buffer' ? this.chunks : [this.chunkBefore, last];
     const out: Buffer[] = [];
@@ -80,7 +79,7 @@ export class Relay<C extends Exchange> extends StreamRelay<C> implements Dispatc
       out.unshift(c);
       size += c.length;
     }
-    return Buffer.concat(out, size).toString('latin1', Math.max(0, size - USAGE_TAIL_BYTES));
+    return Buffer.concat(out, size).subarray(Math.max(0, size - USAGE_TAIL_BYTES));
   }
 
   /** Nothing of this attempt reached the client yet: it can still be given up for another. */

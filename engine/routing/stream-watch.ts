@@ -76,22 +76,24 @@ const CLOSE_BRACE = 0x7d;
 const NOT_JSON = Symbol('not JSON');
 /** The data of a skipped event (its text never made). */
 const SKIPPED = '\u0000skipped';
+/** The data of an event after the stream's end whose usage was read from its bytes (not parsed, not content). */
+const USAGE_READ = '\u0000usage';
 
 const isBlank = (c: number) => c === SPACE || c === 0x09 || c === CR;
 
-/** May buf[s..e) (one event's data, after the first content) go unparsed? A JSON object by its
- *  first and last bytes, naming nothing that ends a stream or reports an error. */
-function routine(buf: Buffer, s: number, e: number, mayMatter: RegExp): boolean {
+/** buf[s..e) (one event's data) as latin1 text when it is a JSON object by its first and last
+ *  bytes; null: it is not. */
+function objectText(buf: Buffer, s: number, e: number): string | null {
   while (s < e && isBlank(buf[s])) s++;
   while (e > s && isBlank(buf[e - 1])) e--;
-  if (e - s < 2 || buf[s] !== OPEN_BRACE || buf[e - 1] !== CLOSE_BRACE) return false;
+  if (e - s < 2 || buf[s] !== OPEN_BRACE || buf[e - 1] !== CLOSE_BRACE) return null;
   // Inside: a key first (or nothing), and a JSON value's last byte before the brace.
   let i = s + 1;
   while (i < e - 1 && isBlank(buf[i])) i++;
   let j = e - 2;
   while (j > i && isBlank(buf[j])) j--;
-  if (buf[i] === CLOSE_BRACE ? i !== e - 1 : buf[i] !== QUOTE || !VALUE_END.has(buf[j])) return false;
-  return !mayMatter.test(buf.toString('latin1', s, e));
+  if (buf[i] === CLOSE_BRACE ? i !== e - 1 : buf[i] !== QUOTE || !VALUE_END.has(buf[j])) return null;
+  return buf.toString('latin1', s, e);
 }
 
 const clip = (s: string, n: number): string => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
@@ -105,17 +107,6 @@ function fieldValue(buf: Buffer, s: number, e: number, field: string): number {
   if (buf[s + n] !== COLON) return -1;
   // One space after the colon is part of the syntax, not the value.
   return buf[s + n + 1] === SPACE ? s + n + 2 : s + n + 1;
-}
-
-/** Per stream shape and usage shape, the one test of whether an event may matter to either. */
-const counted = new WeakMap<UsageShape, WeakMap<StreamShape, RegExp>>();
-
-function mayMatterOrCount(shape: StreamShape, usage: UsageShape): RegExp {
-  let byShape = counted.get(usage);
-  if (!byShape) counted.set(usage, (byShape = new WeakMap()));
-  let re = byShape.get(shape);
-  if (!re) byShape.set(shape, (re = new RegExp(`${shape.mayMatter.source}|${usage.mayCarry.source}`)));
-  return re;
 }
 
 export class StreamWatch {
@@ -145,19 +136,12 @@ export class StreamWatch {
   private evStartAt = 0;
   private badAt = -1;
 
-  /** After the terminator, events that do not match this go unparsed: while tokens are counted,
-   *  those that may carry usage are parsed too. Before it, an event that carries usage also ends
-   *  the stream or comes before the first content (parsed either way): the usual test holds. */
-  private readonly afterEnd: RegExp;
-
   /** `usage`: where the API's events report the tokens used, when they are counted. */
   constructor(
     private readonly format: StreamFormat,
     private readonly shape: StreamShape,
     private readonly usage: UsageShape | null = null,
-  ) {
-    this.afterEnd = usage === null ? shape.mayMatter : mayMatterOrCount(shape, usage);
-  }
+  ) {}
 
   get hasContent(): boolean {
     return this._hasContent;
@@ -283,13 +267,26 @@ export class StreamWatch {
     return this.format === 'sse' ? this.sseLine(buf, s, e, at) : this.ndjsonLine(buf, s, e, at);
   }
 
+  /** After the first content: SKIPPED for an event that may go unparsed (a JSON object by its
+   *  first and last bytes, naming nothing that may end the stream or report an error); after the
+   *  stream's end, while tokens are counted, USAGE_READ: what follows the end is the usage event
+   *  (OpenAI's include_usage), its counts read from its bytes; null: the event is parsed. */
+  private unparsed(buf: Buffer, s: number, e: number): string | null {
+    const text = objectText(buf, s, e);
+    if (text === null || this.shape.mayMatter.test(text)) return null;
+    if (!this._complete || this.usage === null) return SKIPPED;
+    this.reported = mergeReported(this.reported, this.usage.read(buf.subarray(s, e)));
+    return USAGE_READ;
+  }
+
   private ndjsonLine(buf: Buffer, s: number, e: number, at: number): Seen {
     if (s === e) return 'none';
     if (this.evStart === -1) this.open(at);
     if (e - s > MAX_EVENT_BYTES) return this.tooLong();
-    if (this._hasContent && routine(buf, s, e, this._complete ? this.afterEnd : this.shape.mayMatter)) {
+    const unparsed = this._hasContent ? this.unparsed(buf, s, e) : null;
+    if (unparsed !== null) {
       this.evStart = -1;
-      this.events++;
+      if (unparsed === SKIPPED) this.events++;
       return 'none';
     }
     const text = buf.toString('utf8', s, e);
@@ -305,10 +302,12 @@ export class StreamWatch {
         this.resetEvent();
         return 'none';
       }
-      // Skipped lines left no text to join: such an event is routine by construction.
-      if (this.evData === SKIPPED || this.evMore?.includes(SKIPPED)) {
+      // Skipped lines left no text to join: such an event is routine by construction (content,
+      // unless it was read for its usage only).
+      const skipped = this.evData === SKIPPED || this.evMore?.includes(SKIPPED) === true;
+      if (skipped || this.evData === USAGE_READ || this.evMore?.includes(USAGE_READ)) {
         this.resetEvent();
-        this.events++;
+        if (skipped) this.events++;
         return 'none';
       }
       const data = this.evMore === null ? this.evData : this.evMore.join('\n');
@@ -323,8 +322,7 @@ export class StreamWatch {
     let v = fieldValue(buf, s, e, 'data');
     if (v !== -1) {
       const plain = !this.shape.alwaysParsed.has(this.evName);
-      const value =
-        this._hasContent && plain && routine(buf, v, e, this._complete ? this.afterEnd : this.shape.mayMatter) ? SKIPPED : buf.toString('utf8', v, e);
+      const value = (this._hasContent && plain ? this.unparsed(buf, v, e) : null) ?? buf.toString('utf8', v, e);
       if (this.evData === null) this.evData = value;
       else (this.evMore ??= [this.evData]).push(value);
       return 'none';
@@ -362,7 +360,8 @@ export class StreamWatch {
       else if (this.shape.errorEvents.has(name)) kind = 'error';
       else return this.bad('malformed', `malformed stream: an event's data is not JSON (${data.length} chars: ${JSON.stringify(clip(data, EXCERPT_CHARS))})`);
     }
-    if (this.usage !== null && value !== NOT_JSON && this.usage.mayCarry.test(data)) this.reported = mergeReported(this.reported, this.usage.read(data));
+    if (this.usage !== null && value !== NOT_JSON && this.usage.mayCarry.test(data))
+      this.reported = mergeReported(this.reported, this.usage.read(Buffer.from(data)));
     if (kind === 'error') return this.bad('error', clip(`backend error: ${(value !== NOT_JSON && this.shape.errorMessage(value)) || data}`, PROBLEM_CHARS));
     if (kind === 'none') return 'none';
     if (kind === 'terminator') this._complete = true;

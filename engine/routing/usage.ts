@@ -22,11 +22,11 @@ export type Reported = Partial<Omit<Usage, 'estimated'>>;
 
 /** How an API's replies report usage (plugins/apis/usage-fields.ts for the inference APIs). */
 export interface UsageShape {
-  /** Whether an event's data (read as latin1) may report usage: such events are parsed although
-   *  routine ones after the first content are not. */
+  /** Whether the data (read as latin1) of an event parsed anyway may report usage: it is read for
+   *  it then. (After the stream's end, an event is read for its usage without this test.) */
   readonly mayCarry: RegExp;
-  /** The counts a stream event's data, or the end of a reply body, reports; null: none. */
-  read(text: string): Reported | null;
+  /** The counts a stream event's data, or the end of a reply body, reports (its UTF-8 bytes); null: none. */
+  read(bytes: Buffer): Reported | null;
 }
 
 /** How much of a reply body's end is read for its usage (it comes last, or nearly). */
@@ -64,9 +64,12 @@ export function attemptUsage(reported: Reported | null, sentBytes: number, event
   };
 }
 
-/** `u` added to the request's total (null: nothing counted yet). */
+/** Nothing used: a failure status's count. */
+export const noUsage = (): Usage => ({ input: 0, cachedInput: 0, output: 0, reasoning: 0, estimated: 0 });
+
+/** `u` (a fresh count, which it may become) added to the request's total (null: nothing counted yet). */
 export function addUsage(total: Usage | null, u: Usage): Usage {
-  if (total === null) return { ...u };
+  if (total === null) return u;
   total.input += u.input;
   total.cachedInput += u.cachedInput;
   total.output += u.output;

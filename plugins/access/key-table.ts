@@ -1,8 +1,8 @@
 // The API keys of a configuration (auth:), compiled once per loaded configuration and shared by
-// every route: a presented key is found by its SHA-256 (never kept itself), the digests compared
-// in constant time; each key knows its models (names, aliases and * patterns, compiled once) and
+// every route: a presented key is found by its SHA-256, the digests compared in constant time,
+// and remembered for its next requests by the header that presented it; each key knows its models (names, aliases and * patterns, compiled once) and
 // whether it is an admin. Nothing here logs or returns a key or a hash.
-import { hash, randomBytes } from 'node:crypto';
+import { hash } from 'node:crypto';
 import {
   expiryOf,
   globRegExp,
@@ -84,9 +84,9 @@ export class KeyTable {
   readonly anyBudget: boolean;
   /** Every key, in the order of the configuration. */
   readonly keys: readonly Key[];
-  /** Keys found lately, by seededHash: the presented text and its key. */
-  private readonly recent = new Map<number, { presented: string; key: Key }>();
-  private readonly seed = randomBytes(4).readUInt32BE(0);
+  /** Keys found lately, by the header value that presented them (Authorization, x-api-key). */
+  private readonly byAuthorization = new Map<string, Key>();
+  private readonly byApiKey = new Map<string, Key>();
 
   private constructor(auth: KeysConfig) {
     const admins = new Set(auth.admin);
@@ -109,46 +109,42 @@ export class KeyTable {
     return table;
   }
 
-  /** The key whose hash is this key's, if any. A key found is remembered for its next requests
-   *  (a SHA-256 per request is a fifth of what keys cost): by a hash of it seeded at random, so
-   *  that its place tells nothing, and compared in full, in constant time. A reload makes a new
+  /** The key a request presents (see presentedKey): undefined when it presents none, null when
+   *  the one it presents is not listed. A key found is remembered by the header value that
+   *  presented it, for its next requests (a SHA-256 and the header's parsing per request are a
+   *  third of what keys cost). Remembered in a Map: V8 hashes a string with a seed chosen at
+   *  random per process and compares the text only when the whole hash matches, so how long a
+   *  lookup takes says nothing of how much of a wrong key was right. A reload makes a new
    *  table: a revoked key is never found here. */
+  keyOf(ctx: Context): Key | null | undefined {
+    const authorization = ctx.header('authorization');
+    const apiKey = authorization === undefined ? ctx.header('x-api-key') : undefined;
+    const seen = authorization !== undefined ? this.byAuthorization.get(authorization) : apiKey !== undefined ? this.byApiKey.get(apiKey) : undefined;
+    if (seen !== undefined) return seen;
+    const presented = presentedKey(ctx);
+    if (presented === undefined) return undefined;
+    const key = this.find(presented);
+    if (key === undefined) return null;
+    // Remembered only where the one header that presented it decides it alone.
+    const [recent, value] = authorization !== undefined ? [this.byAuthorization, authorization] : [this.byApiKey, apiKey];
+    if (value !== undefined && (authorization === undefined || fromAuthorization(authorization) !== undefined)) {
+      if (recent.size >= RECENT_MAX) recent.clear();
+      recent.set(value, key);
+    }
+    return key;
+  }
+
+  /** The key whose hash is this key's, if any: the digests compared in constant time. */
   find(presented: string): Key | undefined {
-    const seen = this.recent.get(seededHash(presented, this.seed));
-    if (seen !== undefined && sameText(seen.presented, presented)) return seen.key;
     const digest = hash('sha256', presented, 'buffer');
     const list = this.byPrefix.get(digest.readUInt32BE(0));
-    if (!list) return undefined;
-    for (const key of list) {
-      if (!sameDigest(digest, key.digest)) continue;
-      if (this.recent.size >= RECENT_MAX) this.recent.clear();
-      this.recent.set(seededHash(presented, this.seed), { presented, key });
-      return key;
-    }
+    if (list) for (const key of list) if (sameDigest(digest, key.digest)) return key;
     return undefined;
   }
 }
 
-/** Keys remembered at most (those of the clients of the last while). */
+/** Keys remembered at most, per header (those of the clients of the last while). */
 const RECENT_MAX = 1024;
-
-/** FNV-1a from a random offset: where a key is remembered, never how it reads. */
-function seededHash(text: string, seed: number): number {
-  let h = seed;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h;
-}
-
-/** Two strings compared in constant time for their length: every character, whatever differs first. */
-function sameText(a: string, b: string): boolean {
-  if (a.length !== b.length) return false;
-  let diff = 0;
-  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
-  return diff === 0;
-}
 
 /** Two SHA-256 digests compared in constant time: every byte, whatever differs first. */
 function sameDigest(a: Buffer, b: Buffer): boolean {
@@ -165,15 +161,18 @@ const BASIC = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i;
  *  browser on the dashboard); undefined when it presents none. */
 export function presentedKey(ctx: Context): string | undefined {
   const authorization = ctx.header('authorization');
-  if (authorization) {
-    if (BEARER.test(authorization)) return authorization.slice(7).trim();
-    const basic = BASIC.exec(authorization);
-    if (basic) {
-      const pair = Buffer.from(basic[1], 'base64').toString('utf8');
-      const colon = pair.indexOf(':');
-      if (colon >= 0 && colon < pair.length - 1) return pair.slice(colon + 1);
-    }
-  }
+  const presented = authorization === undefined ? undefined : fromAuthorization(authorization);
+  if (presented !== undefined) return presented;
   const key = ctx.header('x-api-key')?.trim();
   return key || undefined;
+}
+
+/** The key an Authorization header presents (Bearer, or the password of Basic), if it does. */
+function fromAuthorization(authorization: string): string | undefined {
+  if (BEARER.test(authorization)) return authorization.slice(7).trim();
+  const basic = BASIC.exec(authorization);
+  if (!basic) return undefined;
+  const pair = Buffer.from(basic[1], 'base64').toString('utf8');
+  const colon = pair.indexOf(':');
+  return colon >= 0 && colon < pair.length - 1 ? pair.slice(colon + 1) : undefined;
 }

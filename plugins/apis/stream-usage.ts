@@ -2,65 +2,84 @@
 // counted and the engine can report it (the profile's request.stream_usage), when the client did
 // not ask itself — and taking the extra event (`"choices": []` with the usage) out of the client's
 // stream again, since a client that did not ask may not expect a chunk without choices.
-import { withModel, type Context, type Endpoint, type PipePlan } from '../../engine/api.js';
+import { modelKeys, topLevelValues, withModel, type Context, type Endpoint, type PipePlan } from '../../engine/api.js';
 
-/** Should this attempt's request ask for the stream's usage on the client's behalf? */
-export function asksUsage(ctx: Context, ep: Endpoint, pathname: string): boolean {
-  if (!ctx.countsUsage || !ep.profile.request.stream_usage) return false;
+/** The body of this attempt's request, with the model routing chose (undefined: the body's),
+ *  when it asks for the stream's usage on the client's behalf; null: it does not ask. Decided
+ *  once per attempt (forward's request); the attempt's reply reads the answer with usageAsked. */
+export function bodyAskingUsage(ctx: Context, ep: Endpoint, pathname: string, model: string | undefined): Buffer | null {
+  if (!ctx.countsUsage || !ep.profile.request.stream_usage) return null;
   const rules = ep.profile.request.parsing_rules;
-  if (pathname !== rules?.chat_completions_path && pathname !== rules?.completions_path) return false;
-  // Only a body that asks for a stream is parsed for it.
-  if (!asksStream(ctx.body)) return false;
-  const body = ctx.bodyJson() as { stream?: unknown; stream_options?: { include_usage?: unknown } } | undefined;
-  return body?.stream === true && body.stream_options?.include_usage !== true;
+  if (pathname !== rules?.chat_completions_path && pathname !== rules?.completions_path) return null;
+  const body = ctx.body;
+  if (body === null) return null;
+  // The top-level stream found without parsing the body: parsed only when it names
+  // stream_options anywhere, to read them and add to them.
+  const [stream] = topLevelValues(body, STREAM_KEY);
+  if (stream === -1 || body[stream] !== T) return null;
+  const options = body.indexOf(STREAM_OPTIONS_KEY) !== -1;
+  const json = options ? (JSON.parse(withModel(body, model, ctx)!.toString()) as Record<string, unknown> & { stream_options?: object }) : null;
+  if ((json?.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true) return null;
+  ctx.state[ASKED] = ep;
+  if (json !== null) return Buffer.from(JSON.stringify({ ...json, stream_options: { ...json.stream_options, include_usage: true } }));
+  // The option put in front of the body's own fields (no parse); {} has no field to put a comma before.
+  const sent = withModel(body, model, ctx)!;
+  let at = sent.indexOf(OPEN_BRACE) + 1;
+  while (isBlank(sent[at])) at++;
+  return sent[at] === CLOSE_BRACE
+    ? Buffer.from('{"stream_options":{"include_usage":true}}')
+    : Buffer.concat([ASK, sent.subarray(sent.indexOf(OPEN_BRACE) + 1)]);
 }
 
-const COLON = 0x3a;
+const ASKED = 'stream-usage.asked';
+
+/** Whether the request sent to `ep` asked for the usage on the client's behalf. */
+export const usageAsked = (ctx: Context, ep: Endpoint | null): boolean => ctx.countsUsage && ep !== null && ctx.state[ASKED] === ep;
+
 const T = 0x74;
-const isBlank = (c: number) => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
-
-/** Whether a JSON body has `"stream": true` (the key's first appearance; one search of its bytes). */
-function asksStream(body: Buffer | null): boolean {
-  if (body === null) return false;
-  let i = body.indexOf('"stream"');
-  if (i === -1) return false;
-  for (i += 8; isBlank(body[i]); i++);
-  if (body[i++] !== COLON) return false;
-  while (isBlank(body[i])) i++;
-  return body[i] === T;
-}
-
-const ASK = Buffer.from('{"stream_options":{"include_usage":true},');
 const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const isBlank = (c: number) => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
+const STREAM_OPTIONS_KEY = Buffer.from('"stream_options"');
+const STREAM_KEY = modelKeys(['stream']);
+const ASK = Buffer.from('{"stream_options":{"include_usage":true},');
 
-/** The body asking for the usage, with the model routing chose (undefined: the body's): the
- *  option put in front of the body's own fields (no parse) when it has no stream_options, else
- *  added to them. */
-export function withUsageAsked(ctx: Context, model: string | undefined): Buffer {
-  const body = withModel(ctx.body, model, ctx)!;
-  let i = 0;
-  while (isBlank(body[i])) i++;
-  if (body[i] === OPEN_BRACE && body.indexOf('"stream_options"') === -1) {
-    let j = i + 1;
-    while (isBlank(body[j])) j++;
-    // {} has no field to put a comma before.
-    return body[j] === 0x7d ? Buffer.from('{"stream_options":{"include_usage":true}}') : Buffer.concat([ASK, body.subarray(i + 1)]);
-  }
-  const json = JSON.parse(body.toString()) as Record<string, unknown> & { stream_options?: object };
-  return Buffer.from(JSON.stringify({ ...json, stream_options: { ...json.stream_options, include_usage: true } }));
+const USAGE_KEY = Buffer.from('"usage"');
+const EMPTY_CHOICES = /"choices"\s*:\s*\[\s*\]/;
+const USAGE_OBJECT = /"usage"\s*:\s*\{/;
+// The blank line that ends an SSE event: \n\n, or \r\n\r\n (found by its \n\r\n).
+const LF_LF = Buffer.from('\n\n');
+const LF_CRLF = Buffer.from('\n\r\n');
+
+/** Where the event that holds `at` begins (after the blank line before it). */
+function eventStart(b: Buffer, at: number): number {
+  const lf = b.lastIndexOf(LF_LF, at);
+  const crlf = b.lastIndexOf(LF_CRLF, at);
+  return Math.max(lf === -1 ? 0 : lf + 2, crlf === -1 ? 0 : crlf + 3);
 }
 
-const EMPTY_CHOICES = /"choices"\s*:\s*\[\s*\]/;
-const USAGE = /"usage"\s*:\s*\{/;
+/** Where the event that holds `at` ends (after its blank line); its chunk's end without one. */
+function eventEnd(b: Buffer, at: number): number {
+  const lf = b.indexOf(LF_LF, at);
+  const crlf = b.indexOf(LF_CRLF, at);
+  if (lf === -1 && crlf === -1) return b.length;
+  return lf !== -1 && (crlf === -1 || lf < crlf) ? lf + 2 : crlf + 3;
+}
 
-/** Whole events with the usage-only one left out (the relay hands a watched stream's events whole).
- *  Most chunks are looked at only for `"usage"` (a search of the bytes, no string made). */
+/** Whole events with the usage-only one left out (the relay hands a watched stream's events
+ *  whole). Most chunks are looked at only for `"usage"` (a search of the bytes, no string made);
+ *  an event that has a usage object is cut out when its choices are empty. */
 function withoutUsageEvent(bytes: Buffer): Buffer {
-  if (bytes.indexOf('"usage"') === -1) return bytes;
-  const text = bytes.toString('latin1');
-  if (!EMPTY_CHOICES.test(text)) return bytes;
-  const kept = text.split(/(?<=\n\n|\r\n\r\n)/).filter((event) => !(EMPTY_CHOICES.test(event) && USAGE.test(event)));
-  return Buffer.from(kept.join(''), 'latin1');
+  for (let at = bytes.lastIndexOf(USAGE_KEY); at !== -1; ) {
+    const start = eventStart(bytes, at);
+    const end = eventEnd(bytes, at);
+    const event = bytes.toString('latin1', start, end);
+    if (EMPTY_CHOICES.test(event) && USAGE_OBJECT.test(event)) {
+      return end === bytes.length ? bytes.subarray(0, start) : Buffer.concat([bytes.subarray(0, start), bytes.subarray(end)]);
+    }
+    at = start === 0 ? -1 : bytes.lastIndexOf(USAGE_KEY, start - 1);
+  }
+  return bytes;
 }
 
 /** `plan` (a piped reply's) leaving out the usage event asked for. */

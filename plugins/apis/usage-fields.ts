@@ -4,7 +4,7 @@
 // the messages API's and the Responses API's (input_tokens, output_tokens; the messages API's
 // cache_read_input_tokens and cache_creation_input_tokens beside its input_tokens), Ollama's
 // prompt_eval_count and eval_count, llama.cpp's native tokens_evaluated and tokens_predicted and
-// its `timings` (prompt_n, predicted_n, cache_n). Read from JSON text by field name: a name inside
+// its `timings` (prompt_n, predicted_n, cache_n). Read from JSON bytes by field name: a name inside
 // a string is escaped (\"prompt_tokens\") and never matches, so a prompt cannot fake a count.
 import type { Reported, UsageShape } from '../../engine/api.js';
 
@@ -26,57 +26,92 @@ const NAMES = [
   'predicted_n',
   'cache_n',
 ] as const;
-const SLOT = new Map<string, number>(NAMES.map((n, i) => [n, i]));
-const SHORTEST = Math.min(...NAMES.map((n) => n.length));
-const LONGEST = Math.max(...NAMES.map((n) => n.length));
+/** The names by length, as bytes, each with its slot: a key is matched in place. */
+const BY_LENGTH: { name: Buffer; slot: number }[][] = [];
+NAMES.forEach((name, slot) => (BY_LENGTH[name.length] ??= []).push({ name: Buffer.from(name), slot }));
 
-/** Where the counts begin: the usage object, llama.cpp's timings, or the first count of the
- *  engines that put them at the top level; -1: nowhere. Each is a key (in a string it would be
- *  escaped), so the scan starts in step with the JSON's strings. */
-const START = /"(?:usage|timings|prompt_eval_count|eval_count|tokens_evaluated|tokens_predicted)"/;
-const startOf = (text: string): number => text.search(START);
-
+const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const COLON = 0x3a;
 const isBlank = (c: number) => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
+const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
+
+// Read from the bytes, not a string made of them: a byte is read for a few instructions, where
+// V8 checks a string's representation at every character.
+
+const USAGE = Buffer.from('"usage"');
+/** The keys of the engines without a usage object: llama.cpp's timings, and the counts of
+ *  those that put them at the top level. */
+/** How far from the end a usage object is looked for byte by byte. */
+const NEAR_END = 256;
+const OTHER_STARTS = ['"timings"', '"prompt_eval_count"', '"eval_count"', '"tokens_evaluated"', '"tokens_predicted"'].map((k) => Buffer.from(k));
+
+/** Where the counts begin: the last usage object (looked for from the end, where replies put it),
+ *  else the first of the other keys; -1: nowhere. Each is a key (in a string it would be escaped:
+ *  \"usage\"), so the scan starts in step with the JSON's strings. */
+function startOf(b: Buffer): number {
+  // The last bytes by hand (the usual place: cheaper than a call), the rest by lastIndexOf.
+  const near = Math.max(0, b.length - NEAR_END);
+  for (let i = b.length - USAGE.length; i >= near; i--) if (b[i] === QUOTE && matches(b, i, USAGE)) return i;
+  const usage = near === 0 ? -1 : b.lastIndexOf(USAGE, near - 1);
+  if (usage !== -1) return usage;
+  let first = -1;
+  for (const key of OTHER_STARTS) {
+    const at = b.indexOf(key);
+    if (at !== -1 && (first === -1 || at < first)) first = at;
+  }
+  return first;
+}
+
+/** Whether b holds `name` at `from`. */
+function matches(b: Buffer, from: number, name: Buffer): boolean {
+  for (let k = 0; k < name.length; k++) if (b[from + k] !== name[k]) return false;
+  return true;
+}
+
+/** The slot of the name at `from` among those of its length, or -1. */
+function slotAt(b: Buffer, from: number, names: readonly { name: Buffer; slot: number }[]): number {
+  for (const { name, slot } of names) if (matches(b, from, name)) return slot;
+  return -1;
+}
 
 /** The end of the JSON string that opens at `open` (its closing quote), escapes skipped; -1: none. */
-function closing(text: string, open: number): number {
-  for (let q = text.indexOf('"', open + 1); q !== -1; q = text.indexOf('"', q + 1)) {
-    let slashes = 0;
-    for (let k = q - 1; k > open && text.charCodeAt(k) === BACKSLASH; k--) slashes++;
-    if (slashes % 2 === 0) return q;
+function closing(b: Buffer, open: number): number {
+  for (let i = open + 1; i < b.length; i++) {
+    const c = b[i];
+    if (c === QUOTE) return i;
+    if (c === BACKSLASH) i++;
   }
   return -1;
 }
 
-/** Each count field's number, from `start` (a key's opening quote) on: one pass over the text,
+/** Each count field's number, from `start` (a key's opening quote) on: one pass over the bytes,
  *  strings skipped whole, a key looked up only when a number follows it. */
-function fieldsOf(text: string, start: number): (number | undefined)[] | null {
+function fieldsOf(b: Buffer, start: number): (number | undefined)[] | null {
   let found: (number | undefined)[] | null = null;
-  const n = text.length;
-  for (let open = start; open !== -1 && open < n; ) {
-    const end = closing(text, open);
+  const n = b.length;
+  for (let open = start; open < n; ) {
+    const end = closing(b, open);
     if (end === -1) break;
-    const len = end - open - 1;
+    const names = BY_LENGTH[end - open - 1];
     let j = end + 1;
-    if (len >= SHORTEST && len <= LONGEST) {
-      while (j < n && isBlank(text.charCodeAt(j))) j++;
-      if (text.charCodeAt(j) === COLON) {
+    if (names !== undefined) {
+      while (j < n && isBlank(b[j])) j++;
+      if (b[j] === COLON) {
         j++;
-        while (j < n && isBlank(text.charCodeAt(j))) j++;
-        let c = text.charCodeAt(j);
-        if (c >= 0x30 && c <= 0x39) {
-          const slot = SLOT.get(text.slice(open + 1, end));
-          if (slot !== undefined) {
+        while (j < n && isBlank(b[j])) j++;
+        if (isDigit(b[j])) {
+          const slot = slotAt(b, open + 1, names);
+          if (slot !== -1) {
             let v = 0;
-            for (; c >= 0x30 && c <= 0x39; c = text.charCodeAt(++j)) v = v * 10 + c - 0x30;
+            for (; isDigit(b[j]); j++) v = v * 10 + b[j] - 0x30;
             (found ??= [])[slot] = v;
           }
         }
       }
     }
-    open = text.indexOf('"', j);
+    while (j < n && b[j] !== QUOTE) j++;
+    open = j;
   }
   return found;
 }
@@ -100,9 +135,9 @@ const [
   CACHE_N,
 ] = NAMES.map((_, i) => i);
 
-function read(text: string): Reported | null {
-  const start = startOf(text);
-  const f = start === -1 ? null : fieldsOf(text, start);
+function read(bytes: Buffer): Reported | null {
+  const start = startOf(bytes);
+  const f = start === -1 ? null : fieldsOf(bytes, start);
   if (f === null) return null;
   const r: Reported = {};
   // The messages API counts cache reads and writes apart from input_tokens; the others include them.

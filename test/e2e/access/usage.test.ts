@@ -103,6 +103,17 @@ describe('token accounting per key', () => {
     expect(counted.output_tokens).toBeGreaterThan(0);
   });
 
+  it('a stream whose client set other stream options: include_usage added to them, the extra event kept from the client', async () => {
+    const r = await call(
+      'asked',
+      '/gw/pagedengine/v1/chat/completions',
+      chat('model-a', { stream: true, stream_options: { include_usage: false, x_keep: 1 } }),
+    );
+    expect(lastChat(paged).json.stream_options).toEqual({ include_usage: true, x_keep: 1 });
+    expect(events(r.text).every((e) => e.choices.length === 1 && e.usage === undefined)).toBe(true);
+    expect(await usageOf('asked', 'model-a')).toMatchObject({ requests: 2, estimated_tokens: 0 });
+  });
+
   it('a stream that reports nothing (an engine that cannot): estimated from what was sent and streamed, and said so', async () => {
     const r = await call('bare', '/gw/deskrunner/v1/chat/completions', chat('model-d', { stream: true }));
     expect(lastChat(desk).json.stream_options).toBeUndefined();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { findModelField, modelKeys, replaceModel, withModel } from '../../../engine/core/body-model.js';
+import { findModelField, modelKeys, replaceModel, topLevelValues, withModel } from '../../../engine/core/body-model.js';
 
 const find = (text: string) => findModelField(Buffer.from(text))?.value ?? null;
 
@@ -65,5 +65,25 @@ describe('the body asking for the model routing chose (what a terminal step send
     expect(withModel(own, 'real', request)!.toString()).toBe('{"model_name":"real","model":"other"}');
     // A body a step built is searched by the default key.
     expect(withModel(Buffer.from('{"model":"nick"}'), 'real', request)!.toString()).toBe('{"model":"real"}');
+  });
+});
+
+describe('top-level fields found without a parse', () => {
+  const keys = modelKeys(['stream', 'stream_options']);
+  const at = (body: string) => {
+    const buf = Buffer.from(body);
+    return topLevelValues(buf, keys).map((i) => (i === -1 ? null : buf.toString('utf8', i, i + 4)));
+  };
+  it('where each value starts, whatever is nested or quoted before it', () => {
+    expect(at('{"stream": true, "stream_options": {"include_usage": false}}')).toEqual(['true', '{"in']);
+    expect(at('{"metadata":{"stream":true},"tools":[{"properties":{"stream_options":{}}}],"text":"\\"stream\\": true","stream":false}')).toEqual([
+      'fals',
+      null,
+    ]);
+    expect(at('{"messages":[{"content":"Grüße 🌍"}] , "stream" :true}')).toEqual(['true', null]);
+  });
+  it('nothing for a body that is not a JSON object, or is cut off', () => {
+    expect(at('[{"stream":true}]')).toEqual([null, null]);
+    expect(at('{"text":"unterminated, "stream":true')).toEqual([null, null]);
   });
 });

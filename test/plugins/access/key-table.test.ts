@@ -45,15 +45,27 @@ describe('the key table', () => {
 });
 
 describe('a key found again', () => {
-  it('is the same key, by its full text only; a new table (a reload) remembers nothing', () => {
+  const ctx = (headers: Record<string, string>) => stubContext(createHooks(), { headers }).ctx;
+  it('is the same key, by the full text of the header that presented it only; a new table (a reload) remembers nothing', () => {
     const auth = { keys: [entry('a', 'gw-key-0001'), entry('b', 'gw-key-0002')], admin: [], reserve_output_tokens: 1024 };
     const table = KeyTable.of(auth)!;
-    const a = table.find('gw-key-0001');
+    const a = table.keyOf(ctx({ authorization: 'Bearer gw-key-0001' }));
     expect(a?.name).toBe('a');
-    for (let i = 0; i < 3; i++) expect(table.find('gw-key-0001')).toBe(a);
-    for (const near of ['gw-key-0003', 'gw-key-000', 'gw-key-00011', 'GW-KEY-0001']) expect(table.find(near), near).toBeUndefined();
-    expect(table.find('gw-key-0002')?.name).toBe('b');
+    for (let i = 0; i < 3; i++) expect(table.keyOf(ctx({ authorization: 'Bearer gw-key-0001' }))).toBe(a);
+    expect(table.keyOf(ctx({ 'x-api-key': 'gw-key-0001' }))).toBe(a);
+    for (const near of ['gw-key-0003', 'gw-key-000', 'gw-key-00011', 'GW-KEY-0001']) {
+      expect(table.keyOf(ctx({ authorization: `Bearer ${near}` })), near).toBeNull();
+      expect(table.keyOf(ctx({ 'x-api-key': near })), near).toBeNull();
+    }
+    // A remembered x-api-key value is not an Authorization value, nor the other way round.
+    expect(table.keyOf(ctx({ authorization: 'gw-key-0001' }))).toBeUndefined();
+    expect(table.keyOf(ctx({ 'x-api-key': 'Bearer gw-key-0001' }))).toBeNull();
+    // An Authorization header that presents nothing leaves the choice to x-api-key, every time.
+    for (let i = 0; i < 2; i++) expect(table.keyOf(ctx({ authorization: 'Token x', 'x-api-key': 'gw-key-0002' }))?.name).toBe('b');
+    expect(table.keyOf(ctx({ authorization: 'Token x', 'x-api-key': 'gw-key-0001' }))?.name).toBe('a');
+    expect(table.keyOf(ctx({}))).toBeUndefined();
     const revoked = KeyTable.of({ ...auth, keys: [entry('b', 'gw-key-0002')] })!;
+    expect(revoked.keyOf(ctx({ authorization: 'Bearer gw-key-0001' }))).toBeNull();
     expect(revoked.find('gw-key-0001')).toBeUndefined();
   });
 });

@@ -19,6 +19,9 @@ function streamed(text: string, format: 'sse' | 'ndjson' = 'sse', size = 7) {
   return { reported: watch.reported, events: watch.events };
 }
 
+/** A reply body's (or an event's) usage, from its UTF-8 bytes. */
+const read = (text: string) => INFERENCE_USAGE.read(Buffer.from(text));
+
 describe('usage read from replies', () => {
   it("a real llama-server's stream: usage and timings in its last event", () => {
     const { reported } = streamed(readFileSync(join(FIXTURES, 'reasoning/llama-server-reasoning.sse'), 'utf8'));
@@ -26,8 +29,8 @@ describe('usage read from replies', () => {
   });
 
   it("a real llama-server's whole reply: its last bytes, the cached prompt tokens included", () => {
-    const body = readFileSync(join(FIXTURES, 'reasoning/llama-server-reasoning.json'), 'latin1');
-    expect(INFERENCE_USAGE.read(body.slice(-4096))).toEqual({ input: 60, output: 16, cachedInput: 59 });
+    const body = readFileSync(join(FIXTURES, 'reasoning/llama-server-reasoning.json'));
+    expect(INFERENCE_USAGE.read(body.subarray(-4096))).toEqual({ input: 60, output: 16, cachedInput: 59 });
   });
 
   it("the messages API's stream: input from message_start, output from the last message_delta", () => {
@@ -36,7 +39,7 @@ describe('usage read from replies', () => {
   });
 
   it('the messages API counts cache reads and writes apart: they are input too', () => {
-    expect(INFERENCE_USAGE.read('{"usage":{"input_tokens":5,"cache_read_input_tokens":100,"cache_creation_input_tokens":20,"output_tokens":9}}')).toEqual({
+    expect(read('{"usage":{"input_tokens":5,"cache_read_input_tokens":100,"cache_creation_input_tokens":20,"output_tokens":9}}')).toEqual({
       input: 125,
       cachedInput: 100,
       output: 9,
@@ -86,6 +89,21 @@ describe('usage read from replies', () => {
   it('a name inside generated text is escaped and never counts', () => {
     const text = `data: {"choices":[{"index":0,"delta":{"content":"say \\"prompt_tokens\\": 999999"},"finish_reason":null}]}\n\ndata: {"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n`;
     expect(streamed(text).reported).toBeNull();
-    expect(INFERENCE_USAGE.read('{"content":"\\"completion_tokens\\": 5"}')).toBeNull();
+    expect(read('{"content":"\\"completion_tokens\\": 5"}')).toBeNull();
+    // Nor does a "usage" in the text start the count there; a backslash escaped itself ends a string.
+    expect(read('{"content":"\\"usage\\":{\\"prompt_tokens\\":7} \\\\","usage":{"prompt_tokens":3,"completion_tokens":2}}')).toEqual({ input: 3, output: 2 });
+  });
+
+  it('finds the usage far from the end, after text in any script, and the counts of engines without a usage object', () => {
+    const content = 'Grüße, 世界 🌍 '.repeat(40);
+    const usage = { prompt_tokens: 41, completion_tokens: 17 };
+    expect(read(JSON.stringify({ choices: [{ message: { content } }], usage, padding: 'x'.repeat(600) }))).toEqual({ input: 41, output: 17 });
+    expect(read(JSON.stringify({ choices: [{ message: { content } }], usage }))).toEqual({ input: 41, output: 17 });
+    // Ollama's whole reply: no usage object, its counts at the top level.
+    expect(read(JSON.stringify({ model: 'm', message: { content }, done: true, prompt_eval_count: 9, eval_count: 4, eval_duration: 1 }))).toEqual({
+      input: 9,
+      output: 4,
+    });
+    expect(read(JSON.stringify({ model: 'm', message: { content: 'no counts' } }))).toBeNull();
   });
 });

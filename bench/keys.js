@@ -3,7 +3,7 @@
 // engine reports — a stream asked for its usage and that event kept from the client — and the
 // usage filed per key, model and endpoint); and keys on with a token limit (a reservation before
 // each request, settled after). A chat request and a 10-event stream, PAIRS times each (default
-// 3): `node bench/keys.js [PAIRS]`. Prints each round and the medians against keys off.
+// 3): `node bench/keys.js [PAIRS] [chat|stream]`. Prints each round and the medians against keys off.
 // Every setup is sent the same request, an API key in Authorization included: clients send one
 // whether or not the gateway checks it (the OpenAI SDKs require one), so what is compared is the
 // gateway's work, not the client's header.
@@ -35,7 +35,7 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const { port } = await forkReady('backend.js', ['0']);
 try {
-  for (const [kind, [body, counts]] of Object.entries(KINDS)) {
+  for (const [kind, [body, counts]] of Object.entries(KINDS).filter(([k]) => !process.argv[3] || k === process.argv[3])) {
     const got = Object.fromEntries(Object.keys(SETUPS).map((k) => [k, []]));
     for (let i = 0; i < pairs; i++) {
       for (const [name, s] of Object.entries(SETUPS)) {

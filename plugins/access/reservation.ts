@@ -4,8 +4,9 @@
 /** ctx.state: the request's reservation in the usage ledger (0 or absent: none). */
 export const RESERVED = 'usage.reserved';
 
-/** Where the inference APIs put a request's output cap (top level, or Ollama's options). */
-const CAPS = ['max_tokens', 'max_completion_tokens', 'max_output_tokens', 'num_predict', 'n_predict'] as const;
+/** Where the inference APIs put a request's output cap (top level, or Ollama's options), as the
+ *  quoted keys searched for (Buffers: a string would be encoded again at every search). */
+const CAPS = ['max_tokens', 'max_completion_tokens', 'max_output_tokens', 'num_predict', 'n_predict'].map((f) => Buffer.from(`"${f}"`));
 
 const COLON = 0x3a;
 const isBlank = (c: number) => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
@@ -15,9 +16,9 @@ const isBlank = (c: number) => c === 0x20 || c === 0x09 || c === 0x0a || c === 0
  *  the body. A field name inside a string is escaped (\"max_tokens\") and never matches. */
 export function outputCap(body: Buffer | null): number | undefined {
   if (body === null) return undefined;
-  for (const f of CAPS) {
-    for (let at = body.indexOf(`"${f}"`); at !== -1; at = body.indexOf(`"${f}"`, at + 1)) {
-      let i = at + f.length + 2;
+  for (const key of CAPS) {
+    for (let at = body.indexOf(key); at !== -1; at = body.indexOf(key, at + 1)) {
+      let i = at + key.length;
       while (i < body.length && isBlank(body[i])) i++;
       if (body[i++] !== COLON) continue;
       while (i < body.length && isBlank(body[i])) i++;

@@ -29,6 +29,7 @@ export class SharedEvidence {
   private readonly pub: Redis;
   private readonly sub: Redis;
   private readonly channel: string;
+  private subscribed = false;
 
   constructor(
     readonly settings: RedisSettings,
@@ -43,13 +44,31 @@ export class SharedEvidence {
       connectTimeout: Math.max(1000, settings.timeout),
     };
     this.pub = redisClient(settings.url, options);
-    // The subscriber keeps its subscription across reconnections (ioredis resubscribes).
     this.sub = redisClient(settings.url, { ...options, enableOfflineQueue: true });
     this.channel = `${settings.key_prefix}:evidence`;
     for (const c of [this.pub, this.sub]) c.on('error', () => undefined);
-    this.sub
-      .subscribe(this.channel)
-      .catch((err: Error) => log.warn({ error: err.message }, 'shared evidence: could not subscribe; this replica relies on its own'));
+    // Subscribed once Redis answers, however late: tried again each time the connection is ready
+    // until it holds (a replica started before Redis); once it does, ioredis keeps it across
+    // reconnections.
+    let refused = false;
+    const subscribe = (): void => {
+      if (this.subscribed) return;
+      this.sub.subscribe(this.channel).then(
+        () => {
+          if (this.subscribed) return;
+          this.subscribed = true;
+          if (refused)
+            log.info({ channel: this.channel }, "shared evidence: subscribed now that Redis answers; this replica receives the others' evidence again");
+        },
+        (err: Error) => {
+          if (refused) return;
+          refused = true;
+          log.warn({ error: err.message }, 'shared evidence: could not subscribe; this replica relies on its own until Redis answers');
+        },
+      );
+    };
+    subscribe();
+    this.sub.on('ready', subscribe);
     this.sub.on('message', (_channel: string, text: string) => {
       const e = parse(text);
       if (!e || e.sender === this.sender) return;
@@ -63,9 +82,10 @@ export class SharedEvidence {
     this.pub.publish(this.channel, JSON.stringify({ ...e, sender: this.sender })).catch(() => undefined);
   }
 
-  /** Both connections up: what is published now reaches the others. */
+  /** Both connections up and the subscription held: what is published now reaches the others,
+   *  and what they publish reaches this replica. */
   get connected(): boolean {
-    return this.pub.status === 'ready' && this.sub.status === 'ready';
+    return this.subscribed && this.pub.status === 'ready' && this.sub.status === 'ready';
   }
 
   close(): void {

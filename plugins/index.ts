@@ -8,6 +8,7 @@ import cors from './cors.js';
 import dashboardAccess from './dashboard-access.js';
 import dashboardFiles from './dashboard-files.js';
 import countTokens from './count-tokens.js';
+import endpointsCheck from './endpoints-check.js';
 import endpointsReport from './endpoints-report.js';
 import forward from './forward.js';
 import gatewayHeaders from './gateway-headers.js';
@@ -52,6 +53,7 @@ export const BUILTIN_PLUGINS: readonly Plugin[] = [
   countTokens,
   dashboardAccess,
   dashboardFiles,
+  endpointsCheck,
   endpointsReport,
   forward,
   gatewayHeaders,

@@ -1,8 +1,10 @@
 // Health checking: each endpoint on its own interval and timeout, one check in flight at a time,
-// backoff after failures (interval, 2x, 4x, 8x, capped at the lower of 12x and 60 s).
+// backoff after failures (interval, 2x, 4x, 8x, capped at the lower of 12x and 60 s); while an
+// endpoint refuses connections, a connection tried every half second brings its check forward.
 // Unknown → Healthy/Unhealthy on the first check; only routable endpoints get traffic, but for
 // the last resort (select-endpoint): an endpoint out of rotation that answers it is Healthy at
 // once (markAnswered), one that fails it stays as it was (markFailed changes nothing then).
+import { connect } from 'node:net';
 import { Agent, request } from 'undici';
 import type { Logger } from 'pino';
 import type { Endpoint, HealthState } from './endpoints.js';
@@ -11,6 +13,9 @@ import { SingleFlight } from './single-flight.js';
 import { retryAfterMs } from '../core/head.js';
 
 const BACKOFF_CAP_MS = 60_000;
+/** While an endpoint refuses connections, how often a connection is tried (knock). */
+export const KNOCK_MS = 500;
+const TIMED_OUT = 'timed out';
 
 /** Delay before the next check after `failures` consecutive failures. */
 export function backoffDelay(intervalMs: number, failures: number): number {
@@ -69,6 +74,7 @@ export function takeOutOfRotation(registry: EndpointRegistry, log: Logger, ep: E
 
 export class HealthMonitor implements Health {
   private readonly timers = new Map<Endpoint, NodeJS.Timeout>();
+  private readonly knocks = new Map<Endpoint, NodeJS.Timeout>();
   private readonly inFlight = new SingleFlight<Endpoint, void>();
   // Health probes use their own connections, so they never occupy or age the proxy's sockets.
   private readonly agent = new Agent({ keepAliveTimeout: 2_500, keepAliveMaxTimeout: 2_500 });
@@ -106,6 +112,8 @@ export class HealthMonitor implements Health {
     this.halt.abort();
     for (const t of this.timers.values()) clearTimeout(t);
     this.timers.clear();
+    for (const t of this.knocks.values()) clearInterval(t);
+    this.knocks.clear();
     await this.inFlight.drain();
     await this.agent.close();
   }
@@ -193,12 +201,47 @@ export class HealthMonitor implements Health {
     if (v.state === 'healthy' && from !== 'healthy') this.registry.emit('recovered', ep);
     if (v.state === 'healthy') this.afterPass?.(ep);
     this.schedule(ep, v.retryAfterMs ?? backoffDelay(ep.checkIntervalMs, ep.consecutiveFailures));
+    if (v.state === 'offline' && v.reason !== TIMED_OUT) this.knock(ep);
+  }
+
+  /** Whether connections to the endpoint are being tried (knock). */
+  knocking(ep: Endpoint): boolean {
+    return this.knocks.has(ep);
+  }
+
+  /** While an endpoint refuses connections (stopped, restarting), a connection tried every
+   *  KNOCK_MS — cheap, no request — and the full check run as soon as one is accepted: a
+   *  restarted engine is back within about a second, not after its backoff. Not for one whose
+   *  check timed out: a hung engine still accepts connections, and its checks keep their backoff. */
+  private knock(ep: Endpoint): void {
+    if (this.knocks.has(ep) || this.stopped || ep.retired) return;
+    const url = new URL(ep.healthUrl);
+    const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+    const port = Number(url.port) || (url.protocol === 'https:' ? 443 : 80);
+    const done = () => {
+      clearInterval(timer);
+      this.knocks.delete(ep);
+    };
+    const timer = setInterval(() => {
+      if (this.stopped || ep.retired || ep.state !== 'offline') return done();
+      const socket = connect({ host, port });
+      socket.setTimeout(KNOCK_MS, () => socket.destroy());
+      socket.once('error', () => socket.destroy());
+      socket.once('connect', () => {
+        socket.destroy();
+        if (!this.knocks.has(ep)) return;
+        done();
+        if (!this.stopped && !ep.retired) void this.check(ep);
+      });
+    }, KNOCK_MS);
+    timer.unref();
+    this.knocks.set(ep, timer);
   }
 }
 
 /** A short reason without URLs or credentials. */
 export function describeError(err: unknown): string {
   const e = err as { code?: string; name?: string; cause?: { code?: string }; errors?: { code?: string }[] };
-  if (e?.name === 'TimeoutError' || e?.name === 'AbortError') return 'timed out';
+  if (e?.name === 'TimeoutError' || e?.name === 'AbortError') return TIMED_OUT;
   return e?.code ?? e?.errors?.[0]?.code ?? e?.cause?.code ?? e?.name ?? 'error';
 }

@@ -1,6 +1,6 @@
 // The health checker over real HTTP with short intervals.
 import { afterEach, describe, expect, it } from 'vitest';
-import { backoffDelay } from '../../../engine/backends/health.js';
+import { backoffDelay, type HealthMonitor } from '../../../engine/backends/health.js';
 import { retryAfterMs } from '../../../engine/core/head.js';
 import { FakeBackend } from '../../../engine/demo/index.js';
 import { closeAll, endpoint, startGateway, type Started } from '../../helpers/gateway.js';
@@ -51,6 +51,45 @@ describe('backoff', () => {
     expect(chosen.map((d) => Math.round(d / 10) * 10)).toEqual([100, 200, 400, 800]);
     ranAt.slice(1).forEach((t, i) => expect(t - ranAt[i]).toBeGreaterThanOrEqual(chosen[i] - 20));
     expect(fake.requestsTo('/health').length).toBeGreaterThanOrEqual(4);
+  });
+});
+
+describe('an endpoint that refuses connections', () => {
+  it('is back as soon as it accepts one again: the check is brought forward, not left to its backoff', async () => {
+    // A check interval of an hour: only the knocking can bring it back within the test.
+    const { fake, ep } = await setup('pagedengine', { check_interval: '1h', check_timeout: '2s' });
+    expect(ep.state).toBe('healthy');
+    await fake.stop();
+    await gw!.gw.runtime.health.check(ep);
+    expect(ep.state).toBe('offline');
+    expect((gw!.gw.runtime.health as HealthMonitor).knocking(ep)).toBe(true);
+    const checks = ep.checksTotal;
+    expect(ep.nextCheckAt!.getTime() - Date.now()).toBeGreaterThan(30_000);
+    await fake.start();
+    expect(await until(() => ep.state === 'healthy')).toBe(true);
+    expect(ep.checksTotal).toBe(checks + 1);
+  });
+
+  it('POST /internal/endpoints/check runs the checks now and answers what each found', async () => {
+    const { fake, ep } = await setup('pagedengine', { check_interval: '1h' });
+    const checks = ep.checksTotal;
+    await fake.stop();
+    const res = await fetch(`${gw!.url}/internal/endpoints/check?endpoint=e`, { method: 'POST' });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { checked: { name: string; status: string; routable: boolean; error: string | null }[] };
+    expect(body.checked).toEqual([expect.objectContaining({ name: 'e', status: 'offline', routable: false, error: 'ECONNREFUSED' })]);
+    expect(ep.checksTotal).toBe(checks + 1);
+    expect((await fetch(`${gw!.url}/internal/endpoints/check?endpoint=nope`, { method: 'POST' })).status).toBe(404);
+  });
+
+  it('a check that timed out (a hung engine) keeps its backoff: nothing knocks', async () => {
+    const { fake, ep } = await setup('pagedengine', { check_interval: '1h', check_timeout: '300ms' });
+    fake.behaviour.healthDelayMs = 5_000;
+    await gw!.gw.runtime.health.check(ep);
+    expect(ep.state).toBe('offline');
+    expect(ep.lastError).toBe('timed out');
+    expect((gw!.gw.runtime.health as HealthMonitor).knocking(ep)).toBe(false);
+    fake.behaviour.healthDelayMs = 0;
   });
 });
 

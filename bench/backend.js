@@ -1,5 +1,5 @@
 // A lean fake backend for benchmarks (the test fakes record every request; this one does not):
-// a chat-completions reply, and an SSE stream of 10 events 2 ms apart.
+// a chat-completions reply, and an SSE stream of 10 events 2 ms apart (the last with its finish_reason).
 import { createServer } from 'node:http';
 
 const port = Number(process.argv[2] ?? 0);
@@ -12,8 +12,9 @@ const reply = JSON.stringify({
   usage: { prompt_tokens: 12, completion_tokens: 8, total_tokens: 20 },
 });
 const models = JSON.stringify({ object: 'list', data: [{ id: 'bench-model', object: 'model', created: 1732000000, owned_by: 'bench', max_model_len: 32768 }] });
+// The last event says why the answer ended (finish_reason), as the engines' streams do.
 const event = (i) =>
-  `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1732000000, model: 'bench-model', choices: [{ index: 0, delta: { content: ` w${i}` }, logprobs: null, finish_reason: null }] })}\n\n`;
+  `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1732000000, model: 'bench-model', choices: [{ index: 0, delta: { content: ` w${i}` }, logprobs: null, finish_reason: i === 9 ? 'stop' : null }] })}\n\n`;
 
 const USAGE_EVENT = `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1732000000, model: 'bench-model', choices: [], usage: { prompt_tokens: 12, completion_tokens: 10, total_tokens: 22 } })}\n\n`;
 

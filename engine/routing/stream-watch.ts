@@ -360,7 +360,7 @@ export class StreamWatch {
       else if (this.shape.errorEvents.has(name)) kind = 'error';
       else return this.bad('malformed', `malformed stream: an event's data is not JSON (${data.length} chars: ${JSON.stringify(clip(data, EXCERPT_CHARS))})`);
     }
-    if (this.usage !== null && value !== NOT_JSON && this.usage.mayCarry.test(data))
+    if (this.usage !== null && value !== NOT_JSON && this.usage.carries(value))
       this.reported = mergeReported(this.reported, this.usage.read(Buffer.from(data)));
     if (kind === 'error') return this.bad('error', clip(`backend error: ${(value !== NOT_JSON && this.shape.errorMessage(value)) || data}`, PROBLEM_CHARS));
     if (kind === 'none') return 'none';

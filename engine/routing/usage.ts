@@ -22,9 +22,9 @@ export type Reported = Partial<Omit<Usage, 'estimated'>>;
 
 /** How an API's replies report usage (plugins/apis/usage-fields.ts for the inference APIs). */
 export interface UsageShape {
-  /** Whether the data (read as latin1) of an event parsed anyway may report usage: it is read for
-   *  it then. (After the stream's end, an event is read for its usage without this test.) */
-  readonly mayCarry: RegExp;
+  /** Whether an event parsed anyway (its JSON value) reports usage: it is read for it then.
+   *  (After the stream's end, an event is read for its usage without being parsed.) */
+  carries(value: unknown): boolean;
   /** The counts a stream event's data, or the end of a reply body, reports (its UTF-8 bytes); null: none. */
   read(bytes: Buffer): Reported | null;
 }

@@ -156,7 +156,21 @@ function read(bytes: Buffer): Reported | null {
   return r.input === undefined && r.output === undefined ? null : r;
 }
 
-export const INFERENCE_USAGE: UsageShape = {
-  mayCarry: /(?:_tokens|eval_count|evaluated|predicted|_n)"\s*:\s*\d/,
-  read,
-};
+const isObject = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null;
+
+/** Whether a parsed event reports usage: a usage object (OpenAI-style; the messages API's, also
+ *  inside message_start's message; the Responses API's inside its response), llama.cpp's timings,
+ *  or the counts Ollama and llama.cpp's native API put at the top level. */
+function carries(value: unknown): boolean {
+  if (!isObject(value)) return false;
+  return (
+    isObject(value.usage) ||
+    isObject(value.timings) ||
+    typeof value.eval_count === 'number' ||
+    typeof value.tokens_predicted === 'number' ||
+    (isObject(value.message) && isObject(value.message.usage)) ||
+    (isObject(value.response) && isObject(value.response.usage))
+  );
+}
+
+export const INFERENCE_USAGE: UsageShape = { carries, read };

@@ -15,6 +15,11 @@ import { retryAfterMs } from '../core/head.js';
 const BACKOFF_CAP_MS = 60_000;
 /** While an endpoint refuses connections, how often a connection is tried (knock). */
 export const KNOCK_MS = 500;
+/** An engine that accepts connections again after refusing them is starting: until it passes
+ *  (within STARTING_MS), it is checked every STARTING_CHECK_MS, not after its backoff (a
+ *  llama-server answers 503 while it loads its model). */
+const STARTING_MS = 120_000;
+const STARTING_CHECK_MS = 1_000;
 const TIMED_OUT = 'timed out';
 
 /** Delay before the next check after `failures` consecutive failures. */
@@ -75,6 +80,8 @@ export function takeOutOfRotation(registry: EndpointRegistry, log: Logger, ep: E
 export class HealthMonitor implements Health {
   private readonly timers = new Map<Endpoint, NodeJS.Timeout>();
   private readonly knocks = new Map<Endpoint, NodeJS.Timeout>();
+  /** Endpoints starting (accepted a connection after refusing them): until when. */
+  private readonly starting = new Map<Endpoint, number>();
   private readonly inFlight = new SingleFlight<Endpoint, void>();
   // Health probes use their own connections, so they never occupy or age the proxy's sockets.
   private readonly agent = new Agent({ keepAliveTimeout: 2_500, keepAliveMaxTimeout: 2_500 });
@@ -114,6 +121,7 @@ export class HealthMonitor implements Health {
     this.timers.clear();
     for (const t of this.knocks.values()) clearInterval(t);
     this.knocks.clear();
+    this.starting.clear();
     await this.inFlight.drain();
     await this.agent.close();
   }
@@ -200,7 +208,10 @@ export class HealthMonitor implements Health {
     this.registry.emit('checked', ep, v.failed);
     if (v.state === 'healthy' && from !== 'healthy') this.registry.emit('recovered', ep);
     if (v.state === 'healthy') this.afterPass?.(ep);
-    this.schedule(ep, v.retryAfterMs ?? backoffDelay(ep.checkIntervalMs, ep.consecutiveFailures));
+    const startingUntil = this.starting.get(ep);
+    const starting = startingUntil !== undefined && v.state !== 'healthy' && Date.now() < startingUntil;
+    if (!starting) this.starting.delete(ep);
+    this.schedule(ep, v.retryAfterMs ?? (starting && v.failed ? STARTING_CHECK_MS : backoffDelay(ep.checkIntervalMs, ep.consecutiveFailures)));
     if (v.state === 'offline' && v.reason !== TIMED_OUT) this.knock(ep);
   }
 
@@ -210,9 +221,10 @@ export class HealthMonitor implements Health {
   }
 
   /** While an endpoint refuses connections (stopped, restarting), a connection tried every
-   *  KNOCK_MS — cheap, no request — and the full check run as soon as one is accepted: a
-   *  restarted engine is back within about a second, not after its backoff. Not for one whose
-   *  check timed out: a hung engine still accepts connections, and its checks keep their backoff. */
+   *  KNOCK_MS — cheap, no request — and the full check run as soon as one is accepted, then every
+   *  STARTING_CHECK_MS while it starts: a restarted engine is back within about a second of
+   *  passing, not after its backoff. Not for one whose check timed out: a hung engine still
+   *  accepts connections, and its checks keep their backoff. */
   private knock(ep: Endpoint): void {
     if (this.knocks.has(ep) || this.stopped || ep.retired) return;
     const url = new URL(ep.healthUrl);
@@ -231,7 +243,9 @@ export class HealthMonitor implements Health {
         socket.destroy();
         if (!this.knocks.has(ep)) return;
         done();
-        if (!this.stopped && !ep.retired) void this.check(ep);
+        if (this.stopped || ep.retired) return;
+        if (!this.starting.has(ep)) this.starting.set(ep, Date.now() + STARTING_MS);
+        void this.check(ep);
       });
     }, KNOCK_MS);
     timer.unref();

@@ -70,6 +70,22 @@ describe('an endpoint that refuses connections', () => {
     expect(ep.checksTotal).toBe(checks + 1);
   });
 
+  it('one that answers again but is still starting (503 while it loads) is checked every second until it passes', async () => {
+    const { fake, ep } = await setup('pagedengine', { check_interval: '1h', check_timeout: '2s' });
+    await fake.stop();
+    await gw!.gw.runtime.health.check(ep);
+    expect(ep.state).toBe('offline');
+    fake.behaviour.healthStatus = 503;
+    await fake.start();
+    expect(await until(() => ep.state === 'unhealthy')).toBe(true);
+    expect(ep.lastError).toBe('health check answered 503');
+    // Checked again and again at the starting cadence, not after a backed-off minute.
+    const failing = ep.checksTotal;
+    expect(await until(() => ep.checksTotal > failing + 1)).toBe(true);
+    fake.behaviour.healthStatus = 200;
+    expect(await until(() => ep.state === 'healthy')).toBe(true);
+  });
+
   it('POST /internal/endpoints/check runs the checks now and answers what each found', async () => {
     const { fake, ep } = await setup('pagedengine', { check_interval: '1h' });
     const checks = ep.checksTotal;

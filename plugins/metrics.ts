@@ -30,6 +30,15 @@ export default definePlugin<Record<string, never>>({
     const affinityCells = new Map<string, CounterCell>();
     /** Per family and model, the input and output token counters. */
     const tokenCells = new Map<string, Map<string, [CounterCell, CounterCell]>>();
+    /** Per endpoint (its family and name) and model, the time to first token and per output token. */
+    const streamCells = new Map<Endpoint | null, Map<string, { ttft: HistogramSeries; tpot: HistogramSeries | null }>>();
+    const streamCellsOf = (ep: Endpoint | null, epFamily: string, model: string) => {
+      let byModel = streamCells.get(ep);
+      if (!byModel) streamCells.set(ep, (byModel = new Map()));
+      let cells = byModel.get(model);
+      if (!cells) byModel.set(model, (cells = { ttft: m.ttft.with(epFamily, ep?.name ?? 'none', model), tpot: null }));
+      return cells;
+    };
     const routingCells = new Map<string, Partial<Record<RoutingInfo['decision'], CounterCell>>>();
     // Per endpoint (null: none tried), the duration series of each status class met so far.
     const durations = new Map<Endpoint | null, (HistogramSeries | undefined)[]>();
@@ -83,9 +92,11 @@ export default definePlugin<Record<string, never>>({
       const epName = ep?.name ?? 'none';
       const epFamily = ep?.family ?? family;
       if (attempt.streamed && attempt.firstChunkMs > 0) {
-        m.ttft.with(epFamily, epName, model).observe(attempt.firstChunkMs / 1000);
+        const cells = streamCellsOf(ep, epFamily, model);
+        cells.ttft.observe(attempt.firstChunkMs / 1000);
         const output = usage?.output;
-        if (output !== undefined && output > 1) m.tpot.with(epFamily, epName, model).observe((total - attempt.firstChunkMs) / 1000 / (output - 1));
+        if (output !== undefined && output > 1)
+          (cells.tpot ??= m.tpot.with(epFamily, epName, model)).observe((total - attempt.firstChunkMs) / 1000 / (output - 1));
       }
       if (!usage) return;
       let byModel = tokenCells.get(epFamily);

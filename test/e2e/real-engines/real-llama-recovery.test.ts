@@ -2,7 +2,8 @@
 // start-llama-server.sh): one is healthy as `type: auto` though it answers 404 at / (no web UI);
 // and after a long outage — health checks failed until the next one is a minute away — a
 // restarted server's model is served by the first request after it is up (or, within a second of
-// a failed try, the one after the Retry-After: 1 it gets), while another server
+// a failed try, the one after the Retry-After: 1 it gets; or it was checked as it started, its
+// connections knocked on), while another server
 // keeps the family routable (the model's own endpoint is the only one down).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
@@ -58,7 +59,8 @@ describe.skipIf(!LLAMA_SERVER_DIR)('real llama-servers: auto health, and back at
     expect(((await down.body.json()) as any).error.message).toContain(`nothing answered at ${back.url}: start the backend there`);
 
     back = await startLlamaServer('comes-back', [], back.port);
-    expect(ep.nextCheckAt!.getTime() - Date.now()).toBeGreaterThan(30_000);
+    // Its scheduled check is a minute away; the gateway's knocking (it refused connections) may
+    // have checked it already as it started, or the request below is its last resort: answered either way.
     let res = await chat('cppengine', 'comes-back');
     // Within the breaker's initial period of the failed try above the next waits, and the 503
     // says for how long (1 s): a client that follows Retry-After is answered then.

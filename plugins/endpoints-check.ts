@@ -1,6 +1,7 @@
 // POST /internal/endpoints/check: the endpoints' health checks run now (?endpoint=NAME: that one
 // only, 404 for a name no endpoint has), answered with what each found — an operator who has just
-// restarted an engine need not wait for its next scheduled check. With workers, the host checks.
+// restarted an engine need not wait for its next scheduled check. With workers the host checks, and
+// the answer is what this worker knows when it was asked (the results reach it a moment later).
 import { definePlugin, gwError } from '../engine/api.js';
 import { queryOf } from './lib/query.js';
 

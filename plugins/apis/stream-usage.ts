@@ -22,13 +22,9 @@ export function bodyAskingUsage(ctx: Context, ep: Endpoint, pathname: string, mo
   if ((json?.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true) return null;
   ctx.state[ASKED] = ep;
   if (json !== null) return Buffer.from(JSON.stringify({ ...json, stream_options: { ...json.stream_options, include_usage: true } }));
-  // The option put in front of the body's own fields (no parse); {} has no field to put a comma before.
+  // The option put in front of the body's own fields, stream among them (no parse).
   const sent = withModel(body, model, ctx)!;
-  let at = sent.indexOf(OPEN_BRACE) + 1;
-  while (isBlank(sent[at])) at++;
-  return sent[at] === CLOSE_BRACE
-    ? Buffer.from('{"stream_options":{"include_usage":true}}')
-    : Buffer.concat([ASK, sent.subarray(sent.indexOf(OPEN_BRACE) + 1)]);
+  return Buffer.concat([ASK, sent.subarray(sent.indexOf(OPEN_BRACE) + 1)]);
 }
 
 const ASKED = 'stream-usage.asked';
@@ -38,8 +34,6 @@ export const usageAsked = (ctx: Context, ep: Endpoint | null): boolean => ctx.co
 
 const T = 0x74;
 const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const isBlank = (c: number) => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
 const STREAM_OPTIONS_KEY = Buffer.from('"stream_options"');
 const STREAM_KEY = modelKeys(['stream']);
 const ASK = Buffer.from('{"stream_options":{"include_usage":true},');

@@ -1,7 +1,8 @@
 // The API keys of a configuration (auth:), compiled once per loaded configuration and shared by
 // every route: a presented key is found by its SHA-256, the digests compared in constant time,
-// and remembered for its next requests by the header that presented it; each key knows its models (names, aliases and * patterns, compiled once) and
-// whether it is an admin. Nothing here logs or returns a key or a hash.
+// and remembered for its next requests by the header that presented it; each key knows its
+// models (names, aliases and * patterns, compiled once) and whether it is an admin. Nothing here
+// logs or returns a key or a hash.
 import { hash } from 'node:crypto';
 import {
   expiryOf,
@@ -109,28 +110,33 @@ export class KeyTable {
     return table;
   }
 
-  /** The key a request presents (see presentedKey): undefined when it presents none, null when
-   *  the one it presents is not listed. A key found is remembered by the header value that
-   *  presented it, for its next requests (a SHA-256 and the header's parsing per request are a
-   *  third of what keys cost). Remembered in a Map: V8 hashes a string with a seed chosen at
-   *  random per process and compares the text only when the whole hash matches, so how long a
-   *  lookup takes says nothing of how much of a wrong key was right. A reload makes a new
-   *  table: a revoked key is never found here. */
+  /** The key a request presents — Authorization: Bearer KEY (OpenAI SDKs, Codex, Ollama clients
+   *  given a header), the password of HTTP Basic (a browser on the dashboard), else x-api-key
+   *  (Anthropic SDK, Claude Code) — undefined when it presents none, null when the one it presents
+   *  is not listed. A key found is remembered by the header value that presented it, for its next
+   *  requests (a SHA-256 and the header's parsing per request are a third of what keys cost).
+   *  Remembered in a Map: V8 hashes a string with a seed chosen at random per process and compares
+   *  the text only when the whole hash matches, so how long a lookup takes says nothing of how
+   *  much of a wrong key was right. A reload makes a new table: a revoked key is never found here. */
   keyOf(ctx: Context): Key | null | undefined {
     const authorization = ctx.header('authorization');
-    const apiKey = authorization === undefined ? ctx.header('x-api-key') : undefined;
-    const seen = authorization !== undefined ? this.byAuthorization.get(authorization) : apiKey !== undefined ? this.byApiKey.get(apiKey) : undefined;
-    if (seen !== undefined) return seen;
-    const presented = presentedKey(ctx);
-    if (presented === undefined) return undefined;
+    if (authorization !== undefined) {
+      const presented = this.byAuthorization.get(authorization) ?? fromAuthorization(authorization);
+      if (presented !== undefined) return this.remembered(this.byAuthorization, authorization, presented);
+    }
+    const apiKey = ctx.header('x-api-key');
+    if (apiKey === undefined) return undefined;
+    const presented = this.byApiKey.get(apiKey) ?? (apiKey.trim() || undefined);
+    return presented === undefined ? undefined : this.remembered(this.byApiKey, apiKey, presented);
+  }
+
+  /** The key presented (or already found) under a header's value, remembered under it. */
+  private remembered(recent: Map<string, Key>, value: string, presented: string | Key): Key | null {
+    if (presented instanceof Key) return presented;
     const key = this.find(presented);
     if (key === undefined) return null;
-    // Remembered only where the one header that presented it decides it alone.
-    const [recent, value] = authorization !== undefined ? [this.byAuthorization, authorization] : [this.byApiKey, apiKey];
-    if (value !== undefined && (authorization === undefined || fromAuthorization(authorization) !== undefined)) {
-      if (recent.size >= RECENT_MAX) recent.clear();
-      recent.set(value, key);
-    }
+    if (recent.size >= RECENT_MAX) recent.clear();
+    recent.set(value, key);
     return key;
   }
 
@@ -155,17 +161,6 @@ function sameDigest(a: Buffer, b: Buffer): boolean {
 
 const BEARER = /^Bearer\s+\S/i;
 const BASIC = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i;
-
-/** The key a request presents: Authorization: Bearer KEY (OpenAI SDKs, Codex, Ollama clients given
- *  a header), x-api-key: KEY (Anthropic SDK, Claude Code), or the password of HTTP Basic (a
- *  browser on the dashboard); undefined when it presents none. */
-export function presentedKey(ctx: Context): string | undefined {
-  const authorization = ctx.header('authorization');
-  const presented = authorization === undefined ? undefined : fromAuthorization(authorization);
-  if (presented !== undefined) return presented;
-  const key = ctx.header('x-api-key')?.trim();
-  return key || undefined;
-}
 
 /** The key an Authorization header presents (Bearer, or the password of Basic), if it does. */
 function fromAuthorization(authorization: string): string | undefined {

@@ -44,6 +44,8 @@ export class CircuitBreaker {
   private lastResortFailedAt = -Infinity;
   /** Told when requests open it (its open period in ms): the host's other workers and the fleet's replicas may be spared (state.ts, share). */
   onProxyOpen: ((openMs: number) => void) | null = null;
+  /** Told of every opening, whoever's evidence (attempts under way on the endpoint move on). */
+  onOpened: (() => void) | null = null;
   /** Told of each request that moved the consecutive-failure count while closed (true: a failure;
    *  false: a success that reset it): the other workers of the host count it too (countElsewhere). */
   onCount: ((failed: boolean) => void) | null = null;
@@ -189,6 +191,7 @@ export class CircuitBreaker {
     this.probing = false;
     this.openings++;
     this.openMs = Math.min(openMs, this.settings.maxOpenMs);
+    this.onOpened?.();
   }
 
   private open(by: 'health' | 'proxy'): void {
@@ -199,6 +202,7 @@ export class CircuitBreaker {
     this.openings++;
     this.openMs = this.period(this.openings);
     if (by === 'proxy') this.onProxyOpen?.(this.openMs);
+    this.onOpened?.();
   }
 
   /** initial × 2^(n-1), capped, jittered, capped again (the longest period is a promise). */

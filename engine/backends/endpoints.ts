@@ -23,6 +23,11 @@ export const ROUTABLE: Readonly<Record<HealthState, boolean>> = {
   unhealthy: false,
 };
 
+/** An attempt under way on an endpoint (routing/relay.ts): told when the endpoint is found down. */
+export interface UnderWay {
+  endpointDown(reason: string): void;
+}
+
 /** Time to the reply head of proxied requests (from the inflight interceptor). */
 export class UpstreamTimings {
   count = 0;
@@ -97,6 +102,8 @@ export class Endpoint {
   engineLoad: EngineLoadReport | null = null;
   /** Replies from this endpoint being relayed to clients as streams now (routing/relay.ts). */
   streams = 0;
+  /** Attempts sent to it and not settled: told when it is found down (foundDown). */
+  readonly underWay = new Set<UnderWay>();
   /** Requests the stale-socket interceptor sent once more on a fresh connection. */
   staleRetries = 0;
   lastCheck: Date | null = null;
@@ -126,6 +133,7 @@ export class Endpoint {
     this.url = sanitizeUrl(plan.url);
     this.origin = plan.url.origin;
     this.breaker = new CircuitBreaker(breaker);
+    this.breaker.onOpened = () => this.foundDown('its circuit breaker opened');
     this.apply(plan);
   }
 
@@ -179,6 +187,16 @@ export class Endpoint {
   retire(): void {
     this.retired = true;
     this.queue?.retire();
+  }
+
+  /** Evidence that it is down (taken out of rotation: a failed health check, a refused or timed-out
+   *  connection; its breaker opened): each attempt under way decides whether to move on. Told on
+   *  the next tick: the evidence may come from inside an attempt's own failure, which settles first. */
+  foundDown(reason: string): void {
+    if (this.underWay.size === 0) return;
+    process.nextTick(() => {
+      for (const attempt of [...this.underWay]) attempt.endpointDown(reason);
+    });
   }
 
   /** Does a request for this path take one of the endpoint's concurrency slots? Only inference

@@ -5,7 +5,7 @@
 import { EventEmitter } from 'node:events';
 import type { BreakerSettings } from './breaker.js';
 import { idsOf, type EndpointPlan } from './endpoint-plans.js';
-import { Endpoint, type HealthState } from './endpoints.js';
+import { Endpoint, ROUTABLE, type HealthState } from './endpoints.js';
 import { endpointDispatch, type HealthReports } from './interceptors.js';
 import type { EndpointQueue, QueueSettings } from './queue.js';
 
@@ -93,6 +93,7 @@ export class EndpointRegistry extends EventEmitter {
     ep.state = state;
     this.refresh();
     this.emit('state', ep, from, state, reason);
+    if (ROUTABLE[from] && !ROUTABLE[state]) ep.foundDown(reason ? `${state}: ${reason}` : state);
   }
 
   private refresh(): void {

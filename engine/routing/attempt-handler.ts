@@ -3,7 +3,7 @@
 // listening to the client — cancels the upstream request when the client goes away, keeps one
 // timer for its next deadline, and writes to the client with backpressure.
 import type { Dispatcher } from 'undici';
-import type { Endpoint } from '../backends/endpoints.js';
+import type { Endpoint, UnderWay } from '../backends/endpoints.js';
 import { ClientGone, StepFailed } from '../backends/failures.js';
 import type { ReplyHeaders } from '../core/json.js';
 import type { AttemptState } from './attempt-state.js';
@@ -13,7 +13,7 @@ import type { Exchange } from './exchange.js';
 
 export type Controller = Dispatcher.DispatchController;
 
-export abstract class AttemptHandler<C extends Exchange> {
+export abstract class AttemptHandler<C extends Exchange> implements UnderWay {
   protected controller: Controller | null = null;
   protected settled = false;
   protected readonly sentAt = performance.now();
@@ -38,10 +38,14 @@ export abstract class AttemptHandler<C extends Exchange> {
     private readonly resolve: (o: Outcome) => void,
   ) {
     ex.res.once('close', this.onClientClose);
+    ep.underWay.add(this);
   }
 
   /** The next deadline is due. */
   protected abstract onDeadline(): void;
+
+  /** Its endpoint was found down (Endpoint.foundDown). */
+  abstract endpointDown(reason: string): void;
 
   /** Set the next deadline of this attempt (first content, the budget), when it falls before the
    *  endpoint's own reply timeout would (that one is undici's; within 1 % of it too). */
@@ -82,6 +86,7 @@ export abstract class AttemptHandler<C extends Exchange> {
     // Here, not after the await: the done hook may run before the loop resumes.
     this.rec.upstreamMs += performance.now() - this.sentAt;
     if (this.streaming) this.streaming.streams--;
+    this.ep.underWay.delete(this);
     this.ex.res.off('close', this.onClientClose);
     this.resolve(o);
   }

@@ -9,6 +9,10 @@
 //   503 circuit_breaker with the time to the next test request as Retry-After;
 // - reset, closed or no reply head in time after the request went out: the next endpoint on a
 //   replay-safe route; 502 or 504 otherwise — a request that is not replay-safe never runs twice;
+// - its endpoint found down while no reply head came (a failed health check, a refused
+//   connection, its breaker opening: Endpoint.foundDown): given up for the next endpoint on a
+//   replay-safe route when one waits; a stream under way there that then stays silent breaks
+//   off, to be continued;
 // - a failure status, a stream that failed before its first content, a first-token deadline, a
 //   context-length error when a larger context waits among the fallbacks: the next candidate on
 //   a step with retry settings.
@@ -111,6 +115,10 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
       return false;
     if (this.walk.waiting) return true;
     return this.retryAfter({ kind, retryAfterMs: kind === 'status' ? this.pauseOf(this.endpoint!) : undefined }) !== null;
+  }
+
+  mayMoveOn(): boolean {
+    return this.safe && this.walk.waiting && this.count - this.phaseStart <= this.policy.maxRetries && performance.now() < this.budgetEnds;
   }
 
   /** Milliseconds after which the current step's candidate is tried again, or null: not again

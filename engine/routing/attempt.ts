@@ -22,11 +22,11 @@ export interface HeldReply {
 }
 
 /** An attempt that failed in a way another candidate may fix: a held status, a stream that
- *  failed before its first content, a first-token deadline. `outcome`: in words, for the log. */
+ *  failed before its first content, a first-token deadline, an endpoint found down under it. `outcome`: in words, for the log. */
 export class AttemptFailed extends Error {
   constructor(
     readonly outcome: string,
-    readonly kind: 'status' | 'stream' | 'first_token' | 'context_length' | 'client_error',
+    readonly kind: 'status' | 'stream' | 'first_token' | 'context_length' | 'client_error' | 'abandoned',
     readonly held: HeldReply | null = null,
   ) {
     super(`attempt failed: ${outcome}`);
@@ -44,6 +44,9 @@ export class BudgetSpent extends Error {
 export interface AttemptControl {
   /** Were this attempt to fail so now, could another follow (plan, attempts, budget, fleet)? */
   canRetry(kind: RetryableKind): boolean;
+  /** Were this attempt given up now (its endpoint found down), would another candidate take the
+   *  request (replay-safe, attempts and budget left, one waiting)? */
+  mayMoveOn(): boolean;
   /** A failure another attempt might have fixed is passed on as it is (counted when the fleet
    *  retry budget is what stopped the retry). */
   passedOn(): void;

@@ -39,7 +39,9 @@ export type FailureKind =
   /** The prompt is longer than this endpoint's context window. */
   | 'context_length'
   /** A fallback model refused what the primary accepted. */
-  | 'client_error';
+  | 'client_error'
+  /** Given up without a reply head: the endpoint was found down meanwhile (endpoints.ts, foundDown). */
+  | 'abandoned';
 
 export interface Failure {
   kind: FailureKind;
@@ -78,12 +80,12 @@ export function retryDelay(f: Failure, tries: number, backoffMs: number, budgetL
 
 /** Does the next attempt take a token of the fleet's retry budget? Every attempt after a failure
  *  does — it adds load to backends that fail — except moving on to another endpoint after a
- *  connection-level failure before any reply: the request was not served, and a healthy endpoint
+ *  connection-level failure (or its endpoint found down) before any reply: the request was not served, and a healthy endpoint
  *  must never be refused it. */
 export function chargesFleet(previous: Failure | null, sameEndpoint: boolean, retryRound: boolean): boolean {
   if (previous === null) return false;
   if (retryRound || sameEndpoint) return true;
-  return previous.kind !== 'connect' && previous.kind !== 'dropped' && previous.kind !== 'timeout';
+  return previous.kind !== 'connect' && previous.kind !== 'dropped' && previous.kind !== 'timeout' && previous.kind !== 'abandoned';
 }
 
 /** Is this status one another candidate may do better than, so the relay holds it back? The

@@ -30,11 +30,15 @@ import { streamFormatOf } from './stream-watch.js';
 import { addUsage, attemptUsage, noUsage, USAGE_TAIL_BYTES } from './usage.js';
 
 const HELD_LIMIT = 64 * 1024;
+/** A stream under way on an endpoint found down breaks off if it stays silent this long. */
+export const STALL_MS = 1_000;
 
 export class Relay<C extends Exchange> extends StreamRelay<C> implements Dispatcher.DispatchHandler {
   private readonly chunks: Buffer[] = [];
 
   private size = 0;
+  /** Body chunks received: whether a stream is still moving. */
+  private chunksIn = 0;
 
   constructor(
     ex: C,
@@ -110,6 +114,22 @@ export class Relay<C extends Exchange> extends StreamRelay<C> implements Dispatc
     }
   }
 
+  /** Its endpoint was found down. Nothing relayed yet: given up when another candidate waits (a
+   *  hung engine would hold it for the whole reply timeout). A stream under way that may be
+   *  continued: broken off if it stays silent for STALL_MS. Anything else finishes as it can. */
+  endpointDown(reason: string): void {
+    if (this.settled) return;
+    if (this.open) {
+      if (this.ctl.mayMoveOn()) this.abort(new AttemptFailed(`abandoned (endpoint ${reason})`, 'abandoned'));
+      return;
+    }
+    if (this.watch === null || !this.ctl.answer?.mayContinue()) return;
+    const seen = this.chunksIn;
+    setTimeout(() => {
+      if (!this.settled && this.chunksIn === seen) this.abort(new AttemptFailed(`stalled on an endpoint found down (${reason})`, 'stream'));
+    }, STALL_MS).unref();
+  }
+
   onResponseStart(_c: Controller, status: number, headers: ReplyHeaders): void {
     if (status < 200) return; // 1xx informational: the final head follows
     this.status = status;
@@ -157,6 +177,7 @@ export class Relay<C extends Exchange> extends StreamRelay<C> implements Dispatc
   }
 
   onResponseData(controller: Controller, chunk: Buffer): void {
+    this.chunksIn++;
     const plan = this.plan;
     if (plan.kind === 'hold' || plan.kind === 'buffer') {
       if (plan.kind === 'buffer' && plan.discard) return;

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../engine/core/config.js';
 import { joinEndpointUrl, planEndpoints } from '../../../engine/backends/endpoint-plans.js';
 import { loadProfiles } from '../../../engine/core/profiles.js';
+import { EndpointRegistry } from '../../../engine/backends/registry.js';
 import { writeConfig } from '../../helpers/gateway.js';
 
 const profiles = loadProfiles('/nonexistent');
@@ -126,5 +127,29 @@ describe('endpoint records', () => {
       { name: 'x', type: 'localrunner', url: 'http://h', auth: { type: 'basic', username: 'u', password_file: '/nonexistent/pw' } },
     ]);
     expect(problems.map((p) => p.field)).toEqual(['discovery.static.endpoints[1].name', 'discovery.static.endpoints[1].auth.password_file']);
+  });
+});
+
+describe('an endpoint found down tells the attempts under way', () => {
+  const BREAKER = { healthFailures: 3, proxyFailures: 5, initialOpenMs: 1000, maxOpenMs: 30_000, jitter: 0 };
+  const told = () => new Promise((r) => setImmediate(r));
+
+  it('leaving rotation and its breaker opening tell them, on the next tick; a state that stays routable does not', async () => {
+    const registry = new EndpointRegistry({ markFailed() {}, markAnswered() {} });
+    registry.reconcile(plan([{ name: 'p', type: 'pagedengine', url: 'http://127.0.0.1:9' }]).plans, BREAKER);
+    const [ep] = registry.all;
+    const heard: string[] = [];
+    ep.underWay.add({ endpointDown: (reason) => heard.push(reason) });
+    registry.setState(ep, 'healthy');
+    registry.setState(ep, 'busy');
+    registry.setState(ep, 'offline', 'timed out');
+    expect(heard).toEqual([]);
+    await told();
+    expect(heard).toEqual(['offline: timed out']);
+    registry.setState(ep, 'unhealthy', 'connection refused');
+    for (let i = 0; i < 3; i++) ep.breaker.healthFailure();
+    await told();
+    expect(heard).toEqual(['offline: timed out', 'its circuit breaker opened']);
+    await registry.close();
   });
 });

@@ -6,10 +6,15 @@ import type { Endpoint } from '../../../engine/backends/endpoints.js';
 import { GatewayError } from '../../../engine/core/errors.js';
 import { PlanBuilder, planOf } from '../../../engine/routing/plan.js';
 import { policy, routingHarness, type Reply } from '../../helpers/exchange.js';
+import { waitFor } from '../../helpers/wait.js';
 
-const { send, endpoints, fake } = routingHarness();
+const { start, send, endpoints, fake } = routingHarness();
 
 const answerOf = (r: Reply) => JSON.parse(r.text).choices[0].message.content;
+/** Until the fake has the request (the attempt is under way there). */
+const arrived = (f: { received: unknown[] }) => waitFor(() => f.received.length > 0, 'the request to reach the fake');
+/** Past the tick on which Endpoint.foundDown tells the attempts under way. */
+const told = () => new Promise((r) => setImmediate(r));
 const openBreaker = (ep: Endpoint) => {
   for (let i = 0; i < 3; i++) ep.breaker.healthFailure();
 };
@@ -162,5 +167,67 @@ describe('attemptLoop', () => {
     const r = await send(policy(), builder.build(null, 'test-model'));
     expect(answerOf(r)).toBe('Hello from b');
     expect(r.rec).toMatchObject({ endpoint: b, model: 'fb-model', fellBack: { decision: 'fallback', reason: 'model_fallback (test-model: 503 from a)' } });
+  });
+
+  describe('an endpoint found down while an attempt waits on it (Endpoint.foundDown)', () => {
+    const reply = async (p: ReturnType<typeof start>) => {
+      const { res, job } = await p;
+      const text = await res.body.text();
+      await job.done;
+      return { status: res.statusCode, text, rec: job.ex!.rec! };
+    };
+
+    it.each([
+      ['taken out of rotation', (a: Endpoint) => a.foundDown('offline: timed out')],
+      ['its breaker opening', (a: Endpoint) => openBreaker(a)],
+    ])('%s: the attempt without a reply head moves to the next endpoint at once', async (_, evidence) => {
+      const [fa, fb] = [await fake('a'), await fake('b')];
+      fa.behaviour.hang = true;
+      const [a, b] = endpoints(fa.url, fb.url);
+      const pending = reply(start(policy(), planOf([a, b], null)));
+      await arrived(fa);
+      evidence(a);
+      const r = await pending;
+      expect([r.status, JSON.parse(r.text).choices[0].message.content]).toEqual([200, 'Hello from b']);
+      expect(r.rec).toMatchObject({ count: 2, endpoint: b, tried: [{ endpoint: 'a', outcome: expect.stringMatching(/^abandoned \(endpoint /) }] });
+      expect(a.underWay.size).toBe(0);
+    });
+
+    it('not replay-safe, or no other candidate: it waits for its answer there', async () => {
+      const [fa, fb] = [await fake('a'), await fake('b')];
+      const [a, b] = endpoints(fa.url, fb.url);
+      for (const [over, plan] of [
+        [{ replaySafe: () => false }, planOf([a, b], null)],
+        [{}, planOf([a], null)],
+      ] as const) {
+        let release!: () => void;
+        fa.reset();
+        fa.behaviour.holdUntil = new Promise<void>((r) => (release = r));
+        const pending = reply(start(policy(over), plan));
+        await arrived(fa);
+        a.foundDown('offline: timed out');
+        await told();
+        release();
+        const r = await pending;
+        expect([r.status, JSON.parse(r.text).choices[0].message.content, r.rec.tried]).toEqual([200, 'Hello from a', null]);
+      }
+      expect(fb.received).toHaveLength(0);
+    });
+
+    it('an answer under way is left to finish', async () => {
+      const [fa, fb] = [await fake('a'), await fake('b')];
+      const [a, b] = endpoints(fa.url, fb.url);
+      let next: (() => void) | undefined;
+      fa.behaviour.beforeChunk = (i) => (i === 3 ? new Promise<void>((r) => (next = r)) : Promise.resolve());
+      const pending = reply(start(policy(), planOf([a, b], null), true));
+      await waitFor(() => next !== undefined, 'the stream to reach its fourth piece');
+      a.foundDown('offline: timed out');
+      await told();
+      next!();
+      const r = await pending;
+      expect([r.status, r.rec.tried, r.rec.endpoint]).toEqual([200, null, a]);
+      expect(r.text).toContain('[DONE]');
+      expect(fb.received).toHaveLength(0);
+    });
   });
 });

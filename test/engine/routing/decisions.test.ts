@@ -107,7 +107,7 @@ describe('retryDelay: what another try may fix, and after how long', () => {
 describe('chargesFleet: what the fleet retry budget limits', () => {
   it('never the first attempt, nor moving on to another endpoint after a connection-level failure', () => {
     expect(chargesFleet(null, false, false)).toBe(false);
-    for (const kind of ['connect', 'dropped', 'timeout'] as const) expect(chargesFleet({ kind }, false, false)).toBe(false);
+    for (const kind of ['connect', 'dropped', 'timeout', 'abandoned'] as const) expect(chargesFleet({ kind }, false, false)).toBe(false);
   });
   it('every retry of the same endpoint, every retry round, every attempt after a failure status or stream', () => {
     expect(chargesFleet({ kind: 'connect' }, true, false)).toBe(true);

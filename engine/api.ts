@@ -63,6 +63,7 @@ export { rateLimitHeaders } from './routing/admission.js';
 // counters and metrics, the rate limits' buckets.
 export type { EndpointView as Endpoint, HealthState } from './backends/endpoints.js';
 export type { EndpointQueue, QueueCounts } from './backends/queue.js';
+export type { Placements } from './backends/placements.js';
 export { indexModels, type Catalogue, type CatalogueModel } from './backends/catalogue.js';
 export type { DiscoveredModel } from './backends/model-lists.js';
 export { NameIndex } from './backends/model-names.js';

@@ -17,6 +17,7 @@ import type { Health } from './health.js';
 import { EndpointRateGate, RateBuckets } from './rate-buckets.js';
 import { EndpointRegistry, type Reconciled } from './registry.js';
 import { Metrics } from './metrics.js';
+import { Placements } from './placements.js';
 import { Residency } from './residency.js';
 import { RetryBudget, type RetryBudgetSettings } from './retry-budget.js';
 import { Fleet, type Evidence } from './sharing/fleet.js';
@@ -35,6 +36,8 @@ export class Backends {
   readonly residency: Residency;
   /** What each engine reports it is running (endpoint.load): balancing counts others' requests too. */
   readonly engineLoad: EngineLoad;
+  /** Where conversations were placed away from their hash home (affinity), host-wide. */
+  readonly placements = new Placements();
   private readonly reports = new EngineReports();
   readonly stats = new Stats();
   /** The Prometheus registry (/internal/metrics): its series outlive reloads like the counters. */
@@ -88,6 +91,7 @@ export class Backends {
       void this.engineLoad.refresh(ep);
     });
     this.discovery = host.discovery(this.endpoints, this.catalogue, config, log);
+    this.placements.onPlaced = (key, ep, home) => host.placed(ep, key, home);
     this.reconcile(config, plans);
     host.attach(this);
   }

@@ -11,6 +11,7 @@ import type { Metrics } from '../backends/metrics.js';
 import type { RateBuckets } from '../backends/rate-buckets.js';
 import type { UsageBooks } from '../backends/usage-books.js';
 import type { Residency } from '../backends/residency.js';
+import type { Placements } from '../backends/placements.js';
 import type { RetryBudget } from '../backends/retry-budget.js';
 import type { Stats } from '../backends/telemetry.js';
 import type { GatewayConfig } from '../core/config.js';
@@ -36,6 +37,8 @@ export interface Runtime {
   discovery: DiscoveryService;
   /** Which models each endpoint has loaded now: `residency.isLoaded(ep, model)`, undefined when unknown. */
   residency: Residency;
+  /** Where conversations were placed away from their hash home (conversation affinity), host-wide. */
+  placements: Placements;
   stats: Stats;
   metrics: Metrics;
   /** The rate limits' token buckets (server.rate_limits), shared by every route. */
@@ -79,6 +82,7 @@ export function runtimeOf(o: {
     catalogue: backends.catalogue,
     discovery: backends.discovery,
     residency: backends.residency,
+    placements: backends.placements,
     stats: backends.stats,
     metrics: backends.metrics,
     buckets: backends.buckets,

@@ -69,7 +69,7 @@ export function instruments(m: Metrics) {
     ),
     affinity: m.counter(
       'gw_affinity_total',
-      'Requests placed by conversation affinity, by outcome: hit (its conversation\'s endpoint answered), moved (another did; reason: overloaded, failover, a state such as offline or busy, no_free_slot, retry_after) or none (no key: no session header and no conversation opening in the body; reason "-").',
+      'Requests placed by conversation affinity, by outcome: hit (its conversation\'s endpoint answered), moved (another did; reason: least_loaded, overloaded, failover, a state such as offline or busy, no_free_slot, retry_after) or none (no key: no session header and no conversation opening in the body; reason "-").',
       ['family', 'route', 'outcome', 'reason'],
     ),
     continuations: m.counter(

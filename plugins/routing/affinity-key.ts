@@ -66,7 +66,7 @@ export function openingOf(body: unknown): [string, string] | undefined {
 /** 64 bits of hash over the parts (two 32-bit lanes of multiply-xor mixing, the scheme of
  *  cyrb53): a key, not a secret, and the texts are mostly short, where crypto's setup costs more
  *  than the hashing. A 0 between parts keeps ("ab", "c") apart from ("a", "bc"). */
-function keyOf(parts: readonly string[], source: string): AffinityKey {
+function keyOf(parts: readonly string[], source: string, body: Buffer | null): AffinityKey {
   let h1 = 0xdeadbeef;
   let h2 = 0x41c6ce57;
   for (const p of parts) {
@@ -78,7 +78,9 @@ function keyOf(parts: readonly string[], source: string): AffinityKey {
   }
   h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
   h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
-  return { hi: h1 >>> 0, lo: h2 >>> 0, source, home: null, overloaded: false };
+  const hi = h1 >>> 0;
+  const lo = h2 >>> 0;
+  return { hi, lo, id: hi * 2 ** 21 + (lo >>> 11), source, body, home: null, hashed: null, stored: null, overloaded: false, leastLoaded: false };
 }
 
 /** Makes a request's key: `headers` are lower-case names, the first listed present wins. Read
@@ -98,11 +100,11 @@ export function affinityKeys(headers: readonly string[]) {
   };
   return (ctx: Context, model: string): AffinityKey | null => {
     const found = session(ctx.req.rawHeaders);
-    if (found) return keyOf([model, found[1]], found[0]);
+    if (found) return keyOf([model, found[1]], found[0], ctx.body);
     const body = ctx.bodyJson();
     const cacheKey = (body as { prompt_cache_key?: unknown } | null)?.prompt_cache_key;
-    if (typeof cacheKey === 'string' && cacheKey) return keyOf([model, cacheKey], 'prompt_cache_key');
+    if (typeof cacheKey === 'string' && cacheKey) return keyOf([model, cacheKey], 'prompt_cache_key', ctx.body);
     const opening = openingOf(body);
-    return opening ? keyOf([model, ...opening], 'conversation') : null;
+    return opening ? keyOf([model, ...opening], 'conversation', ctx.body) : null;
   };
 }

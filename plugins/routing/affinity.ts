@@ -6,19 +6,40 @@
 // weight-2 endpoint takes twice the conversations. Bounded load (consistent hashing with bounded
 // loads, Mirrokni et al.): an endpoint already past max_load_factor × its weighted share of the
 // candidates' load passes the key to the next in the key's order, so affinity never builds a
-// hot spot. The key comes from a session header or the conversation's opening (affinity-key.ts).
+// hot spot. A new conversation has nothing cached anywhere: its opening turn goes to the least
+// loaded candidate whenever its home is busier. A conversation placed away from its home (so, or
+// by the load bound) keeps to where its cache now is: the placement is remembered host-wide
+// (backends/placements.ts) and is its home from then on. The key comes from a session header or
+// the conversation's opening (affinity-key.ts).
 import type { AffinityNote, Endpoint } from '../../engine/api.js';
 
 export interface AffinityKey {
   /** 64 bits of the key's hash, as two 32-bit halves. */
   readonly hi: number;
   readonly lo: number;
+  /** 53 of those bits as one number: what a placement is remembered by. */
+  readonly id: number;
   /** Where it came from: a header name, or "conversation" (a hash of its opening). */
   readonly source: string;
-  /** Set by balancing: the endpoint the key prefers among the candidates, and whether the load
-   *  bound passed it on to another. */
+  /** The request's body: whether it opens its conversation is read from it when that decides. */
+  readonly body: Buffer | null;
+  /** Set by balancing: where the conversation's cache is (an earlier placement among the
+   *  candidates, else the hash's choice), the hash's choice, the placement remembered (null:
+   *  none), and whether the load bound passed the home on or an opening turn went elsewhere. */
   home: Endpoint | null;
+  hashed: Endpoint | null;
+  stored: Endpoint | null;
   overloaded: boolean;
+  leastLoaded: boolean;
+}
+
+/** Does the request open its conversation? Read from its bytes, and only when that decides: an
+ *  earlier answer is the JSON string "assistant" (its role) in every API, a Responses turn may
+ *  name its predecessor or carry a tool's output instead; a bare prompt (no messages or input)
+ *  grows with its conversation and cannot tell. */
+export function openingTurn(body: Buffer | null): boolean {
+  if (body === null || (body.indexOf('"messages"') < 0 && body.indexOf('"input"') < 0)) return false;
+  return body.indexOf('"assistant"') < 0 && body.indexOf('"previous_response_id"') < 0 && body.indexOf('"function_call_output"') < 0;
 }
 
 /** murmur3's finaliser over two words: a well-mixed 32 bits. */
@@ -36,10 +57,12 @@ export function score(key: AffinityKey, ep: Endpoint): number {
   return ep.weight / -Math.log(u);
 }
 
-/** `tier` in the key's order: its home first unless the load bound passes it on (then the first
- *  within its bound), the rest by score — so a failover goes where the conversation would move
- *  anyway, and it moves once. key.home / key.overloaded say how that went. */
-export function rankKey(tier: readonly Endpoint[], key: AffinityKey, maxLoadFactor: number, now: number): Endpoint[] {
+/** `tier` in the key's order: its home first — where it was placed before (`placed`, when among
+ *  the tier), else the hash's choice — unless an opening turn finds a less-loaded candidate (then
+ *  the least loaded) or the load bound passes the home on (then the first within its bound); the
+ *  rest by score, so a failover goes where the conversation would move anyway, and it moves
+ *  once. The key's fields say how that went. */
+export function rankKey(tier: readonly Endpoint[], key: AffinityKey, maxLoadFactor: number, now: number, placed?: Endpoint): Endpoint[] {
   const n = tier.length;
   const scores = new Array<number>(n);
   const ranked = new Array<Endpoint>(n);
@@ -59,10 +82,30 @@ export function rankKey(tier: readonly Endpoint[], key: AffinityKey, maxLoadFact
     total += ep.load(now);
     weights += ep.weight;
   }
+  key.hashed = ranked[0];
+  if (placed !== undefined && placed !== ranked[0]) {
+    const i = ranked.indexOf(placed);
+    if (i > 0) ranked.unshift(...ranked.splice(i, 1));
+  }
   key.home = ranked[0];
+  if (n === 1) return ranked;
+  if (key.home === key.hashed && total > 0) {
+    // Busier than the least loaded, and nothing cached anywhere yet: the least loaded takes it.
+    let least = ranked[0].load(now) / ranked[0].weight;
+    let best = 0;
+    for (let i = 1; i < n; i++) {
+      const l = ranked[i].load(now) / ranked[i].weight;
+      if (l < least) [least, best] = [l, i];
+    }
+    if (best > 0 && openingTurn(key.body)) {
+      key.leastLoaded = true;
+      ranked.unshift(...ranked.splice(best, 1));
+      return ranked;
+    }
+  }
   // The request being placed counts: an idle fleet's bound is at least one request each.
   const within = (ep: Endpoint) => ep.load(now) < Math.ceil((maxLoadFactor * (total + 1) * ep.weight) / weights);
-  if (n === 1 || within(ranked[0])) return ranked;
+  if (within(ranked[0])) return ranked;
   key.overloaded = true;
   const i = ranked.findIndex(within);
   if (i > 0) ranked.unshift(...ranked.splice(i, 1));

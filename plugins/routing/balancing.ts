@@ -13,7 +13,7 @@
 //    wait is over: it is tried only when nothing better is left.
 // Load is an endpoint's requests in flight plus what its engine reports serving for others
 // (Endpoint.load, backends/engine-load.ts).
-import type { AffinityNote, Endpoint } from '../../engine/api.js';
+import type { AffinityNote, Endpoint, Placements } from '../../engine/api.js';
 import { rankKey, score, type AffinityKey } from './affinity.js';
 
 /** `model`: the name the request asks for, where it names one (p2c prefers endpoints that have it loaded). */
@@ -172,6 +172,8 @@ export interface BalancerSettings {
   maxLoadFactor: number | null;
   /** Affinity chooses within the top priority (the priority strategy) rather than among all. */
   byPriority: boolean;
+  /** Where conversations were placed away from their hash home (host-wide); absent: not kept. */
+  placements?: Placements;
 }
 
 const isHealthy = (e: Endpoint) => e.state === 'healthy';
@@ -202,14 +204,17 @@ function loadedFirst(tier: readonly Endpoint[], model: string | undefined, state
 export function balancer(order: Order, s: BalancerSettings): Order {
   /** First places given to each degraded endpoint. */
   const offered = new WeakMap<Endpoint, number>();
+  const placements = s.placements;
   return (list, key, model) => {
     let ordered: readonly Endpoint[];
-    if (key && s.maxLoadFactor !== null && list.length > 0) {
+    const affinity = key && s.maxLoadFactor !== null && list.length > 0;
+    if (affinity) {
       const tier = loadedFirst(equallyPreferred(list, s.byPriority), model, s.state);
-      if (tier.length === list.length) ordered = list.length > 1 ? rankKey(tier, key, s.maxLoadFactor, performance.now()) : list;
+      const placed = (key.stored = placements?.get(key.id) ?? null) ?? undefined;
+      if (tier.length === list.length) ordered = list.length > 1 ? rankKey(tier, key, s.maxLoadFactor!, performance.now(), placed) : list;
       else {
         const rest = order(list, null, model).filter((e) => !tier.includes(e));
-        ordered = tier.length > 1 ? [...rankKey(tier, key, s.maxLoadFactor, performance.now()), ...rest] : [...tier, ...rest];
+        ordered = tier.length > 1 ? [...rankKey(tier, key, s.maxLoadFactor!, performance.now(), placed), ...rest] : [...tier, ...rest];
       }
       key.home ??= ordered[0];
     } else ordered = order(list, null, model);
@@ -229,8 +234,18 @@ export function balancer(order: Order, s: BalancerSettings): Order {
       const waiting = (e: Endpoint) => e.cooling(now);
       if (ordered.some(waiting)) ordered = [...ordered.filter((e) => !waiting(e)), ...ordered.filter(waiting)];
     }
+    // Remembered where the key's order was made (one candidate: nothing was decided).
+    if (affinity && placements && key.hashed !== null) remember(placements, key, ordered[0]);
     return ordered;
   };
+}
+
+/** Where the conversation goes now, remembered when that is not the hash's choice; forgotten when
+ *  it is again. */
+function remember(placements: Placements, key: AffinityKey, first: Endpoint): void {
+  if (first === key.hashed) {
+    if (key.stored !== null) placements.place(key.id, first, true);
+  } else if (first !== key.stored) placements.place(key.id, first, false);
 }
 
 const NO_KEY: AffinityNote = Object.freeze({ source: null, home: null, moved: null });
@@ -244,19 +259,31 @@ export function noteOf(key: AffinityKey | null, ordered: readonly Endpoint[], do
   if (home === null) return { source: key.source, home: null, moved: null };
   let homeScore = score(key, home);
   let moved: string | null = null;
-  for (const d of down) {
-    if (byPriority && d.priority < key.home!.priority) continue;
-    const s = score(key, d);
-    if (s > homeScore) {
-      home = d;
-      homeScore = s;
-      moved = d.state;
+  // A conversation placed away from its hash home has its cache there, not at a home that is down.
+  if (key.hashed === null || home === key.hashed)
+    for (const d of down) {
+      if (byPriority && d.priority < key.home!.priority) continue;
+      const s = score(key, d);
+      if (s > homeScore) {
+        home = d;
+        homeScore = s;
+        moved = d.state;
+      }
     }
-  }
   if (moved === null && ordered[0] !== home) {
-    // The passes after placement moved it (state, capacity, pause), else the load bound did.
+    // The passes after placement moved it (state, capacity, pause), else the load did: an
+    // opening turn sent to the least loaded, or the load bound.
     const h = home;
-    moved = h.state !== 'healthy' ? h.state : saturated(h) ? 'no_free_slot' : h.cooling(performance.now()) ? 'retry_after' : 'overloaded';
+    moved =
+      h.state !== 'healthy'
+        ? h.state
+        : saturated(h)
+          ? 'no_free_slot'
+          : h.cooling(performance.now())
+            ? 'retry_after'
+            : key.leastLoaded
+              ? 'least_loaded'
+              : 'overloaded';
   }
   return { source: key.source, home, moved };
 }

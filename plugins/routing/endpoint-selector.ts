@@ -96,6 +96,7 @@ export class EndpointSelector {
       shares: { busy: shares.busy_one_in, warming: shares.warming_one_in },
       maxLoadFactor: this.affinityOn ? aff.max_load_factor : null,
       byPriority: this.strategyName === 'priority',
+      placements: env.placements,
     });
     this.keyOf = affinityKeys(aff.session_headers.map((h) => h.toLowerCase()));
     this.strategy = env.config.model_registry.routing_strategy.type;

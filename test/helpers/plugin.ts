@@ -7,6 +7,7 @@ import type { Plugin, PluginEnv } from '../../engine/kernel/plugin.js';
 import { PluginRegistry } from '../../engine/kernel/plugin.js';
 import { loadProfiles } from '../../engine/core/profiles.js';
 import { Metrics } from '../../engine/backends/metrics.js';
+import { Placements } from '../../engine/backends/placements.js';
 import { RateBuckets } from '../../engine/backends/rate-buckets.js';
 import { Fleet } from '../../engine/backends/sharing/fleet.js';
 import { RetryBudget } from '../../engine/backends/retry-budget.js';
@@ -33,6 +34,7 @@ export function testEnv(extra: Partial<PluginEnv> = {}): PluginEnv & { logs: Rec
     catalogue: undefined as never,
     discovery: undefined as never,
     residency: undefined as never,
+    placements: new Placements(),
     stats: new Stats(),
     metrics: new Metrics(),
     usage: new LocalBooks(new UsageLedger()),

@@ -172,6 +172,8 @@ export class WorkerLink implements HostScope {
         return ep.breaker.openElsewhere(m.ms);
       case 'pause':
         return ep.pausedElsewhere(m.ms);
+      case 'place':
+        return b.placements.placedElsewhere(m.key, ep, m.home);
     }
   }
 
@@ -198,6 +200,10 @@ export class WorkerLink implements HostScope {
 
   paused(ep: Endpoint, ms: number): void {
     this.send({ gw: 'pause', id: ep.id, ms });
+  }
+
+  placed(ep: Endpoint, key: number, home: boolean): void {
+    this.send({ gw: 'place', id: ep.id, key, home });
   }
 
   /** Rate-limit takes from the host's buckets, all or none (the Redis store's contract), mostly

@@ -64,6 +64,8 @@ export type ToWorker =
   | { gw: 'count'; id: string; failed: boolean }
   | { gw: 'open'; id: string; ms: number }
   | { gw: 'pause'; id: string; ms: number }
+  /** A conversation placed on endpoint `id` away from its hash home, or back at it (affinity). */
+  | { gw: 'place'; id: string; key: number; home: boolean }
   | { gw: 'answer'; n: number; value: unknown }
   | { gw: 'reload'; reason: string }
   /** The host gathers every worker's counters (a status route asked) or series (/internal/metrics). */
@@ -78,6 +80,7 @@ export type ToHost =
   | { gw: 'count'; id: string; failed: boolean }
   | { gw: 'open'; id: string; ms: number }
   | { gw: 'pause'; id: string; ms: number }
+  | { gw: 'place'; id: string; key: number; home: boolean }
   /** A slot the host granted (ask acquire) is given back after `heldMs`. */
   | { gw: 'release'; id: string; heldMs: number }
   /** The waiter of ask `n` (acquire) went away. */

@@ -109,6 +109,7 @@ export class HostState {
         return this.broadcast(m, from);
       case 'count':
       case 'pause':
+      case 'place':
         return this.broadcast(m, from);
     }
   }

@@ -34,6 +34,8 @@ export interface HostScope {
   counted(ep: Endpoint, failed: boolean): void;
   opened(ep: Endpoint, ms: number): void;
   paused(ep: Endpoint, ms: number): void;
+  /** A conversation placed on `ep` away from its hash home (or back at it: `home`): affinity. */
+  placed(ep: Endpoint, key: number, home: boolean): void;
   /** The usage ledger's port: this process's ledger, or the host's (a worker asks it). */
   usageBooks(ledger: UsageLedger): UsageBooks;
   /** The backends' state is built: the host's news applies to it from now on. */
@@ -72,6 +74,7 @@ export class OwnHost implements HostScope {
   counted(): void {}
   opened(): void {}
   paused(): void {}
+  placed(): void {}
   attach(): void {}
   async start(): Promise<void> {}
   added(): void {}

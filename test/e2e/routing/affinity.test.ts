@@ -98,6 +98,48 @@ describe('a conversation stays where its cache is', () => {
     expect(metrics).toMatch(/gw_affinity_total\{family="pagedengine",route="proxy",outcome="moved",reason="failover"\} 1/);
   });
 
+  it('least-connections: new conversations go to the idle endpoints while one holds a long request; their later turns stay there (hit)', async () => {
+    gw = await startGateway(config({ load_balancer: 'least-connections' }));
+    // Learn each conversation's hash home with nothing in flight, then forget it (a new gateway).
+    const homes: string[] = [];
+    for (let c = 0; c < 8; c++) homes.push((await turn(gw.url, opening(100 + c), 'Hello')).endpoint);
+    await closeAll(gw, []);
+    const count = (f: FakeBackend) => homes.filter((h) => h === f.name).length;
+    const busy = fakes.reduce((most, f) => (count(f) > count(most) ? f : most));
+    gw = await startGateway(config({ load_balancer: 'least-connections' }));
+    // A long request on `busy`: sessions tried (each held where it lands) until one's home is it.
+    const releases = new Map<FakeBackend, () => void>();
+    const hold = (f: FakeBackend) => (f.behaviour.holdUntil = new Promise<void>((r) => releases.set(f, r)));
+    fakes.forEach(hold);
+    let long: Promise<unknown> = Promise.resolve();
+    for (let k = 0; k < 64; k++) {
+      long = turn(gw.url, [{ role: 'system', content: 'the long one' }], 'Write a novel', { 'x-gw-session-id': `long-${k}` });
+      const at = await waitFor(() => fakes.find((f) => f.inFlight === 1), 'the long request held');
+      if (at === busy) break;
+      releases.get(at)!();
+      await long;
+      await waitFor(() => at.inFlight === 0 || undefined, 'the released request over');
+      hold(at);
+    }
+    expect(busy.inFlight).toBe(1);
+    for (const f of fakes) if (f !== busy) f.behaviour.holdUntil = null;
+    busy.behaviour.holdUntil = null;
+    const release = releases.get(busy)!;
+    const conversations = homes.map((_, c) => opening(100 + c)).filter((_, c) => homes[c] === busy.name);
+    expect(conversations.length).toBeGreaterThan(1);
+    const placed: string[] = [];
+    for (const history of conversations) {
+      const first = await turn(gw.url, history, 'Hello');
+      expect(first).toEqual({ endpoint: expect.not.stringMatching(busy.name), affinity: 'moved (least_loaded)' });
+      placed.push(first.endpoint);
+    }
+    release();
+    await long;
+    // The long request is over: each conversation's later turns keep to where its cache now is.
+    for (const [i, history] of conversations.entries())
+      for (let t = 1; t < 3; t++) expect(await turn(gw.url, history, `Question ${t}`)).toEqual({ endpoint: placed[i], affinity: 'hit' });
+  });
+
   it('a session header keys the conversation whatever its messages; no key: none', async () => {
     gw = await startGateway(config());
     const a = await turn(gw.url, [], 'one', { 'x-gw-session-id': 'session-1' });

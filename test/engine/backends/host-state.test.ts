@@ -195,4 +195,16 @@ describe('host state', () => {
     await waitFor(() => (w2.ep.state === 'offline' && w2.ep.checksTotal === 1) || undefined, 'the re-check reached worker 2');
     expect(w2.ep.breaker.healthFailures).toBe(1);
   });
+
+  it('a conversation placed by one worker is where the others send it; back at its home, forgotten by all', async () => {
+    const { workers } = await host(3);
+    const [w1, w2, w3] = workers;
+    w1.backends.placements.place(12345, w1.ep, false);
+    await waitFor(() => (w2.backends.placements.get(12345) === w2.ep && w3.backends.placements.get(12345) === w3.ep) || undefined, 'placed in workers 2 and 3');
+    w2.backends.placements.place(12345, w2.ep, true);
+    await waitFor(
+      () => (w1.backends.placements.get(12345) === undefined && w3.backends.placements.get(12345) === undefined) || undefined,
+      'forgotten by 1 and 3',
+    );
+  });
 });

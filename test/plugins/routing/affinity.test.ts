@@ -5,7 +5,8 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { Endpoint } from '../../../engine/backends/endpoints.js';
 import { fnv1a32 } from '../../../engine/core/hash.js';
-import { affinityOutcome, rankKey, type AffinityKey } from '../../../plugins/routing/affinity.js';
+import { Placements } from '../../../engine/backends/placements.js';
+import { affinityOutcome, openingTurn, rankKey, type AffinityKey } from '../../../plugins/routing/affinity.js';
 import { balancer, noteOf, STRATEGIES } from '../../../plugins/routing/balancing.js';
 
 const node = (name: string, weight = 1, state = 'healthy', priority = 1) =>
@@ -25,10 +26,34 @@ const node = (name: string, weight = 1, state = 'healthy', priority = 1) =>
     cooling: () => false,
   }) as unknown as Endpoint;
 
-function key(text: string): AffinityKey {
+/** A key from `text`; `body`: the request's (whether it opens its conversation is read from it). */
+function key(text: string, body: string | null = null): AffinityKey {
   const d = createHash('sha1').update(text).digest();
-  return { hi: d.readUInt32LE(0), lo: d.readUInt32LE(4), source: 'conversation', home: null, overloaded: false };
+  const [hi, lo] = [d.readUInt32LE(0), d.readUInt32LE(4)];
+  const b = body === null ? null : Buffer.from(body);
+  return {
+    hi,
+    lo,
+    id: hi * 2 ** 21 + (lo >>> 11),
+    source: 'conversation',
+    body: b,
+    home: null,
+    hashed: null,
+    stored: null,
+    overloaded: false,
+    leastLoaded: false,
+  };
 }
+
+const OPENING = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+const LATER = JSON.stringify({
+  model: 'm',
+  messages: [
+    { role: 'user', content: 'hi' },
+    { role: 'assistant', content: 'hello' },
+    { role: 'user', content: 'more' },
+  ],
+});
 
 /** The endpoint the key goes to. */
 const placeKey = (tier: Endpoint[], k: AffinityKey, factor: number, now: number) => rankKey(tier, k, factor, now)[0];
@@ -157,5 +182,104 @@ describe('what affinity reports', () => {
       expect(note.moved).toBe(best.state);
       all.forEach((e) => ((e as unknown as { state: string }).state = 'healthy'));
     }
+  });
+});
+
+describe('a new conversation follows the load; a placed one stays where its cache is', () => {
+  const settings = { shares: { busy: 4, warming: 10 }, maxLoadFactor: 1.25, byPriority: false };
+  const busy = (e: Endpoint, n: number) => ((e as unknown as { active: number }).active = n);
+
+  it('an opening turn goes to the least loaded when its home is busier; a later turn stays within the bound', () => {
+    const [a, b] = ['a', 'b'].map((n) => node(n));
+    for (const t of keys(50)) {
+      const home = placeKey([a, b], key(t), 1.25, 0);
+      const other = home === a ? b : a;
+      busy(home, 1);
+      const k = key(t, OPENING);
+      expect(placeKey([a, b], k, 1.25, 0)).toBe(other);
+      expect([k.hashed, k.leastLoaded]).toEqual([home, true]);
+      expect(affinityOutcome(noteOf(k, [other, home], [], false), other)).toBe('moved (least_loaded)');
+      // Not an opening turn: its cache is at home, which is within its bound (1 against 0 of 2).
+      expect(placeKey([a, b], key(t, LATER), 1.25, 0)).toBe(home);
+      busy(home, 0);
+    }
+  });
+
+  it('tells an opening turn from a later one by its bytes, in every API', () => {
+    for (const later of [
+      LATER,
+      JSON.stringify({ model: 'm', input: 'next', previous_response_id: 'resp_1' }),
+      JSON.stringify({ model: 'm', input: [{ type: 'function_call_output', call_id: 'c', output: '4' }] }),
+      JSON.stringify({ model: 'm', prompt: 'a bare prompt grows with its conversation' }),
+    ])
+      expect(openingTurn(Buffer.from(later)), later).toBe(false);
+    for (const opening of [
+      OPENING,
+      JSON.stringify({ model: 'm', input: 'hi', instructions: 'be brief' }),
+      JSON.stringify({ messages: [{ role: 'user', content: 'say "assistant"' }] }),
+    ])
+      expect(openingTurn(Buffer.from(opening)), opening).toBe(true);
+  });
+
+  it('with least-connections, four new conversations go to the idle endpoint while the other holds a long request', () => {
+    const [a, b] = ['a', 'b'].map((n) => node(n));
+    const order = balancer(STRATEGIES['least-connections'](), { ...settings, placements: new Placements() });
+    busy(a, 1);
+    for (const t of keys(4)) expect(order([a, b], key(t, OPENING))[0]).toBe(b);
+  });
+
+  it('a placement is remembered and its later turns keep to it, as a hit; back at its home it is forgotten', () => {
+    const [a, b] = ['a', 'b'].map((n) => node(n));
+    const placements = new Placements();
+    const told: [number, string, boolean][] = [];
+    placements.onPlaced = (id, ep, home) => told.push([id, ep.name, home]);
+    const order = balancer(STRATEGIES['least-connections'](), { ...settings, placements });
+    const t = keys(50).find((x) => placeKey([a, b], key(x), 1.25, 0) === a)!;
+    busy(a, 1);
+    const opening = key(t, OPENING);
+    expect(order([a, b], opening)[0]).toBe(b);
+    expect(told).toEqual([[opening.id, 'b', false]]);
+    busy(a, 0);
+    // The next turns: a is idle again, but the conversation's cache is on b.
+    for (let i = 0; i < 3; i++) {
+      const later = key(t, LATER);
+      const ordered = order([a, b], later);
+      expect(ordered[0]).toBe(b);
+      expect(affinityOutcome(noteOf(later, ordered, [], false), b)).toBe('hit');
+    }
+    expect(told).toHaveLength(1);
+    // b leaves, another that the key ranks below a comes: the hash's home takes it, and the
+    // placement is forgotten (alone, a decides nothing: nothing is remembered or forgotten).
+    expect(order([a], key(t, LATER))[0]).toBe(a);
+    expect(placements.get(opening.id)).toBe(b);
+    const c = ['c', 'd', 'e', 'f'].map((n) => node(n)).find((e) => placeKey([a, e], key(t), 1.25, 0) === a)!;
+    expect(order([a, c], key(t, LATER))[0]).toBe(a);
+    expect(placements.get(opening.id)).toBeUndefined();
+    expect(told.at(-1)).toEqual([opening.id, 'a', true]);
+  });
+
+  it('a conversation the load bound moved stays where it went', () => {
+    const list = ['p', 'q', 'r', 's'].map((n) => node(n));
+    const placements = new Placements();
+    const order = balancer(STRATEGIES['round-robin'](), { ...settings, placements });
+    const k = key('hot', LATER);
+    const home = placeKey(list, key('hot'), 1.25, 0);
+    busy(home, 10);
+    const moved = order(list, k)[0];
+    expect([moved === home, k.overloaded]).toEqual([false, true]);
+    busy(home, 0);
+    expect(order(list, key('hot', LATER))[0]).toBe(moved);
+  });
+
+  it("keeps the most recent placements, a bounded number; another worker's are kept without being told again", () => {
+    const [a, b] = ['a', 'b'].map((n) => node(n));
+    const placements = new Placements();
+    let told = 0;
+    placements.onPlaced = () => told++;
+    for (let i = 0; i < 20_000; i++) placements.place(i, b, false);
+    expect([placements.size, placements.get(0), placements.get(19_999)]).toEqual([16_384, undefined, b]);
+    placements.placedElsewhere(1e9, a, false);
+    placements.placedElsewhere(19_999, a, true);
+    expect([placements.get(1e9), placements.get(19_999), told]).toEqual([a, undefined, 20_000]);
   });
 });

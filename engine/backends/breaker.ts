@@ -9,6 +9,13 @@
 // health check — another path, which a backend can pass while its inference route fails — only
 // brings that test forward, to the initial period after the opening: a backend that is back is
 // tested within about a second, one that flaps at most once a second.
+// One client must not close a healthy endpoint to everyone (Envoy tells gateway failures — 502,
+// 503, 504, connection errors — apart from every 5xx, and routes to its last hosts anyway): when
+// every failure of the run that opened the breaker was an answer about its request (a 500: an
+// engine that cannot parse a model's tool call) and at most SCOPE_MAX different requests, while
+// the health checks pass, the opening refuses those requests only (their repeats: a client's SDK
+// retrying). Any other request goes through; its success closes the breaker, and one more failure
+// that is not such an answer, or about yet another request, makes the opening everyone's.
 export type BreakerState = 'closed' | 'open' | 'half-open';
 
 export interface BreakerSettings {
@@ -28,6 +35,8 @@ export type Ticket = { probe: boolean; lastResort?: boolean };
 const NORMAL: Ticket = { probe: false };
 const PROBE: Ticket = { probe: true };
 const LAST_RESORT: Ticket = { probe: true, lastResort: true };
+/** The most different requests whose failures may open a breaker for themselves alone. */
+const SCOPE_MAX = 2;
 
 export class CircuitBreaker {
   private current: BreakerState = 'closed';
@@ -42,6 +51,12 @@ export class CircuitBreaker {
   private probing = false;
   /** When the last last-resort request failed: the next waits an initial period from then. */
   private lastResortFailedAt = -Infinity;
+  /** The digests of the requests whose failed answers this run of failures counted; null: none. */
+  private answers: Set<string> | null = null;
+  /** Failures in this run that were not answers about their request (502–504, connection errors). */
+  private otherFailures = 0;
+  /** An opening that refuses these requests only (their digests); null: everyone's, or closed. */
+  private scope: Set<string> | null = null;
   /** Told when requests open it (its open period in ms): the host's other workers and the fleet's replicas may be spared (state.ts, share). */
   onProxyOpen: ((openMs: number) => void) | null = null;
   /** Told of every opening, whoever's evidence (attempts under way on the endpoint move on). */
@@ -77,11 +92,23 @@ export class CircuitBreaker {
    *  breaker admits nobody until its time is up, then one test request at a time. */
   admit(): Ticket | null {
     const state = this.state;
+    if (this.scope !== null && state === 'open') return NORMAL;
     if (state === 'closed') return NORMAL;
     if (this.probing || state === 'open') return null;
     this.current = 'half-open';
     this.probing = true;
     return PROBE;
+  }
+
+  /** Open for some requests only (the failures that opened it were answers about them)? Then
+   *  admitFor decides by the request's digest. */
+  get scoped(): boolean {
+    return this.scope !== null && this.state === 'open';
+  }
+
+  /** A scoped opening: a request that failed is refused (null), any other goes through. */
+  admitFor(digest: string): Ticket | null {
+    return this.scope?.has(digest) === true ? null : this.admit();
   }
 
   /** A last-resort request (its endpoint is out of rotation by its health checks, and nothing
@@ -123,7 +150,7 @@ export class CircuitBreaker {
    *  it would refuse before building the request for it.) */
   get admits(): boolean {
     const state = this.state;
-    return state === 'closed' || (state === 'half-open' && !this.probing);
+    return state === 'closed' || (state === 'half-open' && !this.probing) || (this.scope !== null && state === 'open');
   }
 
   /** When a request may next go through (epoch milliseconds): now when closed; when its open
@@ -137,18 +164,28 @@ export class CircuitBreaker {
 
   /** The endpoint answered (any status below 500). */
   success(ticket: Ticket): void {
-    if (ticket.probe) this.close();
+    if (ticket.probe || this.scope !== null) this.close();
     else if (this.current === 'closed' && this.proxyFailures > 0) {
-      this.proxyFailures = 0;
+      this.restartRun();
       this.onCount?.(false);
     }
   }
 
-  /** The endpoint failed the request (connection error, 5xx, timeout, broken stream). */
-  failure(ticket: Ticket): void {
+  /** The endpoint failed the request (connection error, 5xx, timeout, broken stream). `answer`:
+   *  the request's digest when the failure is an answer about it (a 5xx other than 502–504). */
+  failure(ticket: Ticket, answer?: string): void {
     if (ticket.lastResort) this.lastResortFailedAt = this.now();
-    if (ticket.probe) this.open('proxy');
-    else if (this.current === 'closed') {
+    if (ticket.probe) {
+      // A test request that one of the refused requests was: open for them again.
+      if (answer !== undefined && this.scope?.has(answer)) this.answers = this.scope;
+      this.open('proxy');
+    } else if (this.scope !== null) {
+      // Open for some requests: another failed too.
+      if (answer === undefined || (!this.scope.has(answer) && this.scope.size >= SCOPE_MAX)) this.widen();
+      else this.scope.add(answer);
+    } else if (this.current === 'closed') {
+      if (answer === undefined) this.otherFailures++;
+      else (this.answers ??= new Set()).add(answer);
       this.onCount?.(true);
       if (++this.proxyFailures >= this.settings.proxyFailures) this.open('proxy');
     }
@@ -158,8 +195,22 @@ export class CircuitBreaker {
    *  the host's, so the breaker opens after proxy_failures of them wherever they were seen. */
   countElsewhere(failed: boolean): void {
     if (this.current !== 'closed') return;
-    if (!failed) this.proxyFailures = 0;
-    else if (++this.proxyFailures >= this.settings.proxyFailures) this.open('proxy');
+    if (!failed) return this.restartRun();
+    // Not known to be an answer about a request here: an opening it makes is everyone's.
+    this.otherFailures++;
+    if (++this.proxyFailures >= this.settings.proxyFailures) this.open('proxy');
+  }
+
+  /** A success: the run of failures starts again. */
+  private restartRun(): void {
+    this.proxyFailures = 0;
+    this.answers = null;
+    this.otherFailures = 0;
+  }
+
+  /** The opening refuses only this many requests (their repeats); 0: everyone, or not open. */
+  get scopeSize(): number {
+    return this.scoped ? this.scope!.size : 0;
   }
 
   /** The request ended without telling anything about the endpoint (the client left). */
@@ -201,7 +252,22 @@ export class CircuitBreaker {
     this.probing = false;
     this.openings++;
     this.openMs = this.period(this.openings);
-    if (by === 'proxy') this.onProxyOpen?.(this.openMs);
+    const answers = this.answers;
+    this.scope = by === 'proxy' && this.otherFailures === 0 && this.healthFailures === 0 && answers !== null && answers.size <= SCOPE_MAX ? answers : null;
+    this.answers = null;
+    this.otherFailures = 0;
+    if (this.scope === null) this.opened();
+  }
+
+  /** An opening for some requests becomes everyone's. */
+  private widen(): void {
+    this.scope = null;
+    this.opened();
+  }
+
+  /** Open for everyone: whoever shares the endpoint is told, and the attempts under way on it. */
+  private opened(): void {
+    if (this.openedBy === 'proxy') this.onProxyOpen?.(this.openMs);
     this.onOpened?.();
   }
 
@@ -215,7 +281,8 @@ export class CircuitBreaker {
 
   private close(): void {
     this.current = 'closed';
-    this.proxyFailures = 0;
+    this.restartRun();
+    this.scope = null;
     this.healthFailures = 0;
     this.openedBy = null;
     this.probing = false;

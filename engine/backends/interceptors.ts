@@ -11,6 +11,7 @@
 //                 went out, before any reply) is sent once more on a fresh connection: a socket
 //                 the backend closed while idle fails this way and says nothing about the backend;
 //   connection  — the pool, or a one-off connection for requests that must never run twice.
+import { hash } from 'node:crypto';
 import { Client, type Dispatcher } from 'undici';
 import type { Endpoint } from './endpoints.js';
 import type { ReplyHeaders } from '../core/json.js';
@@ -58,14 +59,27 @@ class Forwarding implements Handler {
 
 // ---- breaker ----------------------------------------------------------------------------------
 
+/** What a request is, for a breaker opened for some requests (breaker.ts): method, path and body. */
+function digestOf(opts: SendOptions): string {
+  const { method, path, body } = opts;
+  return hash('sha1', Buffer.isBuffer(body) || typeof body === 'string' ? `${method} ${path}\n${body}` : `${method} ${path}`);
+}
+
 class BreakerWatch extends Forwarding {
   private status = 0;
   constructor(
     private readonly ep: Endpoint,
     private ticket: Ticket,
+    private readonly opts: SendOptions,
     next: Handler,
   ) {
     super(next);
+  }
+  /** A failure status that is an answer about this request (a 5xx but the gateway failures
+   *  502–504): its digest (breaker.ts: an opening for these requests only); else undefined. */
+  private answerAbout(): string | undefined {
+    const s = this.status;
+    return s >= 502 && s <= 504 ? undefined : digestOf(this.opts);
   }
   override onResponseStart(c: Controller, status: number, headers: ReplyHeaders, message?: string): void {
     if (status >= 200) this.status = status;
@@ -84,7 +98,7 @@ class BreakerWatch extends Forwarding {
     return status >= 500 && !this.ep.profile.health.transient_statuses.includes(status);
   }
   override onResponseEnd(c: Controller, trailers: Trailers): void {
-    if (this.fails(this.status)) this.ep.breaker.failure(this.ticket);
+    if (this.fails(this.status)) this.ep.breaker.failure(this.ticket, this.answerAbout());
     else this.ep.breaker.success(this.ticket);
     super.onResponseEnd(c, trailers);
   }
@@ -99,13 +113,14 @@ export const breaker =
   (ep: Endpoint): Interceptor =>
   (next) =>
   (opts, handler) => {
-    const ticket = opts.lastResort ? ep.breaker.admitLastResort() : ep.breaker.admit();
+    const b = ep.breaker;
+    const ticket = opts.lastResort ? b.admitLastResort() : b.scoped ? b.admitFor(digestOf(opts)) : b.admit();
     if (!ticket) {
       handler.onResponseError?.(null as unknown as Controller, new BreakerOpen(ep.name));
       return true;
     }
     try {
-      return next(opts, new BreakerWatch(ep, ticket, handler));
+      return next(opts, new BreakerWatch(ep, ticket, opts, handler));
     } catch (err) {
       // Refused before it went out: a test request's turn is given back, not held for ever.
       ep.breaker.release(ticket);

@@ -196,7 +196,7 @@ export class FakeBackend {
         sendJson400(res, this.name);
         return;
       }
-      if (b.status && handler?.kind === 'generate') {
+      if (b.status && handler?.kind === 'generate' && (b.statusFor === null || rec.text.includes(b.statusFor))) {
         const err =
           b.errorBody?.body ?? JSON.stringify({ error: { message: `fake ${this.name} failing with ${b.status}`, type: 'server_error', code: b.status } });
         res.writeHead(b.status, {

@@ -33,6 +33,9 @@ export interface Behaviour {
   hang: boolean;
   /** Answer generation routes with this status and an error body. */
   status: number;
+  /** Only the requests whose text holds this get `status` (an engine failing on what a request
+   *  asks, such as a tool call it cannot parse); null: every request. */
+  statusFor: string | null;
   /** The error body sent with `status` (default: a JSON error object naming the fake). */
   errorBody: { contentType: string; body: string } | null;
   /** Read the whole request, count it as executed, then close the connection without a reply:
@@ -115,6 +118,7 @@ export const DEFAULT_BEHAVIOUR: Behaviour = {
   delayMs: 0,
   hang: false,
   status: 0,
+  statusFor: null,
   errorBody: null,
   resetBeforeResponse: false,
   resetOnRequest: false,

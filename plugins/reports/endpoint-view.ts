@@ -67,6 +67,9 @@ export function endpointDetail(ep: Endpoint, stats: Stats) {
       open_until: breaker.openedBy ? new Date(breaker.openUntil).toISOString() : null,
       /** Openings since the last close: each one's period is twice the one before. */
       consecutive_openings: breaker.openings,
+      /** Open for the requests that failed only (their answers opened it while health checks
+       *  passed): how many; 0 when open for everyone, or closed. */
+      refused_requests: breaker.scopeSize,
     },
     uptime_percentage: ep.uptimePercentage,
     last_check: ep.lastCheck?.toISOString() ?? null,

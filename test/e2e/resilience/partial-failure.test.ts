@@ -4,7 +4,10 @@
 // failover layer must hold as one: no request lost while a healthy endpoint is there, an open
 // breaker refusing at once with its Retry-After, and the requested model tried again before the
 // fallback.
+import OpenAI from 'openai';
 import { request } from 'undici';
+import { FakeBackend } from '../../../engine/demo/index.js';
+import { closeAll, endpoint, startGateway } from '../../helpers/gateway.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rig, send, type Reply, type Rig } from '../../helpers/resilience.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -219,5 +222,34 @@ describe('the requested model first, the fallback model after', () => {
     expect(reply.headers['x-gw-routing-decision']).toBe('fallback');
     expect(r.primary.generations).toHaveLength(2);
     expect(r.other!.generations).toHaveLength(1);
+  });
+});
+
+describe("one client's requests failing on their content (a lone healthy endpoint)", () => {
+  it('refuse that request only: the other clients keep being served, and their success closes the breaker', async () => {
+    // llama-server answering 500 to a tool call it cannot parse, and 200 to everything else.
+    const engine = await new FakeBackend({ family: 'cppengine', name: 'llama' }).start();
+    engine.behaviour.status = 500;
+    engine.behaviour.statusFor = 'get_weather';
+    const gw = await startGateway({ discovery: { static: { endpoints: [endpoint('llama', 'cppengine', engine.url, { check_interval: '60s' })] } } });
+    try {
+      const client = new OpenAI({ baseURL: `${gw.url}/gw/cppengine/v1`, apiKey: 'unused', maxRetries: 2 });
+      const tools = [{ type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: {} } } }];
+      const asks = { model: 'test-model', messages: [{ role: 'user' as const, content: 'Weather?' }], tools };
+      // Its SDK tries three times, the gateway each of those twice: six failures in a row.
+      await expect(client.chat.completions.create(asks)).rejects.toMatchObject({ status: expect.any(Number) });
+      const status = async () => ((await (await fetch(`${gw.url}/internal/status/endpoints`)).json()) as any).endpoints[0].circuit_breaker;
+      expect(await status()).toMatchObject({ state: 'open', refused_requests: 1 });
+      const executed = engine.received.length;
+      const again = await request(`${gw.url}/gw/cppengine/v1/chat/completions`, { method: 'POST', body: JSON.stringify(asks) });
+      expect([again.statusCode, ((await again.body.json()) as any).error.type]).toEqual([503, 'circuit_breaker']);
+      expect(engine.received.length).toBe(executed);
+      // Another client's plain request is served, and closes the breaker.
+      const plain = await client.chat.completions.create({ model: 'test-model', messages: [{ role: 'user', content: 'Hello' }] });
+      expect(plain.choices[0].message.content).toBeTruthy();
+      expect(await status()).toMatchObject({ state: 'closed', refused_requests: 0 });
+    } finally {
+      await closeAll(gw, [engine]);
+    }
   });
 });

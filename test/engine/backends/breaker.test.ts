@@ -228,4 +228,60 @@ describe('circuit breaker', () => {
     b.release(again);
     expect(b.testing).toBe(false);
   });
+
+  describe('an opening for the requests that failed only (their answers opened it, health passing)', () => {
+    const answer = (b: CircuitBreaker, digest: string) => b.failure(b.scoped ? b.admitFor(digest)! : b.admit()!, digest);
+
+    it("one client's request failing five times refuses that request only; another's success closes it", () => {
+      const { b } = breaker();
+      const opened: number[] = [];
+      let told = 0;
+      b.onProxyOpen = (ms) => opened.push(ms);
+      b.onOpened = () => told++;
+      for (let i = 0; i < 5; i++) answer(b, 'tool-call');
+      expect([b.state, b.scoped, b.scopeSize, b.admits]).toEqual(['open', true, 1, true]);
+      // Neither the other workers and replicas nor the attempts under way are told: it is not everyone's.
+      expect([opened, told]).toEqual([[], 0]);
+      expect(b.admitFor('tool-call')).toBeNull();
+      const other = b.admitFor('plain')!;
+      expect(other).toEqual({ probe: false });
+      b.success(other);
+      expect([b.state, b.scoped]).toEqual(['closed', false]);
+    });
+
+    it("a third request failing, or a failure that is not an answer, makes the opening everyone's", () => {
+      for (const last of ['third', undefined]) {
+        const { b } = breaker();
+        let told = 0;
+        b.onOpened = () => told++;
+        for (let i = 0; i < 5; i++) answer(b, i % 2 ? 'a' : 'b');
+        expect(b.scopeSize).toBe(2);
+        b.failure(b.admitFor('c')!, last);
+        expect([b.state, b.scoped, b.admits, b.admitFor('d'), told]).toEqual(['open', false, false, null, 1]);
+      }
+    });
+
+    it('opens for everyone when the run held a gateway failure, more than two requests, or failing health checks', () => {
+      const gateway = breaker().b;
+      for (let i = 0; i < 4; i++) answer(gateway, 'x');
+      gateway.failure(gateway.admit()!);
+      const many = breaker().b;
+      for (let i = 0; i < 5; i++) answer(many, `request ${i % 3}`);
+      const unhealthy = breaker().b;
+      unhealthy.healthFailure();
+      for (let i = 0; i < 5; i++) answer(unhealthy, 'x');
+      for (const b of [gateway, many, unhealthy]) expect([b.state, b.scoped]).toEqual(['open', false]);
+    });
+
+    it('after its period a test request goes as usual; the refused request failing it opens for it alone again', () => {
+      const { b, advance } = breaker();
+      for (let i = 0; i < 5; i++) answer(b, 'x');
+      advance(1_000);
+      expect(b.state).toBe('half-open');
+      const probe = b.admit()!;
+      expect(probe.probe).toBe(true);
+      b.failure(probe, 'x');
+      expect([b.state, b.scoped, b.openings]).toEqual(['open', true, 2]);
+    });
+  });
 });

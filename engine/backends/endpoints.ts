@@ -3,6 +3,7 @@
 import { buildConnector, Pool } from 'undici';
 import { CircuitBreaker, type BreakerSettings } from './breaker.js';
 import type { EngineLoadReport } from './engine-load.js';
+import { FirstTokenTimes } from './first-tokens.js';
 import { PeakEwma } from './peak-ewma.js';
 import type { Dispatch } from './interceptors.js';
 import { EndpointQueue, type QueueSettings } from './queue.js';
@@ -53,6 +54,8 @@ export class Endpoint {
   readonly upstream = new UpstreamTimings();
   /** Recent time to the first byte of a reply body (the p2c balancer's latency). */
   readonly latency = new PeakEwma();
+  /** How long its streams' first content takes, per model and prompt size (a learned deadline). */
+  readonly firstTokens = new FirstTokenTimes();
   /** id as a 32-bit number: what rendezvous hashing mixes with a conversation's key. */
   readonly idHash: number;
   name!: string;

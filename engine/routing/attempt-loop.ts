@@ -32,7 +32,17 @@ import { AttemptFailed, BudgetSpent, type AnswerKeeper, type AttemptControl, typ
 import { AttemptRecord, freshExhaustion } from './attempt-record.js';
 import { Continuations, type ContinuationApi, type ContinuationHost, type Splice } from './continuation.js';
 import { firstTokenOverride } from './deadline.js';
-import { chargesFleet, connectionOutcome, fallbackRouting, largerContextAhead, PlanWalk, retryDelay, type Failure, type Step } from './decisions.js';
+import {
+  chargesFleet,
+  connectionOutcome,
+  fallbackRouting,
+  largerContextAhead,
+  PlanWalk,
+  retryDelay,
+  warmAlternative,
+  type Failure,
+  type Step,
+} from './decisions.js';
 import type { Exchange, SendPolicy } from './exchange.js';
 import type { Candidate, RoutePlan } from './plan.js';
 import { Relay } from './relay.js';
@@ -257,6 +267,8 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
     if (k.broken && c.group > 0) this.fellBack = fallbackRouting(this.plan, this.tried?.[0]) ?? this.fellBack;
     ex.prepare(up);
     this.sentBytes = up.body?.length ?? 0;
+    if (this.firstTokenMs === 0 && this.firstTokenOverrideMs === undefined && this.safe && this.streams !== null && this.policy.retry && !k.broken)
+      this.firstTokenMs = this.learnedFirstToken(c, index);
     return new Promise((resolve) => {
       ep.dispatch(
         {
@@ -296,6 +308,18 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
     }
     // Said before the attempt: its reply head carries the routing headers.
     if (fallback) this.fellBack = fallbackRouting(this.plan, this.tried?.[0]) ?? this.fellBack;
+  }
+
+  /** A first-token deadline for candidate c learned from its recent streams of the model and
+   *  prompts this size (first-tokens.ts), when no deadline is set (nor asked for per request): only when the model is loaded
+   *  there (a load is not a stall: the cold deadline is the configured one) and a candidate after
+   *  it has the model loaded (a stall here is worth leaving for it); 0: none. */
+  private learnedFirstToken(c: Candidate, index: number): number {
+    const name = c.model ?? this.ex.model;
+    if (name === undefined) return 0;
+    const ms = c.endpoint.firstTokens.deadline(name, this.sentBytes);
+    if (ms === 0 || !warmAlternative(this.candidates, index, name, this.policy.retry!.cold)) return 0;
+    return (this.streaming ??= this.policy.streaming?.(this.ex) === true) ? ms : 0;
   }
 
   /** An attempt failed before any byte reached the client: record it and say what may follow. */

@@ -201,6 +201,19 @@ export function largerContextAhead(candidates: readonly Candidate[], index: numb
   return false;
 }
 
+/** Is a stall of candidate `index` worth leaving (a learned first-token deadline)? Its model is
+ *  loaded there (a load is not a stall) and a candidate after it, on another endpoint still
+ *  configured, has its model loaded (`cold`: the endpoint reports it not loaded). */
+export function warmAlternative(candidates: readonly Candidate[], index: number, model: string, cold: (ep: Endpoint, model: string) => boolean): boolean {
+  const here = candidates[index].endpoint;
+  if (cold(here, model)) return false;
+  for (let j = index + 1; j < candidates.length; j++) {
+    const k = candidates[j];
+    if (k.endpoint !== here && !k.endpoint.retired && !cold(k.endpoint, k.model ?? model)) return true;
+  }
+  return false;
+}
+
 /** How the routing headers say a fallback model is tried, and why; null when the plan said so
  *  already (the primary was not served at all). */
 export function fallbackRouting(plan: RoutePlan, first: FailedAttempt | undefined): RoutingInfo | null {

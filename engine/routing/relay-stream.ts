@@ -104,7 +104,8 @@ export abstract class StreamRelay<C extends Exchange> extends AttemptHandler<C> 
         else this.release(controller, watch.completeTo);
         return;
       }
-      if (seen !== 'content') {
+      if (seen === 'content') this.firstContent();
+      else {
         if (this.retryable('stream')) {
           controller.abort(new AttemptFailed(seen === 'error' ? `stream_error (${watch.problem})` : `malformed_event (${watch.problem})`, 'stream'));
           return;
@@ -138,6 +139,12 @@ export abstract class StreamRelay<C extends Exchange> extends AttemptHandler<C> 
     this.pass(controller, this.out.take(watch.completeTo));
     // Under way (the last attempt) but still without content: keep-alives do not stop the budget.
     if (!watch.hasContent) this.checkBudget();
+  }
+
+  /** The stream's first content came: its time is learned (not a continuation's: it follows a prefill). */
+  private firstContent(): void {
+    const model = this.ctl.model ?? this.ex.model;
+    if (model !== undefined && this.splice === null) this.ep.firstTokens.record(model, this.ctl.sentBytes, performance.now() - this.sentAt);
   }
 
   /** Whole events on their way out: spliced (a continuation), kept (for one), relayed. */

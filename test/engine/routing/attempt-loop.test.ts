@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { Endpoint } from '../../../engine/backends/endpoints.js';
 import { GatewayError } from '../../../engine/core/errors.js';
 import { PlanBuilder, planOf } from '../../../engine/routing/plan.js';
+import { FLOOR_MS } from '../../../engine/backends/first-tokens.js';
 import { policy, routingHarness, type Reply } from '../../helpers/exchange.js';
 import { waitFor } from '../../helpers/wait.js';
 
@@ -228,6 +229,32 @@ describe('attemptLoop', () => {
       expect([r.status, r.rec.tried, r.rec.endpoint]).toEqual([200, null, a]);
       expect(r.text).toContain('[DONE]');
       expect(fb.received).toHaveLength(0);
+    });
+  });
+
+  describe("a first-token deadline learned from the endpoint's recent streams", () => {
+    it('a first token far later than usual is given up for a candidate that has the model loaded', async () => {
+      const [fa, fb] = [await fake('a'), await fake('b')];
+      const [a, b] = endpoints(fa.url, fb.url);
+      for (let i = 0; i < 3; i++) a.firstTokens.record('test-model', 100, 20);
+      expect(a.firstTokens.deadline('test-model', 100)).toBe(FLOOR_MS);
+      let release!: () => void;
+      const stalled = new Promise<void>((r) => (release = r));
+      fa.behaviour.beforeChunk = (i) => (i === 1 ? stalled : Promise.resolve());
+      const started = performance.now();
+      const r = await send(policy({ streaming: () => true }), planOf([a, b], null), true);
+      release();
+      expect(r.status).toBe(200);
+      expect(r.rec).toMatchObject({ endpoint: b, tried: [{ endpoint: 'a', outcome: `first_token_timeout (${FLOOR_MS / 1000}s)` }] });
+      expect(performance.now() - started).toBeGreaterThanOrEqual(FLOOR_MS - 5);
+    });
+
+    it('learns from the streams it relays', async () => {
+      const [fa, fb] = [await fake('a'), await fake('b')];
+      const [a, b] = endpoints(fa.url, fb.url);
+      for (let i = 0; i < 3; i++) await send(policy({ streaming: () => true }), planOf([a, b], null), true);
+      expect(a.firstTokens.deadline('test-model', 100)).toBe(FLOOR_MS);
+      expect(b.firstTokens.deadline('test-model', 100)).toBe(0);
     });
   });
 });

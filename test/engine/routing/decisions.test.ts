@@ -11,6 +11,7 @@ import {
   holdsStatus,
   PlanWalk,
   retryDelay,
+  warmAlternative,
   type Exhaustion,
   type Step,
 } from '../../../engine/routing/decisions.js';
@@ -152,5 +153,26 @@ describe('exhaustedError: nothing answered', () => {
   });
   it('the budget spent: 504 naming it', () => {
     expect(exhaustedError({ ...none, budgetSpent: true, failed: 2 }, 'x', 3, 3_000, 0)).toMatchObject({ status: 504, key: 'BUDGET_EXCEEDED' });
+  });
+});
+
+describe('warmAlternative: a stall worth leaving for a learned first-token deadline', () => {
+  const ep = (name: string, retired = false) => ({ name, retired }) as unknown as Endpoint;
+  const [a, b, c] = [ep('a'), ep('b'), ep('c', true)];
+  const cand = (endpoint: Endpoint, model?: string) => ({ endpoint, model }) as unknown as Candidate;
+  const coldOn =
+    (...eps: Endpoint[]) =>
+    (e: Endpoint) =>
+      eps.includes(e);
+
+  it('a later candidate on another endpoint with the model loaded, and the model loaded here', () => {
+    expect(warmAlternative([cand(a), cand(b)], 0, 'm', coldOn())).toBe(true);
+    expect(warmAlternative([cand(a), cand(b)], 0, 'm', coldOn(b))).toBe(false);
+    expect(warmAlternative([cand(a), cand(b)], 0, 'm', coldOn(a))).toBe(false);
+    expect(warmAlternative([cand(a), cand(b)], 1, 'm', coldOn())).toBe(false);
+    expect(warmAlternative([cand(a), cand(a, 'other')], 0, 'm', coldOn())).toBe(false);
+    expect(warmAlternative([cand(a), cand(c)], 0, 'm', coldOn())).toBe(false);
+    // A fallback model: whether it is loaded is asked of its own name.
+    expect(warmAlternative([cand(a), cand(b, 'fb')], 0, 'm', (e, m) => e === b && m === 'm')).toBe(true);
   });
 });

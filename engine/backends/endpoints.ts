@@ -54,6 +54,9 @@ export class Endpoint {
   readonly upstream = new UpstreamTimings();
   /** Recent time to the first byte of a reply body (the p2c balancer's latency). */
   readonly latency = new PeakEwma();
+  /** The APIs and models it refused a continuation's prefill for (a trailing assistant message),
+   *  as "API model": a broken answer is asked for again from its start there (attempt-loop.ts). */
+  readonly prefillRefused = new Set<string>();
   /** How long its streams' first content takes, per model and prompt size (a learned deadline). */
   readonly firstTokens = new FirstTokenTimes();
   /** id as a 32-bit number: what rendezvous hashing mixes with a conversation's key. */

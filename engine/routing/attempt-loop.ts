@@ -38,6 +38,7 @@ import {
   fallbackRouting,
   largerContextAhead,
   PlanWalk,
+  refusedPrefill,
   retryDelay,
   warmAlternative,
   type Failure,
@@ -81,6 +82,8 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
   private minContext = 0;
   private streaming: boolean | undefined;
   private readonly firstTokenOverrideMs: number | undefined;
+  /** The attempt under way asks for a broken answer again from its start (its engine refuses a prefill). */
+  private restarting = false;
   /** The step being tried, and the jitter its retry would wait with (drawn once per step, so
    *  what canRetry promises a relay is what failed() then does). */
   private step: Step | null = null;
@@ -239,8 +242,17 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
         return true;
       }
       this.failed(c, step, outcome);
-      // The prefill was refused: no other engine is asked to take it.
-      if (this.continuations.broken && outcome.error instanceof AttemptFailed && outcome.error.kind === 'client_error') this.walk.stop();
+      const error = outcome.error;
+      if (this.continuations.broken && error instanceof AttemptFailed && error.kind === 'client_error') {
+        // A prefill refused: remembered for the endpoint and model, and the answer asked for there
+        // again from its start. Anything else (a restart that differs, a request that cannot be
+        // continued): the stream's honest end, no other engine asked.
+        if (!this.restarting && refusedPrefill(error)) {
+          const refused = c.endpoint.prefillRefused;
+          if (refused.size < 256) refused.add(this.continuations.refusalKey(c.model ?? ex.model));
+          this.walk.retryLater(step, performance.now());
+        } else this.walk.stop();
+      }
     }
     return this.giveUp();
   }
@@ -256,13 +268,15 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
     this.count++;
     this.prepare(c, index);
     const k = this.continuations;
-    const up = k.broken ? this.policy.continueRequest!(ex, ep, c.model, k.transcript) : this.policy.request(ex, ep, c.model);
+    // An engine that refused a prefill of this model is asked for the answer again from its start.
+    this.restarting = k.broken !== null && ep.prefillRefused.has(k.refusalKey(c.model ?? ex.model));
+    const up = k.broken && !this.restarting ? this.policy.continueRequest!(ex, ep, c.model, k.transcript) : this.policy.request(ex, ep, c.model);
     if (typeof up === 'string') {
       k.refused(up);
       return Promise.resolve({ relayed: false, error: new AttemptFailed(`not continuable (${up})`, 'client_error'), sent: false, answered: false });
     }
     // After the request: it says what the continuation was sent (an engine may repeat it).
-    this.splice = k.broken && k.splice();
+    this.splice = k.broken && k.splice(this.restarting);
     // A fallback model finishing the answer is a fallback answer.
     if (k.broken && c.group > 0) this.fellBack = fallbackRouting(this.plan, this.tried?.[0]) ?? this.fellBack;
     ex.prepare(up);

@@ -26,8 +26,10 @@ export interface Transcript {
   blocker(): string | null;
   /** Characters of answer text so far (the log). */
   readonly chars: number;
-  /** For one continuation attempt: what the client must see of each of its events ([]: nothing). */
-  splicer(): (ev: StreamEvent) => StreamEvent[];
+  /** For one continuation attempt: what the client must see of each of its events ([]:
+   *  nothing). `restart`: the attempt asks for the answer again from its start (its engine
+   *  refuses a prefill): null once it differs from what the client has. */
+  splicer(restart?: boolean): (ev: StreamEvent) => StreamEvent[] | null;
 }
 
 /** How one API's streams are continued: a shared object per API (its identity says which). */
@@ -48,8 +50,11 @@ export interface Splice {
    *  turn and ends the stream unfinished. */
   readonly joined: () => void;
   readonly unfinished: () => void;
-  /** The events of this attempt as the client must see them. */
-  readonly transform: (ev: StreamEvent) => StreamEvent[];
+  /** The events of this attempt as the client must see them; null: it cannot join (a restart
+   *  that differs from what the client has). */
+  readonly transform: (ev: StreamEvent) => StreamEvent[] | null;
+  /** The answer is asked for again from its start, without a prefill. */
+  readonly restart: boolean;
   /** End the client's stream with the in-stream error of the break that started it all. */
   readonly endHonestly: () => void;
 }
@@ -212,20 +217,27 @@ export class Continuations implements AnswerKeeper {
     return this.next;
   }
 
+  /** What an endpoint that refused a prefill is known by: the API a continuation speaks and the
+   *  model (a completion's prefill is its prompt, never refused as a chat's may be). */
+  refusalKey(model: string | undefined): string {
+    return `${this.api?.name ?? ''} ${model ?? ''}`;
+  }
+
   /** What the answer holds so far. */
   get transcript(): Transcript {
     return this.answer!.fold();
   }
 
-  /** The splice of the next continuation attempt. */
-  splice(): Splice {
+  /** The splice of the next continuation attempt (`restart`: see Splice). */
+  splice(restart: boolean): Splice {
     const b = this.broken!;
     return {
       format: b.format,
       plan: b.plan,
       headers: b.headers,
       reason: b.reason,
-      transform: this.transcript.splicer(),
+      restart,
+      transform: this.transcript.splicer(restart),
       endHonestly: b.endHonestly,
       joined: () => this.outcome('continued'),
       unfinished: () => this.outcome('failed'),
@@ -263,6 +275,10 @@ export class Continuations implements AnswerKeeper {
 export class SpliceOut {
   private readonly events: EventSplitter;
   private marked: boolean;
+  /** Something of it reached the client's stream (the splice was told it joined). */
+  joined = false;
+  /** A restart that differs from what the client has: nothing more of it goes out. */
+  differs = false;
 
   constructor(
     private readonly splice: Splice,
@@ -285,7 +301,18 @@ export class SpliceOut {
 
   private out(events: StreamEvent[]): string {
     let out = '';
-    for (const ev of events) for (const e of this.splice.transform(ev)) out += frame(this.splice.format, e);
+    for (const ev of events) {
+      const shown = this.differs ? null : this.splice.transform(ev);
+      if (shown === null) {
+        this.differs = true;
+        return '';
+      }
+      for (const e of shown) out += frame(this.splice.format, e);
+    }
+    if (out !== '' && !this.joined) {
+      this.joined = true;
+      this.splice.joined();
+    }
     if (out === '' || this.marked) return out;
     this.marked = true;
     return `: gw continued this answer on endpoint ${this.endpoint}; the stream before broke: ${this.splice.reason.replace(/[\r\n]+/g, ' ')}\n\n${out}`;

@@ -224,14 +224,20 @@ export function fallbackRouting(plan: RoutePlan, first: FailedAttempt | undefine
 }
 
 /** A continuation's reply that is not a stream the client's can take: a 4xx refused the prefill
- *  (no other engine is asked), anything else is a failure the next candidate may not have. */
+ *  (the answer is then asked for again there from its start: attempt-loop.ts), anything else is
+ *  a failure the next candidate may not have. */
 export function continuationFailure(status: number): AttemptFailed {
   const refused = status >= 400 && status < 500 && status !== 429;
   return new AttemptFailed(
-    `continuation ${refused ? 'refused' : 'failed'} (${status}${status === 200 ? ', not a stream' : ''})`,
+    `continuation ${refused ? REFUSED : 'failed'} (${status}${status === 200 ? ', not a stream' : ''})`,
     refused ? 'client_error' : 'status',
   );
 }
+
+const REFUSED = 'refused';
+
+/** Did the engine refuse the continuation's prefill (a 4xx to it: continuationFailure)? */
+export const refusedPrefill = (err: AttemptFailed): boolean => err.kind === 'client_error' && err.outcome.startsWith(`continuation ${REFUSED} (`);
 
 /** What the attempts came to when none answered. */
 export interface Exhaustion {

@@ -14,6 +14,10 @@ import { PIPE, writeRelayHead, type ReplyPlan } from './reply.js';
 import { StreamOut } from './stream-out.js';
 import { StreamWatch, type StreamFormat, type StreamShape } from './stream-watch.js';
 
+/** A restart (the answer asked for again without a prefill) that cannot join the client's
+ *  stream: it differs from what the client has, or ended before passing it. */
+export const restartDiffers = () => new AttemptFailed('restart differs from the answer so far', 'client_error');
+
 /** A failure status: read whole (bounded), handed to the loop. */
 export const HOLD = { kind: 'hold' } as const;
 /** What a stream may hold before its first content. */
@@ -83,10 +87,8 @@ export abstract class StreamRelay<C extends Exchange> extends AttemptHandler<C> 
 
   /** The head of a reply relayed as it comes; a stream is counted on its endpoint while it lasts. */
   protected writeHead(): void {
-    if (this.splice) {
-      this.splice.joined();
-      return this.countStream();
-    }
+    // A continuation joins the client's stream when its first words go out (SpliceOut).
+    if (this.splice) return this.countStream();
     if (!writeRelayHead(this.ex.res, this.plan as Exclude<ReplyPlan, { kind: 'buffer' }>, this.status, this.headers)) return;
     this.rec.streamed = true;
     this.countStream();
@@ -150,7 +152,13 @@ export abstract class StreamRelay<C extends Exchange> extends AttemptHandler<C> 
   /** Whole events on their way out: spliced (a continuation), kept (for one), relayed. */
   protected pass(controller: Controller, bytes: Buffer | string | null): void {
     if (bytes === null) return;
-    if (this.spliceOut && typeof bytes !== 'string') bytes = this.spliceOut.feed(bytes);
+    if (this.spliceOut && typeof bytes !== 'string') {
+      bytes = this.spliceOut.feed(bytes);
+      if (this.spliceOut.differs) {
+        controller.abort(restartDiffers());
+        return;
+      }
+    }
     if (bytes.length === 0) return;
     if (typeof bytes === 'string') bytes = Buffer.from(bytes);
     this.ctl.answer?.relayed(this.format, bytes);

@@ -25,7 +25,7 @@ import { AttemptFailed, BudgetSpent, RELAYED, type AttemptControl, type HeldRepl
 import { continuationFailure, heldVerdict, holdsStatus } from './decisions.js';
 import type { Exchange, SendPolicy } from './exchange.js';
 import { PIPE, writeWhole, type PipePlan, type ReplyPlan } from './reply.js';
-import { HOLD, StreamRelay } from './relay-stream.js';
+import { HOLD, restartDiffers, StreamRelay } from './relay-stream.js';
 import { streamFormatOf } from './stream-watch.js';
 import { addUsage, attemptUsage, noUsage, USAGE_TAIL_BYTES } from './usage.js';
 
@@ -88,7 +88,7 @@ export class Relay<C extends Exchange> extends StreamRelay<C> implements Dispatc
 
   /** Nothing of this attempt reached the client yet: it can still be given up for another. */
   private get open(): boolean {
-    return this.splice ? this.spliceOut === null || this.held : !this.ex.res.headersSent;
+    return this.splice ? this.spliceOut === null || this.held || !this.spliceOut.joined : !this.ex.res.headersSent;
   }
 
   protected onDeadline(): void {
@@ -235,6 +235,12 @@ export class Relay<C extends Exchange> extends StreamRelay<C> implements Dispatc
         // The last event may lack its blank line or newline: it is whole now.
         if (this.watch) this.pass(controller, this.out.takeAll());
         if (this.spliceOut) this.pass(controller, this.spliceOut.end());
+        if (this.spliceOut?.joined === false) {
+          // A restart that never passed what the client has (shorter, or it differed) cannot join;
+          // a continuation that had no word to add finished the answer all the same.
+          if (this.splice!.restart) return this.fail(restartDiffers());
+          this.splice!.joined();
+        }
         res.end(plan.kind === 'stream' ? plan.end() : undefined);
       }
       this.settle(RELAYED);

@@ -43,6 +43,8 @@ export const STATE_SCOPES: readonly ScopedFact[] = [
   { fact: 'retry budget (proxy.retry.fleet)', scope: 'process', where: 'engine/backends/retry-budget.ts' },
   { fact: 'requests in flight (balancing)', scope: 'process', where: 'engine/backends/endpoints.ts' },
   { fact: 'latency (p2c balancing)', scope: 'process', where: 'engine/backends/peak-ewma.ts' },
+  { fact: 'times to first token (learned first-token deadline)', scope: 'process', where: 'engine/backends/first-tokens.ts' },
+  { fact: 'prefills an engine refused (continuation restarts)', scope: 'process', where: 'engine/backends/endpoints.ts' },
   { fact: 'conversation affinity (the hash)', scope: 'request', where: 'plugins/routing/affinity.ts' },
   { fact: 'conversations placed away from their hash home', scope: 'host', where: 'engine/backends/placements.ts' },
   { fact: 'stream continuation (the answer so far)', scope: 'request', where: 'engine/routing/continuation.ts' },

@@ -21,7 +21,7 @@ export abstract class AnswerText implements Transcript {
   protected reasoning = false;
 
   abstract read(ev: StreamEvent): void;
-  abstract splicer(): (ev: StreamEvent) => StreamEvent[];
+  abstract splicer(restart?: boolean): (ev: StreamEvent) => StreamEvent[] | null;
 
   get chars(): number {
     return this.text.length;
@@ -57,12 +57,17 @@ export abstract class AnswerText implements Transcript {
   /** Per continuation attempt: how its words join the client's. Some engines repeat the
    *  prefill at the start of their answer (llama.cpp's chat route does): that echo is dropped,
    *  held back while it may still be one. Then the whitespace the client already has is taken
-   *  off the front when the continuation repeats it. Returns what to send of each piece. */
-  joiner(): (piece: string) => string {
-    const sent = this.sent ?? this.prefill;
-    let overlap = this.text.slice(this.prefill.length);
+   *  off the front when the continuation repeats it. Returns what to send of each piece.
+   *  `restart`: the answer asked for again from its start, without a prefill (an engine that
+   *  refuses one): it must repeat everything the client has, exactly, before its rest is sent;
+   *  null once it differs. */
+  joiner(restart = false): (piece: string) => string | null {
+    const sent = restart ? this.text : (this.sent ?? this.prefill);
+    let overlap = restart ? '' : this.text.slice(this.prefill.length);
     let echo: string | null = '';
+    let differs = false;
     return (piece) => {
+      if (differs) return null;
       if (echo !== null) {
         const seen = echo + piece;
         if (seen.length < sent.length && sent.startsWith(seen)) {
@@ -70,7 +75,11 @@ export abstract class AnswerText implements Transcript {
           return '';
         }
         echo = null;
-        piece = seen.startsWith(sent) ? seen.slice(sent.length) : seen;
+        if (seen.startsWith(sent)) piece = seen.slice(sent.length);
+        else if (restart) {
+          differs = true;
+          return null;
+        } else piece = seen;
       }
       let i = 0;
       while (overlap !== '' && i < piece.length && piece[i] === overlap[0]) {

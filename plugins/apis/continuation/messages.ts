@@ -39,8 +39,8 @@ class MessagesAnswer extends AnswerText {
     return super.blocker();
   }
 
-  splicer(): (ev: StreamEvent) => StreamEvent[] {
-    const join = this.joiner();
+  splicer(restart = false): (ev: StreamEvent) => StreamEvent[] | null {
+    const join = this.joiner(restart);
     let shift: number | null = null;
     /** Blocks of the continuation before its first text (it thought again): not the answer's. */
     const before = new Set<number>();
@@ -61,10 +61,12 @@ class MessagesAnswer extends AnswerText {
         v.index += shift;
       }
       if (type === 'content_block_delta' && v.delta?.type === 'text_delta') {
-        v.delta.text = join(String(v.delta.text ?? ''));
-        if (v.delta.text === '') return [];
+        const rest = join(String(v.delta.text ?? ''));
+        if (rest === null) return null;
+        v.delta.text = rest;
+        if (rest === '') return [];
       }
-      if (type === 'message_delta' && v.usage && typeof v.usage === 'object') v.usage.gw_partial = true;
+      if (!restart && type === 'message_delta' && v.usage && typeof v.usage === 'object') v.usage.gw_partial = true;
       return [withData(ev, v)];
     };
   }

@@ -30,8 +30,8 @@ class NativeAnswer extends AnswerText {
     this.addText(p.text);
   }
 
-  splicer(): (ev: StreamEvent) => StreamEvent[] {
-    const join = this.joiner();
+  splicer(restart = false): (ev: StreamEvent) => StreamEvent[] | null {
+    const join = this.joiner(restart);
     let started = false;
     return (ev) => {
       const v = json(ev);
@@ -43,11 +43,12 @@ class NativeAnswer extends AnswerText {
         delete v.message;
       }
       const ended = v.stop === true || v.done === true;
-      if (ended) v.gw_partial = true;
+      if (ended && !restart) v.gw_partial = true;
       const key = this.field === 'content' ? 'content' : this.field === 'response' ? 'response' : null;
       const piece = key ? v[key] : v.message?.content;
       if (typeof piece === 'string' && piece !== '') {
         const rest = join(piece);
+        if (rest === null) return null;
         if (rest === '' && !ended) return [];
         if (key) v[key] = rest;
         else v.message.content = rest;

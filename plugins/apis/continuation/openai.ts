@@ -35,15 +35,16 @@ class ChoicesAnswer extends AnswerText {
     this.addText(this.textOf(c));
   }
 
-  splicer(): (ev: StreamEvent) => StreamEvent[] {
-    const join = this.joiner();
+  splicer(restart = false): (ev: StreamEvent) => StreamEvent[] | null {
+    const join = this.joiner(restart);
     let started = false;
     return (ev) => {
       const v = json(ev);
       if (typeof v !== 'object' || v === null || !Array.isArray(v.choices)) return [ev]; // [DONE], errors
       if (this.id !== undefined) v.id = this.id;
       if (this.created !== undefined) v.created = this.created;
-      if (v.usage && typeof v.usage === 'object') {
+      // A restart's usage is the whole answer's already.
+      if (!restart && v.usage && typeof v.usage === 'object') {
         if (this.reportedTokens !== undefined && typeof v.usage.completion_tokens === 'number') {
           v.usage.completion_tokens += this.reportedTokens;
           if (typeof v.usage.total_tokens === 'number') v.usage.total_tokens += this.reportedTokens;
@@ -57,6 +58,7 @@ class ChoicesAnswer extends AnswerText {
       if (typeof piece === 'string' && piece !== '') {
         if (d) delete d.role;
         const rest = join(piece);
+        if (rest === null) return null;
         if (rest === '' && !ends) return [];
         if (d) d.content = rest;
         else c.text = rest;

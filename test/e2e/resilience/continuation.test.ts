@@ -32,7 +32,11 @@ beforeAll(async () => {
   });
 });
 afterAll(() => closeAll(gw, fakes()));
-beforeEach(() => fakes().forEach((f) => f.reset()));
+beforeEach(() => {
+  fakes().forEach((f) => f.reset());
+  // What the gateway learnt of an engine (a refused prefill) is each test's own.
+  for (const ep of gw.gw.runtime.endpoints.all) ep.prefillRefused.clear();
+});
 
 const openai = () => new OpenAI({ baseURL: `${gw.url}/gw/pagedengine/v1`, apiKey: 'unused', maxRetries: 0 });
 const ask = (extra: Partial<OpenAI.ChatCompletionCreateParamsStreaming> = {}) =>
@@ -156,14 +160,36 @@ describe('chat completions: a stream broken after its first words is finished by
     }
   });
 
-  it('a refused prefill (400) ends with the honest error, and no other engine is asked', async () => {
+  it('a refused prefill (400): remembered, and the answer asked for again there from its start; it repeats what the client has, so the rest joins', async () => {
     a.behaviour.resetAfterChunks = 6;
     b.behaviour.refusePrefill = true;
-    await expect(streamText()).rejects.toThrow(/paged-a broke off the reply/);
-    expect(chatSent(b)).toHaveLength(1);
+    const r = await streamText();
+    expect([r.text, r.finish]).toEqual([REPLY, 'stop']);
+    const [refused, restarted] = chatSent(b);
+    expect(refused.messages.at(-1)).toEqual({ role: 'assistant', content: FIVE_WORDS });
+    expect(restarted.messages).toEqual([{ role: 'user', content: 'tell me about the fox' }]);
     expect(chatSent(fb)).toHaveLength(0);
-    expect(accessLog().continuation).toBe('failed');
-    expect(accessLog().endpoint).toBe('paged-a');
+    expect(accessLog()).toMatchObject({ continuation: 'continued', endpoint: 'paged-b' });
+    // The next break there goes straight to a restart: no prefill is offered it again.
+    b.reset();
+    a.behaviour.resetAfterChunks = 6;
+    expect((await streamText()).text).toBe(REPLY);
+    expect(chatSent(b).map((x) => x.messages.length)).toEqual([1]);
+  });
+
+  it('a restart that differs from what the client has ends with the honest error, and no other engine is asked', async () => {
+    a.behaviour.resetAfterChunks = 6;
+    b.behaviour.refusePrefill = true;
+    b.reply = 'A different answer altogether, from another engine';
+    try {
+      await expect(streamText()).rejects.toThrow(/paged-a broke off the reply/);
+    } finally {
+      b.reply = REPLY;
+    }
+    expect(chatSent(b)).toHaveLength(2);
+    expect(chatSent(fb)).toHaveLength(0);
+    expect(accessLog()).toMatchObject({ continuation: 'failed', endpoint: 'paged-a' });
+    expect(accessLog().tried.at(-1).outcome).toBe('restart differs from the answer so far');
   });
 
   it('a client that leaves while the continuation waits cancels it', async () => {

@@ -140,12 +140,27 @@ describe('what an answer holds, and how a continuation joins it', () => {
     const t = read([chat({ role: 'assistant', content: '' }), chat({ content: 'Hello ' })]);
     const splice = t.splicer();
     const cont = (delta: object, finish: string | null = null) =>
-      splice({ name: '', data: JSON.stringify({ id: 'other', created: 9, choices: [{ index: 0, delta, finish_reason: finish }] }) });
+      splice({ name: '', data: JSON.stringify({ id: 'other', created: 9, choices: [{ index: 0, delta, finish_reason: finish }] }) })!;
     expect(cont({ role: 'assistant', content: '' })).toEqual([]);
     expect(cont({ content: 'Hel' })).toEqual([]); // may still be the prefill repeated
     const [joined] = cont({ content: 'lo world' });
     expect(JSON.parse(joined.data)).toMatchObject({ id: 'c1', created: 5, choices: [{ delta: { content: 'world' } }] });
     expect(JSON.parse(cont({}, 'stop')[0].data).choices[0].finish_reason).toBe('stop');
+  });
+
+  it('a restart (the answer asked for again without a prefill): held until it has repeated what the client has, exactly; null once it differs', () => {
+    const t = read([chat({ role: 'assistant', content: '' }), chat({ content: 'Hello ' }), chat({ content: 'world' })]);
+    const piece = (splice: ReturnType<typeof t.splicer>, content: string) =>
+      splice({ name: '', data: JSON.stringify({ id: 'other', created: 9, choices: [{ index: 0, delta: { content } }], usage: null }) });
+    const same = t.splicer(true);
+    expect(piece(same, 'Hello')).toEqual([]);
+    expect(piece(same, ' wor')).toEqual([]);
+    const [rest] = piece(same, 'ld, and more')!;
+    expect(JSON.parse(rest.data)).toMatchObject({ id: 'c1', choices: [{ delta: { content: ', and more' } }] });
+    const other = t.splicer(true);
+    expect(piece(other, 'Hello')).toEqual([]);
+    expect(piece(other, ' there')).toBeNull();
+    expect(piece(other, 'world')).toBeNull();
   });
 
   it('the messages API: a continuation joins the open text block, or follows a closed one', () => {
@@ -162,12 +177,14 @@ describe('what an answer holds, and how a continuation joins it', () => {
       ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text: ' friend' } }),
       ev('content_block_stop', { index: 0 }),
     ];
-    const joinOpen = read(open, MESSAGES).splicer();
+    const opened = read(open, MESSAGES).splicer();
+    const joinOpen = (e: { name: string; data: string }) => opened(e)!;
     expect(contEvents.flatMap(joinOpen).map((e) => JSON.parse(e.data))).toEqual([
       { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: ' friend' } },
       { type: 'content_block_stop', index: 0 },
     ]);
-    const joinClosed = read([...open, ev('content_block_stop', { index: 0 })], MESSAGES).splicer();
+    const closed = read([...open, ev('content_block_stop', { index: 0 })], MESSAGES).splicer();
+    const joinClosed = (e: { name: string; data: string }) => closed(e)!;
     expect(contEvents.flatMap(joinClosed).map((e) => JSON.parse(e.data).index)).toEqual([1, 1, 1]);
     const thinking = read(
       [

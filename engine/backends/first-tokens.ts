@@ -2,7 +2,7 @@
 // attempt loop gives up a first token that takes far longer when a warm alternative waits (a
 // learned first-token deadline, beside the configured one). Kept per process, like the p2c
 // latency; only the last few times of each model and size count, so it follows a load that
-// changes.
+// changes. A model too new to have times of its own takes the endpoint's, every model's together.
 
 /** Times kept per model and prompt size, and how many make a deadline. */
 const SAMPLES = 8;
@@ -26,8 +26,19 @@ class Recent {
   }
 }
 
+/** Recent times by prompt size class. */
+type BySize = Map<number, Recent>;
+
+function add(sizes: BySize, c: number, ms: number): void {
+  let recent = sizes.get(c);
+  if (recent === undefined) sizes.set(c, (recent = new Recent()));
+  recent.add(ms);
+}
+
 export class FirstTokenTimes {
-  private readonly byModel = new Map<string, Map<number, Recent>>();
+  private readonly byModel = new Map<string, BySize>();
+  /** Every model's together. */
+  private readonly all: BySize = new Map();
 
   /** A stream of `model` for a prompt of `promptBytes` had its first content after `ms`. */
   record(model: string, promptBytes: number, ms: number): void {
@@ -37,15 +48,17 @@ export class FirstTokenTimes {
       this.byModel.set(model, (sizes = new Map()));
     }
     const c = sizeClass(promptBytes);
-    let recent = sizes.get(c);
-    if (recent === undefined) sizes.set(c, (recent = new Recent()));
-    recent.add(ms);
+    add(sizes, c, ms);
+    add(this.all, c, ms);
   }
 
   /** The first-token deadline learned for `model` and a prompt this size: FACTOR × the longest of
-   *  its recent times, at least FLOOR_MS; 0 while too little is known. */
+   *  its recent times (the endpoint's, when the model has too few), at least FLOOR_MS; 0 while too
+   *  little is known. */
   deadline(model: string, promptBytes: number): number {
-    const times = this.byModel.get(model)?.get(sizeClass(promptBytes))?.times;
+    const c = sizeClass(promptBytes);
+    const mine = this.byModel.get(model)?.get(c)?.times;
+    const times = mine !== undefined && mine.length >= ENOUGH ? mine : this.all.get(c)?.times;
     if (times === undefined || times.length < ENOUGH) return 0;
     let longest = 0;
     for (const t of times) if (t > longest) longest = t;

@@ -202,14 +202,16 @@ export function largerContextAhead(candidates: readonly Candidate[], index: numb
 }
 
 /** Is a stall of candidate `index` worth leaving (a learned first-token deadline)? Its model is
- *  loaded there (a load is not a stall) and a candidate after it, on another endpoint still
- *  configured, has its model loaded (`cold`: the endpoint reports it not loaded). */
+ *  loaded there (a load is not a stall) and a candidate after it — another endpoint still
+ *  configured, or another model (a fallback) — has its model loaded (`cold`: the endpoint
+ *  reports it not loaded). */
 export function warmAlternative(candidates: readonly Candidate[], index: number, model: string, cold: (ep: Endpoint, model: string) => boolean): boolean {
   const here = candidates[index].endpoint;
   if (cold(here, model)) return false;
   for (let j = index + 1; j < candidates.length; j++) {
     const k = candidates[j];
-    if (k.endpoint !== here && !k.endpoint.retired && !cold(k.endpoint, k.model ?? model)) return true;
+    const name = k.model ?? model;
+    if ((k.endpoint !== here || name !== model) && !k.endpoint.retired && !cold(k.endpoint, name)) return true;
   }
   return false;
 }

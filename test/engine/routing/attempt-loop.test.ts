@@ -255,6 +255,7 @@ describe('attemptLoop', () => {
       for (let i = 0; i < 3; i++) await send(policy({ streaming: () => true }), planOf([a, b], null), true);
       expect(a.firstTokens.deadline('test-model', 100)).toBe(FLOOR_MS);
       expect(b.firstTokens.deadline('test-model', 100)).toBe(0);
+      expect(a.firstTokens.deadline('another-model', 100)).toBe(FLOOR_MS);
     });
   });
 });

@@ -170,7 +170,10 @@ describe('warmAlternative: a stall worth leaving for a learned first-token deadl
     expect(warmAlternative([cand(a), cand(b)], 0, 'm', coldOn(b))).toBe(false);
     expect(warmAlternative([cand(a), cand(b)], 0, 'm', coldOn(a))).toBe(false);
     expect(warmAlternative([cand(a), cand(b)], 1, 'm', coldOn())).toBe(false);
-    expect(warmAlternative([cand(a), cand(a, 'other')], 0, 'm', coldOn())).toBe(false);
+    expect(warmAlternative([cand(a), cand(a, 'm')], 0, 'm', coldOn())).toBe(false);
+    // A fallback model on the same endpoint (a hosted service's), loaded: worth it.
+    expect(warmAlternative([cand(a), cand(a, 'other')], 0, 'm', coldOn())).toBe(true);
+    expect(warmAlternative([cand(a), cand(a, 'other')], 0, 'm', (_e, m) => m === 'other')).toBe(false);
     expect(warmAlternative([cand(a), cand(c)], 0, 'm', coldOn())).toBe(false);
     // A fallback model: whether it is loaded is asked of its own name.
     expect(warmAlternative([cand(a), cand(b, 'fb')], 0, 'm', (e, m) => e === b && m === 'm')).toBe(true);

@@ -65,6 +65,7 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
   contextFallback = false;
   clientErrorsFail = false;
   firstTokenMs = 0;
+  learnedFirstTokenMs = 0;
   streams: StreamShape | null = null;
   readonly contextLengthError: ((text: string) => boolean) | null;
   usageFields: UsageShape | null = null;
@@ -281,8 +282,10 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
     if (k.broken && c.group > 0) this.fellBack = fallbackRouting(this.plan, this.tried?.[0]) ?? this.fellBack;
     ex.prepare(up);
     this.sentBytes = up.body?.length ?? 0;
-    if (this.firstTokenMs === 0 && this.firstTokenOverrideMs === undefined && this.safe && this.streams !== null && this.policy.retry && !k.broken)
-      this.firstTokenMs = this.learnedFirstToken(c, index);
+    this.learnedFirstTokenMs =
+      this.firstTokenMs === 0 && this.firstTokenOverrideMs === undefined && this.safe && this.streams !== null && this.policy.retry && !k.broken
+        ? this.learnedFirstToken(c, index)
+        : 0;
     return new Promise((resolve) => {
       ep.dispatch(
         {
@@ -325,15 +328,16 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
   }
 
   /** A first-token deadline for candidate c learned from its recent streams of the model and
-   *  prompts this size (first-tokens.ts), when no deadline is set (nor asked for per request): only when the model is loaded
-   *  there (a load is not a stall: the cold deadline is the configured one) and a candidate after
-   *  it has the model loaded (a stall here is worth leaving for it); 0: none. */
+   *  prompts this size (first-tokens.ts), when no deadline is set (nor asked for per request):
+   *  only when the model is loaded there (a load is not a stall: the cold deadline is the
+   *  configured one) and a candidate after it has the model loaded (a stall here is worth leaving
+   *  for it); 0: none. It applies to a reply that is a stream (the relay knows at its head: the
+   *  body is not read for it). */
   private learnedFirstToken(c: Candidate, index: number): number {
     const name = c.model ?? this.ex.model;
     if (name === undefined) return 0;
     const ms = c.endpoint.firstTokens.deadline(name, this.sentBytes);
-    if (ms === 0 || !warmAlternative(this.candidates, index, name, this.policy.retry!.cold)) return 0;
-    return (this.streaming ??= this.policy.streaming?.(this.ex) === true) ? ms : 0;
+    return ms > 0 && warmAlternative(this.candidates, index, name, this.policy.retry!.cold) ? ms : 0;
   }
 
   /** An attempt failed before any byte reached the client: record it and say what may follow. */

@@ -56,6 +56,9 @@ export interface AttemptControl {
   readonly clientErrorsFail: boolean;
   /** Milliseconds to the first content of a stream before the attempt is abandoned; 0: none. */
   readonly firstTokenMs: number;
+  /** The same, learned from the endpoint's recent streams (first-token-watch.ts: looked at a few
+   *  times a second), when no deadline is set; 0: none. */
+  readonly learnedFirstTokenMs: number;
   /** How this attempt's streams read; null: a streamed reply is piped unwatched (a model pull's
    *  progress, a step that speaks no inference API). */
   readonly streams: StreamShape | null;

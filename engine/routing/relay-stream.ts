@@ -7,6 +7,8 @@ import { StepFailed } from '../backends/failures.js';
 import { gwError } from '../core/errors.js';
 import { AttemptHandler, type Controller } from './attempt-handler.js';
 import { AttemptFailed, RELAYED } from './attempt.js';
+import { watchFirstToken, type AwaitingFirstToken } from './first-token-watch.js';
+import { formatDuration } from '../core/duration.js';
 import { endBroken } from './broken-stream.js';
 import { SpliceOut, type Splice } from './continuation.js';
 import type { Exchange } from './exchange.js';
@@ -23,7 +25,7 @@ export const HOLD = { kind: 'hold' } as const;
 /** What a stream may hold before its first content. */
 const HOLD_STREAM_LIMIT = 1024 * 1024;
 
-export abstract class StreamRelay<C extends Exchange> extends AttemptHandler<C> {
+export abstract class StreamRelay<C extends Exchange> extends AttemptHandler<C> implements AwaitingFirstToken {
   protected plan: ReplyPlan | typeof HOLD = PIPE;
 
   /** The last chunk relayed: whether a piped stream stopped mid-line decides how it is ended;
@@ -71,6 +73,25 @@ export abstract class StreamRelay<C extends Exchange> extends AttemptHandler<C> 
     const ft = this.ctl.firstTokenMs;
     const at = ft > 0 ? Math.min(this.sentAt + ft, this.ctl.budgetEnds) : this.ctl.budgetEnds;
     if (ft > 0 || at - performance.now() < this.ep.timeouts.idleMs) this.arm(at, true);
+    const learned = this.ctl.learnedFirstTokenMs;
+    if (learned > 0 && this.sentAt + learned < at && this.sentAt + learned > performance.now()) {
+      this.firstTokenDue = this.sentAt + learned;
+      watchFirstToken(this);
+    }
+  }
+
+  /** When a learned first-token deadline is due (first-token-watch.ts); 0: none. */
+  private firstTokenDue = 0;
+
+  /** Looked at a few times a second while held: past its learned deadline, given up for the
+   *  next candidate when one can follow (else waited on). True: no more looking. */
+  late(now: number): boolean {
+    if (this.settled || !this.held) return true;
+    if (now < this.firstTokenDue) return false;
+    if (this.retryable('first_token'))
+      this.abort(new AttemptFailed(`first_token_timeout (${formatDuration(this.ctl.learnedFirstTokenMs)}, learned)`, 'first_token'));
+    else this.ctl.passedOn();
+    return true;
   }
 
   /** A continuation's stream: watched and held like any until its first content, then its

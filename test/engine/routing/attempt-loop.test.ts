@@ -245,7 +245,7 @@ describe('attemptLoop', () => {
       const r = await send(policy({ streaming: () => true }), planOf([a, b], null), true);
       release();
       expect(r.status).toBe(200);
-      expect(r.rec).toMatchObject({ endpoint: b, tried: [{ endpoint: 'a', outcome: `first_token_timeout (${FLOOR_MS / 1000}s)` }] });
+      expect(r.rec).toMatchObject({ endpoint: b, tried: [{ endpoint: 'a', outcome: `first_token_timeout (${FLOOR_MS / 1000}s, learned)` }] });
       expect(performance.now() - started).toBeGreaterThanOrEqual(FLOOR_MS - 5);
     });
 

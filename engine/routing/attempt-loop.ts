@@ -131,6 +131,10 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
     return this.retryAfter({ kind, retryAfterMs: kind === 'status' ? this.pauseOf(this.endpoint!) : undefined }) !== null;
   }
 
+  streamingRequest(): boolean {
+    return (this.streaming ??= this.policy.streaming?.(this.ex) === true);
+  }
+
   mayMoveOn(): boolean {
     return this.safe && this.walk.waiting && this.count - this.phaseStart <= this.policy.maxRetries && performance.now() < this.budgetEnds;
   }

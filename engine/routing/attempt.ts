@@ -59,6 +59,9 @@ export interface AttemptControl {
   /** The same, learned from the endpoint's recent streams (first-token-watch.ts: looked at a few
    *  times a second), when no deadline is set; 0: none. */
   readonly learnedFirstTokenMs: number;
+  /** Does the request ask for a streamed reply? (Asked when a learned deadline is due before any
+   *  reply head: the body is read for it then, not for every request.) */
+  streamingRequest(): boolean;
   /** How this attempt's streams read; null: a streamed reply is piped unwatched (a model pull's
    *  progress, a step that speaks no inference API). */
   readonly streams: StreamShape | null;

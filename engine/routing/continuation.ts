@@ -110,17 +110,23 @@ export class AnswerSoFar {
 
 /** The candidates a stream that broke on candidate `broken` may be continued on, as indexes in
  *  order: the same model on the other endpoints (plan order), then — unless sameModelOnly — the
- *  candidates after it serving another model (the fallback chain). Never the endpoint that broke. */
+ *  candidates after it serving another model (the fallback chain). Never the endpoint that broke,
+ *  but for a hosted service another model of it, last (a service serves its models apart). */
 export function continuationOrder(candidates: readonly Candidate[], broken: number, sameModelOnly: boolean): number[] {
   const b = candidates[broken];
   const same: number[] = [];
   const later: number[] = [];
+  const hosted: number[] = [];
+  const service = b.endpoint.profile.characteristics.hosted_service;
   candidates.forEach((c, i) => {
-    if (c.endpoint === b.endpoint) return;
+    if (c.endpoint === b.endpoint) {
+      if (service && !sameModelOnly && i > broken && c.model !== b.model) hosted.push(i);
+      return;
+    }
     if (c.model === b.model) same.push(i);
     else if (!sameModelOnly && i > broken) later.push(i);
   });
-  return [...same, ...later];
+  return [...same, ...later, ...hosted];
 }
 
 /** What a request's continuations need to know of its attempt loop. */

@@ -7,7 +7,7 @@ import { StepFailed } from '../backends/failures.js';
 import { gwError } from '../core/errors.js';
 import { AttemptHandler, type Controller } from './attempt-handler.js';
 import { AttemptFailed, RELAYED } from './attempt.js';
-import { watchFirstToken, type AwaitingFirstToken } from './first-token-watch.js';
+import { unwatchFirstToken, watchFirstToken, type AwaitingFirstToken } from './first-token-watch.js';
 import { formatDuration } from '../core/duration.js';
 import { endBroken } from './broken-stream.js';
 import { SpliceOut, type Splice } from './continuation.js';
@@ -73,24 +73,34 @@ export abstract class StreamRelay<C extends Exchange> extends AttemptHandler<C> 
     const ft = this.ctl.firstTokenMs;
     const at = ft > 0 ? Math.min(this.sentAt + ft, this.ctl.budgetEnds) : this.ctl.budgetEnds;
     if (ft > 0 || at - performance.now() < this.ep.timeouts.idleMs) this.arm(at, true);
-    const learned = this.ctl.learnedFirstTokenMs;
-    if (learned > 0 && this.sentAt + learned < at && this.sentAt + learned > performance.now()) {
-      this.firstTokenDue = this.sentAt + learned;
-      watchFirstToken(this);
-    }
   }
 
   /** When a learned first-token deadline is due (first-token-watch.ts); 0: none. */
   private firstTokenDue = 0;
 
-  /** Looked at a few times a second while held: past its learned deadline, given up for the
-   *  next candidate when one can follow (else waited on). True: no more looking. */
+  /** A learned first-token deadline: looked at a few times a second from now on. */
+  protected watchFirstToken(): void {
+    this.firstTokenDue = this.sentAt + this.ctl.learnedFirstTokenMs;
+    watchFirstToken(this);
+  }
+
+  /** No longer waiting for a first token (it came, the reply is not a held stream, it settled). */
+  protected firstTokenDone(): void {
+    if (this.firstTokenDue === 0) return;
+    this.firstTokenDue = 0;
+    unwatchFirstToken(this);
+  }
+
+  /** Looked at a few times a second until the stream's first content: past its learned deadline
+   *  it is given up for the next candidate when one waits (else waited on). A reply that is
+   *  not a stream held for its content is no longer looked at; before any reply head, whether the
+   *  request asked for a stream is asked only once the deadline is due. True: no more looking. */
   late(now: number): boolean {
-    if (this.settled || !this.held) return true;
+    if (this.settled || (this.status !== 0 && !this.held)) return true;
     if (now < this.firstTokenDue) return false;
-    if (this.retryable('first_token'))
-      this.abort(new AttemptFailed(`first_token_timeout (${formatDuration(this.ctl.learnedFirstTokenMs)}, learned)`, 'first_token'));
-    else this.ctl.passedOn();
+    if (this.status === 0 && !this.ctl.streamingRequest()) return true;
+    // Left for the warm alternative that made it worth learning: not tried again here.
+    if (this.ctl.mayMoveOn()) this.abort(new AttemptFailed(`first_token_timeout (${formatDuration(this.ctl.learnedFirstTokenMs)}, learned)`, 'abandoned'));
     return true;
   }
 
@@ -136,6 +146,7 @@ export abstract class StreamRelay<C extends Exchange> extends AttemptHandler<C> 
         this.ctl.passedOn();
       }
       this.held = false;
+      this.firstTokenDone();
       this.writeHead();
     }
     if (seen === 'error' || seen === 'malformed') {
@@ -210,6 +221,7 @@ export abstract class StreamRelay<C extends Exchange> extends AttemptHandler<C> 
   /** Holding ends before the first content (the last attempt waits on): head, then what is held. */
   protected release(controller: Controller, to: number): void {
     this.held = false;
+    this.firstTokenDone();
     this.writeHead();
     this.pass(controller, this.out.take(to));
   }

@@ -50,12 +50,14 @@ export class Relay<C extends Exchange> extends StreamRelay<C> implements Dispatc
   ) {
     super(ex, rec, ep, ctl, resolve);
     this.arm(ctl.firstTokenMs > 0 ? Math.min(this.sentAt + ctl.firstTokenMs, ctl.budgetEnds) : ctl.budgetEnds);
+    if (ctl.learnedFirstTokenMs > 0) this.watchFirstToken();
   }
 
   /** A reply that reached the client is counted (while tokens are counted): what its engine
    *  reported — in the stream's events, or at the end of its body — the rest estimated; a
    *  failure status used none. */
   protected override settle(o: Outcome): void {
+    this.firstTokenDone();
     const fields = this.ctl.usageFields;
     if (fields !== null && !this.settled && o.relayed !== false) {
       const ok = this.status >= 200 && this.status < 300;
@@ -163,6 +165,7 @@ export class Relay<C extends Exchange> extends StreamRelay<C> implements Dispatc
     const format = watched ? streamFormatOf(headers['content-type'] as string | undefined) : null;
     if (format) this.watched(format, shape!);
     if (format && this.ctl.canRetry('stream')) return this.hold();
+    this.firstTokenDone();
     this.writeHead();
   }
 

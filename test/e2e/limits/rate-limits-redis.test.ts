@@ -184,11 +184,14 @@ describe.skipIf(!haveRedis)('breaker openings and Retry-After pauses shared thro
     await redis.stop();
   });
 
+  // Each request a different one: a backend failing them all (its breaker opens for everyone),
+  // not one request failing again and again (an opening for that request alone: breaker.ts).
+  let asked = 0;
   const chat = async (r: Started, model = 'm') => {
     const res = await request(`${r.url}/gw/pagedengine/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+      body: JSON.stringify({ model, messages: [{ role: 'user', content: `hi ${++asked}` }] }),
     });
     await res.body.dump();
     return res.statusCode;

@@ -14,8 +14,8 @@ import { CHAT } from '../../../plugins/apis/continuation/openai.js';
 import { MESSAGES } from '../../../plugins/apis/continuation/messages.js';
 import type { AnswerText } from '../../../plugins/apis/continuation/answer.js';
 
-const ep = (name: string) => ({ name }) as unknown as Endpoint;
-const [A, B, C, F] = ['a', 'b', 'c', 'f'].map(ep);
+const ep = (name: string, hosted = false) => ({ name, profile: { characteristics: { hosted_service: hosted } } }) as unknown as Endpoint;
+const [A, B, C, F] = ['a', 'b', 'c', 'f'].map((n) => ep(n));
 const cand = (endpoint: Endpoint, model: string | undefined, group = 0): Candidate => ({ endpoint, model, group, why: group ? 'fallback' : 'requested' });
 
 describe('continuationOrder', () => {
@@ -30,6 +30,14 @@ describe('continuationOrder', () => {
   it('a fallback that broke: only its own model elsewhere, and what comes after it', () => {
     const p = [cand(A, undefined), cand(F, 'fb', 1), cand(B, 'fb', 1), cand(C, 'fb2', 2)];
     expect(continuationOrder(p, 1, false)).toEqual([2, 3]);
+  });
+  it('a hosted service that broke: another model of it after everything else (not with same_model_only)', () => {
+    const H = ep('hosted', true);
+    const p = [cand(H, 'primary'), cand(H, 'fb', 1), cand(B, 'fb', 1)];
+    expect(continuationOrder(p, 0, false)).toEqual([2, 1]);
+    expect(continuationOrder(p, 0, true)).toEqual([]);
+    // An engine of no service: never the endpoint that broke.
+    expect(continuationOrder([cand(A, 'primary'), cand(A, 'fb', 1)], 0, false)).toEqual([]);
   });
 });
 

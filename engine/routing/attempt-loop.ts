@@ -227,6 +227,14 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
         if (turn === 'full') (this.x.full ??= []).push(ep);
         if (turn === 'gone') return this.clientGone();
         if (turn !== 'admitted') continue;
+        // Found down while it waited (a hung engine's slots come back when its attempts are given
+        // up): the next candidate, when one waits.
+        if (!ep.routable && this.mayMoveOn()) {
+          queue.release(performance.now());
+          ep.rateGate?.refund();
+          ex.log.warn({ req: ex.id, endpoint: ep.name }, 'the endpoint was found down while the request waited for a slot; trying the next candidate');
+          continue;
+        }
       }
       const admittedAt = queue ? performance.now() : 0;
       let outcome: Outcome;

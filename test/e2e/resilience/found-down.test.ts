@@ -48,6 +48,37 @@ describe('an endpoint found down while requests wait on it', () => {
     expect(accessLog().tried).toEqual([expect.objectContaining({ endpoint: 'paged-a', outcome: 'abandoned (endpoint unhealthy: health check answered 500)' })]);
   });
 
+  it('a request waiting for a slot there goes to the peer too, once the slot is given back', async () => {
+    // One slot each: the first request hangs on paged-a, the second holds paged-b, the third waits for paged-a's slot.
+    const limited = (f: FakeBackend, priority: number) =>
+      endpoint(f.name, 'pagedengine', f.url, { priority, check_interval: '60s', response_timeout: '120s', max_concurrent_requests: 1 });
+    const g = await startGateway({ discovery: { static: { endpoints: [limited(a, 100), limited(b, 50)] } } });
+    let release!: () => void;
+    try {
+      a.behaviour.hang = true;
+      b.behaviour.holdUntil = new Promise<void>((r) => (release = r));
+      const client = new OpenAI({ baseURL: `${g.url}/gw/pagedengine/v1`, apiKey: 'unused', maxRetries: 0 });
+      const ask = () => client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }] });
+      const first = ask();
+      await waitFor(() => chatSent(a).length === 1 || undefined, 'the first request on paged-a');
+      const second = ask();
+      await waitFor(() => chatSent(b).length === 1 || undefined, 'the second request on paged-b');
+      const third = ask();
+      const queue = g.gw.runtime.endpoints.all.find((e) => e.name === a.name)!.queue!;
+      await waitFor(() => queue.queued === 1 || undefined, "the third request waiting for paged-a's slot");
+      a.behaviour.healthStatus = 500;
+      await fetch(`${g.url}/internal/endpoints/check?endpoint=${a.name}`, { method: 'POST' });
+      // The first is given up at paged-a, its slot goes to the third, which moves on too.
+      await waitFor(() => queue.queued === 0 || undefined, "paged-a's queue empty");
+      release();
+      for (const r of await Promise.all([first, second, third])) expect(r.choices[0].message.content).toBe(REPLY);
+      expect([chatSent(a).length, chatSent(b).length]).toEqual([1, 3]);
+    } finally {
+      release?.();
+      await closeAll(g, []);
+    }
+  });
+
   it('a stream that stalls there after its first words is continued by the peer', async () => {
     a.behaviour.stallAfterChunks = 6; // the role chunk and five words
     const stream = await openai().chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'tell me about the fox' }], stream: true });

@@ -61,9 +61,10 @@ export class CircuitBreaker {
   onProxyOpen: ((openMs: number) => void) | null = null;
   /** Told of every opening, whoever's evidence (attempts under way on the endpoint move on). */
   onOpened: (() => void) | null = null;
-  /** Told of each request that moved the consecutive-failure count while closed (true: a failure;
-   *  false: a success that reset it): the other workers of the host count it too (countElsewhere). */
-  onCount: ((failed: boolean) => void) | null = null;
+  /** Told of each request that moved the consecutive-failure count while closed (true: a failure,
+   *  with its digest when it was an answer about its request; false: a success that reset it):
+   *  the other workers of the host count it too (countElsewhere). */
+  onCount: ((failed: boolean, answer?: string) => void) | null = null;
 
   /** `now`: milliseconds; `random`: [0, 1) — both injected so tests are deterministic. */
   constructor(
@@ -92,7 +93,6 @@ export class CircuitBreaker {
    *  breaker admits nobody until its time is up, then one test request at a time. */
   admit(): Ticket | null {
     const state = this.state;
-    if (this.scope !== null && state === 'open') return NORMAL;
     if (state === 'closed') return NORMAL;
     if (this.probing || state === 'open') return null;
     this.current = 'half-open';
@@ -101,14 +101,16 @@ export class CircuitBreaker {
   }
 
   /** Open for some requests only (the failures that opened it were answers about them)? Then
-   *  admitFor decides by the request's digest. */
+   *  admitFor decides by the request's digest, for as long as it lasts (its period ended, one of
+   *  them is the test request). */
   get scoped(): boolean {
-    return this.scope !== null && this.state === 'open';
+    return this.scope !== null;
   }
 
-  /** A scoped opening: a request that failed is refused (null), any other goes through. */
+  /** A scoped opening: any other request goes through; one that failed is refused while the
+   *  period lasts, then one at a time is its test request. */
   admitFor(digest: string): Ticket | null {
-    return this.scope?.has(digest) === true ? null : this.admit();
+    return this.scope?.has(digest) === true ? this.admit() : NORMAL;
   }
 
   /** A last-resort request (its endpoint is out of rotation by its health checks, and nothing
@@ -150,7 +152,7 @@ export class CircuitBreaker {
    *  it would refuse before building the request for it.) */
   get admits(): boolean {
     const state = this.state;
-    return state === 'closed' || (state === 'half-open' && !this.probing) || (this.scope !== null && state === 'open');
+    return state === 'closed' || (state === 'half-open' && !this.probing) || this.scope !== null;
   }
 
   /** When a request may next go through (epoch milliseconds): now when closed; when its open
@@ -186,18 +188,18 @@ export class CircuitBreaker {
     } else if (this.current === 'closed') {
       if (answer === undefined) this.otherFailures++;
       else (this.answers ??= new Set()).add(answer);
-      this.onCount?.(true);
+      this.onCount?.(true, answer);
       if (++this.proxyFailures >= this.settings.proxyFailures) this.open('proxy');
     }
   }
 
   /** Another worker of this host counted a request (see onCount): the consecutive failures are
    *  the host's, so the breaker opens after proxy_failures of them wherever they were seen. */
-  countElsewhere(failed: boolean): void {
+  countElsewhere(failed: boolean, answer?: string): void {
     if (this.current !== 'closed') return;
     if (!failed) return this.restartRun();
-    // Not known to be an answer about a request here: an opening it makes is everyone's.
-    this.otherFailures++;
+    if (answer === undefined) this.otherFailures++;
+    else (this.answers ??= new Set()).add(answer);
     if (++this.proxyFailures >= this.settings.proxyFailures) this.open('proxy');
   }
 
@@ -220,6 +222,8 @@ export class CircuitBreaker {
 
   healthFailure(): void {
     this.healthFailures++;
+    // Not the requests' fault after all: the opening is everyone's.
+    if (this.scope !== null) this.widen();
     if (this.current === 'closed' && this.healthFailures >= this.settings.healthFailures) this.open('health');
   }
 
@@ -262,6 +266,8 @@ export class CircuitBreaker {
   /** An opening for some requests becomes everyone's. */
   private widen(): void {
     this.scope = null;
+    this.openedAt = this.now();
+    this.openMs = this.period(this.openings);
     this.opened();
   }
 

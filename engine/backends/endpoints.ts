@@ -201,7 +201,12 @@ export class Endpoint {
   foundDown(reason: string): void {
     if (this.underWay.size === 0) return;
     process.nextTick(() => {
-      for (const attempt of [...this.underWay]) attempt.endpointDown(reason);
+      for (const attempt of [...this.underWay]) {
+        // One attempt's trouble must not end the process nor spare the others.
+        try {
+          attempt.endpointDown(reason);
+        } catch {}
+      }
     });
   }
 

@@ -149,7 +149,7 @@ export class Backends {
       fleet.publish({ id: ep.id, kind: 'pause', ms });
       host.paused(ep, ms);
     };
-    ep.breaker.onCount = (failed) => host.counted(ep, failed);
+    ep.breaker.onCount = (failed, answer) => host.counted(ep, failed, answer);
   }
 
   /** What another replica's requests learnt about an endpoint (fleet.ts). */

@@ -135,6 +135,10 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
     return (this.streaming ??= this.policy.streaming?.(this.ex) === true);
   }
 
+  fleetAllows(): boolean {
+    return this.policy.retry?.fleet.canRetry() !== false;
+  }
+
   mayMoveOn(): boolean {
     return this.safe && this.walk.waiting && this.count - this.phaseStart <= this.policy.maxRetries && performance.now() < this.budgetEnds;
   }
@@ -262,7 +266,9 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
         // continued): the stream's honest end, no other engine asked.
         if (!this.restarting && refusedPrefill(error)) {
           const refused = c.endpoint.prefillRefused;
-          if (refused.size < 256) refused.add(this.continuations.refusalKey(c.model ?? ex.model));
+          // Bounded: the oldest forgotten first.
+          if (refused.size >= 256) refused.delete(refused.values().next().value as string);
+          refused.add(this.continuations.refusalKey(c.model ?? ex.model));
           this.walk.retryLater(step, performance.now());
         } else this.walk.stop();
       }

@@ -47,6 +47,8 @@ export interface AttemptControl {
   /** Were this attempt given up now (its endpoint found down), would another candidate take the
    *  request (replay-safe, attempts and budget left, one waiting)? */
   mayMoveOn(): boolean;
+  /** Does the fleet's retry budget have room for another attempt now (nothing taken)? */
+  fleetAllows(): boolean;
   /** A failure another attempt might have fixed is passed on as it is (counted when the fleet
    *  retry budget is what stopped the retry). */
   passedOn(): void;
@@ -88,8 +90,11 @@ export interface AnswerKeeper {
   /** Whole events the client's stream received, as the backend's API has them. */
   relayed(format: StreamFormat, bytes: Buffer): void;
   /** Were the stream to break now, after its content reached the client, could another
-   *  candidate continue it (settings, budget, what the answer holds, who is left)? */
+   *  candidate continue it (settings, budget, what the answer holds, who is left)? Asked at a
+   *  break: what it finds is the request's record. */
   mayContinue(): boolean;
+  /** The same, asked of a stream that has not broken: nothing recorded. */
+  couldContinue(): boolean;
 }
 
 /** How one attempt ended: relayed (fully or cut after the first byte), or failed before any

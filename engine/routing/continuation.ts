@@ -200,6 +200,14 @@ export class Continuations implements AnswerKeeper {
     return false;
   }
 
+  /** Could a break now be continued? Asked of a stream that has not broken (its endpoint was
+   *  found down): nothing is recorded or logged. */
+  couldContinue(): boolean {
+    const s = this.host.candidates[this.host.current].endpoint.failover.continuation;
+    if (!this.host.continuationAllowed() || !this.api || !this.answer || this.rec.continued >= s.max) return false;
+    return (this.answer.fold().blocker() ?? this.answer.problem) === null && this.continuers().length > 0;
+  }
+
   /** The candidates that may continue a break of the attempt under way, in order: those whose
    *  route speaks the same API (continuationOrder). */
   private continuers(): Candidate[] {

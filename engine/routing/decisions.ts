@@ -203,7 +203,8 @@ export function largerContextAhead(candidates: readonly Candidate[], index: numb
 
 /** Is a stall of candidate `index` worth leaving (a learned first-token deadline)? Its model is
  *  loaded there (a load is not a stall) and a candidate after it — another endpoint still
- *  configured, or another model (a fallback) — has its model loaded (`cold`: the endpoint
+ *  configured, or another model of the same hosted service (a service serves its models apart;
+ *  an engine's other model waits behind the stall) — has its model loaded (`cold`: the endpoint
  *  reports it not loaded). */
 export function warmAlternative(candidates: readonly Candidate[], index: number, model: string, cold: (ep: Endpoint, model: string) => boolean): boolean {
   const here = candidates[index].endpoint;
@@ -211,7 +212,8 @@ export function warmAlternative(candidates: readonly Candidate[], index: number,
   for (let j = index + 1; j < candidates.length; j++) {
     const k = candidates[j];
     const name = k.model ?? model;
-    if ((k.endpoint !== here || name !== model) && !k.endpoint.retired && !cold(k.endpoint, name)) return true;
+    const elsewhere = k.endpoint !== here || (name !== model && here.profile.characteristics.hosted_service);
+    if (elsewhere && !k.endpoint.retired && !cold(k.endpoint, name)) return true;
   }
   return false;
 }
@@ -238,8 +240,10 @@ export function continuationFailure(status: number): AttemptFailed {
 
 const REFUSED = 'refused';
 
-/** Did the engine refuse the continuation's prefill (a 4xx to it: continuationFailure)? */
-export const refusedPrefill = (err: AttemptFailed): boolean => err.kind === 'client_error' && err.outcome.startsWith(`continuation ${REFUSED} (`);
+/** Did the engine refuse the continuation's prefill as such (a 400 or 422 to it: a request it will
+ *  not take; not a 404 of a model being reloaded, nor a 413 of a body too large)? */
+export const refusedPrefill = (err: AttemptFailed): boolean =>
+  err.kind === 'client_error' && (err.outcome.startsWith(`continuation ${REFUSED} (400`) || err.outcome.startsWith(`continuation ${REFUSED} (422`));
 
 /** What the attempts came to when none answered. */
 export interface Exhaustion {

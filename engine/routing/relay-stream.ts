@@ -99,8 +99,10 @@ export abstract class StreamRelay<C extends Exchange> extends AttemptHandler<C> 
     if (this.settled || (this.status !== 0 && !this.held)) return true;
     if (now < this.firstTokenDue) return false;
     if (this.status === 0 && !this.ctl.streamingRequest()) return true;
-    // Left for the warm alternative that made it worth learning: not tried again here.
-    if (this.ctl.mayMoveOn()) this.abort(new AttemptFailed(`first_token_timeout (${formatDuration(this.ctl.learnedFirstTokenMs)}, learned)`, 'abandoned'));
+    // Left for the warm alternative that made it worth learning (not tried again here), while
+    // the fleet's retry budget allows: under overload, streams are not moved around for ever.
+    if (this.ctl.mayMoveOn() && this.ctl.fleetAllows())
+      this.abort(new AttemptFailed(`first_token_timeout (${formatDuration(this.ctl.learnedFirstTokenMs)}, learned)`, 'abandoned'));
     return true;
   }
 

@@ -96,6 +96,9 @@ export class Relay<C extends Exchange> extends StreamRelay<C> implements Dispatc
   protected onDeadline(): void {
     if (this.settled) return;
     const budget = this.deadlineAt >= this.ctl.budgetEnds;
+    // The first content came (a continuation still catching up to what the client has, say): a
+    // first-token deadline is met; the budget's may still be due.
+    if (!budget && this.watch?.hasContent) return this.arm(this.ctl.budgetEnds);
     if (!this.open) {
       // Under way on the last attempt and still without content: the budget ends the stream.
       if (!this.watch || this.watch.hasContent || !this.controller) return;
@@ -121,14 +124,19 @@ export class Relay<C extends Exchange> extends StreamRelay<C> implements Dispatc
    *  continued: broken off if it stays silent for STALL_MS. Anything else finishes as it can. */
   endpointDown(reason: string): void {
     if (this.settled) return;
-    if (this.open) {
+    // No reply head yet, or a stream's head and no content yet: nothing of it is under way.
+    if (this.status === 0 || (this.held && this.watch?.hasContent === false)) {
       if (this.ctl.mayMoveOn()) this.abort(new AttemptFailed(`abandoned (endpoint ${reason})`, 'abandoned'));
       return;
     }
-    if (this.watch === null || !this.ctl.answer?.mayContinue()) return;
+    if (this.open || this.watch === null || !this.ctl.answer?.couldContinue()) return;
     const seen = this.chunksIn;
     setTimeout(() => {
-      if (!this.settled && this.chunksIn === seen) this.abort(new AttemptFailed(`stalled on an endpoint found down (${reason})`, 'stream'));
+      try {
+        if (!this.settled && this.chunksIn === seen) this.abort(new AttemptFailed(`stalled on an endpoint found down (${reason})`, 'stream'));
+      } catch (err) {
+        this.ex.log.error({ req: this.ex.id, err }, 'a stalled stream could not be broken off');
+      }
     }, STALL_MS).unref();
   }
 

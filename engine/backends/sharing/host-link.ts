@@ -167,7 +167,7 @@ export class WorkerLink implements HostScope {
         return;
       }
       case 'count':
-        return ep.breaker.countElsewhere(m.failed);
+        return ep.breaker.countElsewhere(m.failed, m.answer);
       case 'open':
         return ep.breaker.openElsewhere(m.ms);
       case 'pause':
@@ -190,8 +190,8 @@ export class WorkerLink implements HostScope {
     this.send({ gw: 'answered', id: ep.id, status });
   }
 
-  counted(ep: Endpoint, failed: boolean): void {
-    this.send({ gw: 'count', id: ep.id, failed });
+  counted(ep: Endpoint, failed: boolean, answer?: string): void {
+    this.send({ gw: 'count', id: ep.id, failed, answer });
   }
 
   opened(ep: Endpoint, ms: number): void {

@@ -61,7 +61,7 @@ export type ToWorker =
   | { gw: 'resident'; id: string; entries: [string, boolean][] | null }
   | { gw: 'load'; id: string; report: LoadObservation | null }
   /** Evidence another worker's requests found (relayed): a breaker count, an opening, a pause. */
-  | { gw: 'count'; id: string; failed: boolean }
+  | { gw: 'count'; id: string; failed: boolean; answer?: string }
   | { gw: 'open'; id: string; ms: number }
   | { gw: 'pause'; id: string; ms: number }
   /** A conversation placed on endpoint `id` away from its hash home, or back at it (affinity). */
@@ -77,7 +77,7 @@ export type ToHost =
   | { gw: 'failed'; id: string; reason: string }
   | { gw: 'answered'; id: string; status: number }
   | { gw: 'check'; id: string }
-  | { gw: 'count'; id: string; failed: boolean }
+  | { gw: 'count'; id: string; failed: boolean; answer?: string }
   | { gw: 'open'; id: string; ms: number }
   | { gw: 'pause'; id: string; ms: number }
   | { gw: 'place'; id: string; key: number; home: boolean }

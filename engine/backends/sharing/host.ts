@@ -31,7 +31,7 @@ export interface HostScope {
   queue(ep: Endpoint, settings: QueueSettings): EndpointQueue;
   /** What this process's requests saw of an endpoint, for the host's other workers: a breaker
    *  count (a failure, or a success that reset the count), an opening, a Retry-After pause. */
-  counted(ep: Endpoint, failed: boolean): void;
+  counted(ep: Endpoint, failed: boolean, answer?: string): void;
   opened(ep: Endpoint, ms: number): void;
   paused(ep: Endpoint, ms: number): void;
   /** A conversation placed on `ep` away from its hash home (or back at it: `home`): affinity. */

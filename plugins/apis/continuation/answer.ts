@@ -54,41 +54,62 @@ export abstract class AnswerText implements Transcript {
     this.blocked ??= why;
   }
 
-  /** Per continuation attempt: how its words join the client's. Some engines repeat the
-   *  prefill at the start of their answer (llama.cpp's chat route does): that echo is dropped,
-   *  held back while it may still be one. Then the whitespace the client already has is taken
-   *  off the front when the continuation repeats it. Returns what to send of each piece.
-   *  `restart`: the answer asked for again from its start, without a prefill (an engine that
-   *  refuses one): it must repeat everything the client has, exactly, before its rest is sent;
-   *  null once it differs. */
-  joiner(restart = false): (piece: string) => string | null {
-    const sent = restart ? this.text : (this.sent ?? this.prefill);
-    let overlap = restart ? '' : this.text.slice(this.prefill.length);
-    let echo: string | null = '';
-    let differs = false;
-    return (piece) => {
-      if (differs) return null;
-      if (echo !== null) {
-        const seen = echo + piece;
-        if (seen.length < sent.length && sent.startsWith(seen)) {
-          echo = seen;
-          return '';
-        }
-        echo = null;
-        if (seen.startsWith(sent)) piece = seen.slice(sent.length);
-        else if (restart) {
-          differs = true;
-          return null;
-        } else piece = seen;
+  /** Per continuation attempt: how its words join the client's (Joiner). */
+  joiner(restart = false): Joiner {
+    return restart ? new Joiner(this.text, '', true) : new Joiner(this.sent ?? this.prefill, this.text.slice(this.prefill.length), false);
+  }
+}
+
+/** How one continuation's words join the client's. Some engines repeat the prefill at the start
+ *  of their answer (llama.cpp's chat route does): that echo is dropped, held back while it may
+ *  still be one. Then the whitespace the client already has is taken off the front when the
+ *  continuation repeats it. `restart`: the answer asked for again from its start, without a
+ *  prefill (an engine that refuses one): it must repeat everything the client has, exactly,
+ *  before its rest is sent (`passed`); null once it differs. */
+export class Joiner {
+  private echo: string | null = '';
+  private differs = false;
+
+  constructor(
+    private readonly sent: string,
+    private overlap: string,
+    private readonly restart: boolean,
+  ) {}
+
+  /** The echo is over: what follows is new (a restart's end events may go out from now on). */
+  get passed(): boolean {
+    return this.echo === null && !this.differs;
+  }
+
+  /** What to send of this piece ('': nothing yet); null: a restart that differs. */
+  next(piece: string): string | null {
+    if (this.differs) return null;
+    if (this.echo !== null) {
+      const seen = this.echo + piece;
+      if (seen.length < this.sent.length && this.sent.startsWith(seen)) {
+        this.echo = seen;
+        return '';
       }
-      let i = 0;
-      while (overlap !== '' && i < piece.length && piece[i] === overlap[0]) {
-        overlap = overlap.slice(1);
-        i++;
-      }
-      if (i < piece.length) overlap = '';
-      return piece.slice(i);
-    };
+      this.echo = null;
+      if (seen.startsWith(this.sent)) piece = seen.slice(this.sent.length);
+      else if (this.restart) {
+        this.differs = true;
+        return null;
+      } else piece = seen;
+    }
+    let i = 0;
+    while (this.overlap !== '' && i < piece.length && piece[i] === this.overlap[0]) {
+      this.overlap = this.overlap.slice(1);
+      i++;
+    }
+    if (i < piece.length) this.overlap = '';
+    return piece.slice(i);
+  }
+
+  /** May an event that ends the answer go out? Not a restart's before it has passed the client's
+   *  text (it would end a shorter answer as if finished). */
+  endsMayPass(): boolean {
+    return !this.restart || this.passed;
   }
 }
 

@@ -49,6 +49,10 @@ class MessagesAnswer extends AnswerText {
       if (typeof v !== 'object' || v === null) return [ev];
       const type = typeof v.type === 'string' ? v.type : ev.name;
       if (type === 'message_start' || type === 'ping') return [];
+      // A restart joins only the client's open text block, and nothing of it goes out (a block's
+      // start, the message's end) before its text has passed the client's.
+      if (restart && (this.closed || this.type !== 'text')) return null;
+      if (restart && !join.passed && type !== 'content_block_delta') return [];
       if (typeof v.index === 'number') {
         if (shift === null) {
           if (type === 'content_block_start' && v.content_block?.type !== 'text') before.add(v.index);
@@ -61,7 +65,7 @@ class MessagesAnswer extends AnswerText {
         v.index += shift;
       }
       if (type === 'content_block_delta' && v.delta?.type === 'text_delta') {
-        const rest = join(String(v.delta.text ?? ''));
+        const rest = join.next(String(v.delta.text ?? ''));
         if (rest === null) return null;
         v.delta.text = rest;
         if (rest === '') return [];

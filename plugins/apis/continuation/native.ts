@@ -43,11 +43,13 @@ class NativeAnswer extends AnswerText {
         delete v.message;
       }
       const ended = v.stop === true || v.done === true;
+      // A restart's end before it has passed the client's text would finish a shorter answer.
+      if (ended && !join.endsMayPass()) return [];
       if (ended && !restart) v.gw_partial = true;
       const key = this.field === 'content' ? 'content' : this.field === 'response' ? 'response' : null;
       const piece = key ? v[key] : v.message?.content;
       if (typeof piece === 'string' && piece !== '') {
-        const rest = join(piece);
+        const rest = join.next(piece);
         if (rest === null) return null;
         if (rest === '' && !ended) return [];
         if (key) v[key] = rest;

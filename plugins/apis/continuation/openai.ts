@@ -54,10 +54,11 @@ class ChoicesAnswer extends AnswerText {
       if (!c) return [withData(ev, v)];
       const d = c.delta;
       const piece = this.textOf(c);
-      const ends = filled(c.finish_reason) || filled(d?.tool_calls);
+      // A restart's end before it has passed the client's text would finish a shorter answer.
+      const ends = (filled(c.finish_reason) || filled(d?.tool_calls)) && join.endsMayPass();
       if (typeof piece === 'string' && piece !== '') {
         if (d) delete d.role;
-        const rest = join(piece);
+        const rest = join.next(piece);
         if (rest === null) return null;
         if (rest === '' && !ends) return [];
         if (d) d.content = rest;

@@ -257,7 +257,7 @@ describe('circuit breaker', () => {
         for (let i = 0; i < 5; i++) answer(b, i % 2 ? 'a' : 'b');
         expect(b.scopeSize).toBe(2);
         b.failure(b.admitFor('c')!, last);
-        expect([b.state, b.scoped, b.admits, b.admitFor('d'), told]).toEqual(['open', false, false, null, 1]);
+        expect([b.state, b.scoped, b.admits, b.admit(), told]).toEqual(['open', false, false, null, 1]);
       }
     });
 
@@ -273,15 +273,25 @@ describe('circuit breaker', () => {
       for (const b of [gateway, many, unhealthy]) expect([b.state, b.scoped]).toEqual(['open', false]);
     });
 
-    it('after its period a test request goes as usual; the refused request failing it opens for it alone again', () => {
+    it('after its period, others still go through and one refused request at a time is the test; failing it opens for it alone again', () => {
       const { b, advance } = breaker();
       for (let i = 0; i < 5; i++) answer(b, 'x');
       advance(1_000);
-      expect(b.state).toBe('half-open');
-      const probe = b.admit()!;
-      expect(probe.probe).toBe(true);
+      expect([b.state, b.admitFor('plain')]).toEqual(['half-open', { probe: false }]);
+      const probe = b.admitFor('x')!;
+      expect([probe.probe, b.admitFor('x'), b.admitFor('plain')]).toEqual([true, null, { probe: false }]);
       b.failure(probe, 'x');
       expect([b.state, b.scoped, b.openings]).toEqual(['open', true, 2]);
+    });
+
+    it("another worker's answers count as answers (the host passes their digests); a failing health check makes it everyone's", () => {
+      const { b } = breaker();
+      for (let i = 0; i < 5; i++) b.countElsewhere(true, 'x');
+      expect([b.state, b.scoped]).toEqual(['open', true]);
+      let told = 0;
+      b.onOpened = () => told++;
+      b.healthFailure();
+      expect([b.scoped, b.admits, told]).toEqual([false, false, 1]);
     });
   });
 });

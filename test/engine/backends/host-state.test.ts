@@ -172,6 +172,16 @@ describe('host state', () => {
     expect(late.ep.breaker.state).toBe('open');
   });
 
+  it("one request's failing answers, counted on two workers, open the breaker for that request alone in both", async () => {
+    const { workers } = await host(2, { proxy: { circuit_breaker: { proxy_failures: 5 } } });
+    const [w1, w2] = workers;
+    const opened: number[] = [];
+    for (const w of [w1, w2]) w.ep.breaker.onOpened = () => opened.push(w.id);
+    for (const w of [w1, w2, w1, w2, w1]) w.ep.breaker.failure({ probe: false }, 'the same request');
+    await waitFor(() => (w1.ep.breaker.scoped && w2.ep.breaker.scoped) || undefined, 'scoped in both workers');
+    expect([w1.ep.breaker.admits, w2.ep.breaker.admits, opened]).toEqual([true, true, []]);
+  });
+
   it("a success anywhere resets the host's count", async () => {
     const { workers } = await host(2, { proxy: { circuit_breaker: { proxy_failures: 3 } } });
     const [w1, w2] = workers;

@@ -165,6 +165,10 @@ describe('what an answer holds, and how a continuation joins it', () => {
     expect(piece(same, ' wor')).toEqual([]);
     const [rest] = piece(same, 'ld, and more')!;
     expect(JSON.parse(rest.data)).toMatchObject({ id: 'c1', choices: [{ delta: { content: ', and more' } }] });
+    // Shorter than what the client has: its end never goes out (it would finish a cut answer).
+    const short = t.splicer(true);
+    expect(piece(short, 'Hello')).toEqual([]);
+    expect(short({ name: '', data: JSON.stringify({ id: 'o', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }) })).toEqual([]);
     const other = t.splicer(true);
     expect(piece(other, 'Hello')).toEqual([]);
     expect(piece(other, ' there')).toBeNull();

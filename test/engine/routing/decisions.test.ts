@@ -157,8 +157,9 @@ describe('exhaustedError: nothing answered', () => {
 });
 
 describe('warmAlternative: a stall worth leaving for a learned first-token deadline', () => {
-  const ep = (name: string, retired = false) => ({ name, retired }) as unknown as Endpoint;
-  const [a, b, c] = [ep('a'), ep('b'), ep('c', true)];
+  const ep = (name: string, retired = false, hosted = false) =>
+    ({ name, retired, profile: { characteristics: { hosted_service: hosted } } }) as unknown as Endpoint;
+  const [a, b, c, h] = [ep('a'), ep('b'), ep('c', true), ep('h', false, true)];
   const cand = (endpoint: Endpoint, model?: string) => ({ endpoint, model }) as unknown as Candidate;
   const coldOn =
     (...eps: Endpoint[]) =>
@@ -171,9 +172,10 @@ describe('warmAlternative: a stall worth leaving for a learned first-token deadl
     expect(warmAlternative([cand(a), cand(b)], 0, 'm', coldOn(a))).toBe(false);
     expect(warmAlternative([cand(a), cand(b)], 1, 'm', coldOn())).toBe(false);
     expect(warmAlternative([cand(a), cand(a, 'm')], 0, 'm', coldOn())).toBe(false);
-    // A fallback model on the same endpoint (a hosted service's), loaded: worth it.
-    expect(warmAlternative([cand(a), cand(a, 'other')], 0, 'm', coldOn())).toBe(true);
-    expect(warmAlternative([cand(a), cand(a, 'other')], 0, 'm', (_e, m) => m === 'other')).toBe(false);
+    // A fallback model on the same endpoint: a hosted service's, loaded, is worth it; an engine's waits behind the stall.
+    expect(warmAlternative([cand(h), cand(h, 'other')], 0, 'm', coldOn())).toBe(true);
+    expect(warmAlternative([cand(h), cand(h, 'other')], 0, 'm', (_e, m) => m === 'other')).toBe(false);
+    expect(warmAlternative([cand(a), cand(a, 'other')], 0, 'm', coldOn())).toBe(false);
     expect(warmAlternative([cand(a), cand(c)], 0, 'm', coldOn())).toBe(false);
     // A fallback model: whether it is loaded is asked of its own name.
     expect(warmAlternative([cand(a), cand(b, 'fb')], 0, 'm', (e, m) => e === b && m === 'm')).toBe(true);

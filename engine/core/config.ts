@@ -212,7 +212,7 @@ export function checkConfig(file: string | null, env: NodeJS.ProcessEnv = proces
   const source = file ?? BUILTIN_DEFAULT;
   let raw: unknown;
   try {
-    raw = file ? readYaml(file) : {};
+    raw = file ? readYaml(file, `create it: copy config/config.example.yaml to ${file} and give it your endpoints, or name another file with --config`) : {};
   } catch (err) {
     if (err instanceof ConfigError) return { problems: [{ level: 'fail', field: err.field, message: err.problem, fix: err.fix }] };
     throw err;

@@ -3,12 +3,16 @@ import { readFileSync } from 'node:fs';
 import { parse, YAMLParseError } from 'yaml';
 import { ConfigError } from './errors.js';
 
-export function readYaml(file: string): unknown {
+/** `missing`: what to do when there is no such file (what the file is for says it); default:
+ *  check the path. */
+export function readYaml(file: string, missing = 'check the path'): unknown {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new ConfigError(file, '', `cannot read the file: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, 'check the path and permissions');
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new ConfigError(file, '', 'no such file', missing);
+    throw new ConfigError(file, '', `cannot read the file: ${code ?? String(err)}`, 'check the path and permissions');
   }
   try {
     return parse(text, { prettyErrors: true }) ?? {};

@@ -11,7 +11,7 @@ import { Backends } from '../backends/state.js';
 import type { WorkerLink } from '../backends/sharing/host-link.js';
 import { compile, loadInputs, type BuildOptions, type Inputs } from './build.js';
 import type { Graph } from './compile.js';
-import { checkConfig, type GatewayConfig } from '../core/config.js';
+import { BUILTIN_DEFAULT, checkConfig, type GatewayConfig } from '../core/config.js';
 import { parseDuration } from '../core/duration.js';
 import { ConfigError, gwError, renderError } from '../core/errors.js';
 import { clip } from '../core/head.js';
@@ -152,8 +152,19 @@ export class Gateway {
       { host: addr.address, port: addr.port, version: VERSION, config: source, endpoints: this.backends.endpoints.all.length },
       this.options.link ? 'worker listening' : 'gateway listening',
     );
+    if (source === BUILTIN_DEFAULT && this.backends.endpoints.routableAll.length === 0) this.sayHowToConfigure();
     await this.watch();
     return addr;
+  }
+
+  /** Started with no config file, and nothing answers where the built-in default looks: say how
+   *  to name one's own engines (a first run without Ollama). */
+  private sayHowToConfigure(): void {
+    const where = this.backends.endpoints.all.map((e) => `${e.name} (${e.family}) at ${e.url}`).join(', ');
+    this.log.warn(
+      { endpoints: where },
+      `no config file, and nothing answers at the built-in default's endpoint (${where}): to use your own engines, copy config/config.example.yaml to config/config.yaml, give it an endpoint per backend (discovery.static.endpoints: name, type, url), and start again — or start the engine it expects`,
+    );
   }
 
   /** The host of gw serve --workers N: the backends' state and the file watch, no server (its

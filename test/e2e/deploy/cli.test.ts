@@ -49,6 +49,16 @@ describe('gw validate', () => {
     expect(r.out).toContain(`FAIL config ${file}: endpoints: unknown key "endpoints" at the top level — fix: did you mean discovery.static.endpoints?`);
   });
 
+  it('a config file that is not there: says to create it from the example, exit 1 (validate and serve)', async () => {
+    const file = join(emptyDir(), 'config', 'config.yaml');
+    const fix = `no such file — fix: create it: copy config/config.example.yaml to ${file} and give it your endpoints, or name another file with --config`;
+    const v = await run(['validate', '--config', file]);
+    expect([v.code, v.out]).toEqual([1, expect.stringContaining(`FAIL config ${file}: ${fix}`)]);
+    const s = await run(['serve', '--config', file]);
+    expect(s.code).toBe(1);
+    expect(s.err).toContain(`configuration error in ${file}: no such file\n  fix: create it: copy config/config.example.yaml to ${file}`);
+  });
+
   it('warns about an unknown key but passes', async () => {
     const r = await run(['validate', '--config', configFile('colour: blue\n')]);
     expect(r.code).toBe(0);
@@ -163,6 +173,23 @@ describe('gw serve', () => {
     const exited = new Promise((r) => child.on('exit', r));
     child.kill('SIGTERM');
     expect(await exited, output()).toBe(0);
+  });
+
+  it('with no config file and nothing answering at the built-in default, says how to name your own engines', async () => {
+    const { child, port, output } = await serve([], { ...cleanEnv(), GW_SERVER_PORT: '0' });
+    children.push(child);
+    const status = (await (await request(`http://127.0.0.1:${port}/internal/status/endpoints`)).body.json()) as any;
+    // The warning is logged right after 'gateway listening', in the same turn.
+    await waitFor(
+      () =>
+        output()
+          .split('\n')
+          .some((l) => l.includes('"msg":"gateway listening"')) || undefined,
+      'the listening line',
+    );
+    const said = output().includes('copy config/config.example.yaml to config/config.yaml');
+    // Where an Ollama does answer on this machine, nothing needs saying.
+    expect(said).toBe(status.endpoints[0].routable !== true);
   });
 
   it('drains and exits 0 on a SIGTERM that comes as soon as it listens, while its file watch is still starting', async () => {

@@ -158,32 +158,21 @@ function userinfoError(ep: EndpointConfig, url: URL, where: string, source: stri
 export const AUTO_TYPE = 'auto';
 
 /** Turn endpoint config into plans; throws a ConfigError naming the field and the fix. A type no
- *  profile names is taken as `auto`, with a warning that names the known families (a typo shows). */
-export function planEndpoint(
-  ep: EndpointConfig,
-  index: number,
-  config: GatewayConfig,
-  profiles: ProfileSet,
-  source: string,
-  warn: (p: Problem) => void = () => {},
-): EndpointPlan {
+ *  profile names (its family, an alias, its engine's own name) fails with the one family it most
+ *  likely meant; `auto` is the generic OpenAI-compatible family, by name only. */
+export function planEndpoint(ep: EndpointConfig, index: number, config: GatewayConfig, profiles: ProfileSet, source: string): EndpointPlan {
   const where = `discovery.static.endpoints[${index}]`;
-  let profile = profiles.byType.get(ep.type);
+  const profile = profiles.byType.get(ep.type);
   if (!profile) {
-    const guesses = suggestFamilies(ep.type, profiles);
-    const guess = guesses.length ? `did you mean ${guesses.map((p) => familyLabel(p)).join(' or ')}? ` : '';
-    profile = profiles.byType.get(AUTO_TYPE);
-    const known = `known families: ${[...profiles.list]
-      .sort((a, b) => a.name.localeCompare(b.name))
-      .map((p) => familyLabel(p, true))
-      .join(', ')}`;
-    if (!profile) throw new ConfigError(source, `${where}.type`, `unknown backend family "${ep.type}" for endpoint "${ep.name}"`, `${guess}${known}`);
-    warn({
-      level: 'warn',
-      field: `${where}.type`,
-      message: `unknown backend family "${ep.type}" for endpoint "${ep.name}"; treated as ${AUTO_TYPE} (a generic OpenAI-compatible backend: health /, models /v1/models, routes under /gw/${AUTO_TYPE}/)`,
-      fix: `${guess}write type: ${AUTO_TYPE} to keep it so; ${known}`,
-    });
+    const [best] = suggestFamilies(ep.type, profiles);
+    throw new ConfigError(
+      source,
+      `${where}.type`,
+      `unknown backend family "${ep.type}" for endpoint "${ep.name}"`,
+      best
+        ? `did you mean ${familyLabel(best)}? write type: ${best.name}`
+        : `write its family (docs/reference/profiles.md lists them with their engines), or type: ${AUTO_TYPE} for any OpenAI-compatible server`,
+    );
   }
   let url: URL;
   try {
@@ -301,7 +290,7 @@ function failoverOf(s: EffectiveSettings): FailoverSettings {
 }
 
 /** All plans, and every problem found (for `gw validate`, which reports them all): FAILs, and
- *  WARNs for endpoints planned anyway (an unknown type taken as auto). */
+ *  WARNs for endpoints planned anyway (a queue setting without a concurrency limit). */
 export function planEndpoints(config: GatewayConfig, profiles: ProfileSet, source: string): { plans: EndpointPlan[]; problems: Problem[] } {
   const plans: EndpointPlan[] = [];
   const problems: Problem[] = [];
@@ -317,7 +306,7 @@ export function planEndpoints(config: GatewayConfig, profiles: ProfileSet, sourc
     }
     names.add(ep.name);
     try {
-      const plan = planEndpoint(ep, i, config, profiles, source, (p) => problems.push(p));
+      const plan = planEndpoint(ep, i, config, profiles, source);
       plans.push(plan);
       if (!plan.concurrency) {
         for (const field of ['max_queued_requests', 'queue_timeout'] as const) {

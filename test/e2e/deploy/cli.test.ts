@@ -32,14 +32,22 @@ describe('gw validate', () => {
     expect(r.out).toContain(`FAIL config ${file}: server.prot: unknown key "prot" — fix: did you mean "port"? rename it to server.port`);
   });
 
-  it('warns about an unknown family through --validate-config, taking it as auto', async () => {
+  it("fails an unknown family through --validate-config with the one it most likely meant, exit 1; an engine's name is a type", async () => {
     const file = configFile('discovery:\n  static:\n    endpoints:\n      - { name: x, type: localruner, url: "http://127.0.0.1:1" }\n');
     const r = await run(['--validate-config', '--config', file]);
-    expect(r.code).toBe(0);
-    expect(r.out).toContain('WARN endpoints in');
-    expect(r.out).toContain('discovery.static.endpoints[0].type: unknown backend family "localruner" for endpoint "x"; treated as auto');
-    expect(r.out).toContain('— fix: did you mean "localrunner" (Ollama)?');
-    expect(r.out).toMatch(/^PASS endpoints in .*: 1 endpoint \(x: auto\)$/m);
+    expect(r.code).toBe(1);
+    expect(r.out).toContain(
+      'FAIL endpoints in ' +
+        file +
+        ': discovery.static.endpoints[0].type: unknown backend family "localruner" for endpoint "x" — fix: did you mean "localrunner" (Ollama)? write type: localrunner',
+    );
+    const ollama = await run([
+      'validate',
+      '--config',
+      configFile('discovery:\n  static:\n    endpoints:\n      - { name: x, type: ollama, url: "http://127.0.0.1:1" }\n'),
+    ]);
+    expect(ollama.code).toBe(0);
+    expect(ollama.out).toMatch(/^PASS endpoints in .*: 1 endpoint \(x: localrunner\)$/m);
   });
 
   it('fails a top-level endpoints list, naming where it belongs', async () => {

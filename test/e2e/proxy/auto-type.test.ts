@@ -1,6 +1,6 @@
-// type auto, and a type no profile names: a generic OpenAI-compatible backend (health /, models
-// /v1/models) under /gw/auto/, reachable by the messages API too. An unknown type starts with a
-// warning naming the known families, so a typo is visible.
+// type auto: a generic OpenAI-compatible backend (health /, models /v1/models) under /gw/auto/,
+// reachable by the messages API too. A type no family names (a typo) is refused at start, with the
+// one family it most likely meant.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import OpenAI from 'openai';
@@ -12,15 +12,17 @@ let generic: FakeBackend, typo: FakeBackend, gw: Started;
 beforeAll(async () => {
   generic = await new FakeBackend({ family: 'auto', name: 'generic', reply: 'generic says hi', models: [{ name: 'my-model' }] }).start();
   typo = await new FakeBackend({ family: 'auto', name: 'typo', reply: 'typo says hi', models: [{ name: 'other-model' }] }).start();
-  gw = await startGateway({ discovery: { static: { endpoints: [endpoint('generic', 'auto', generic.url), endpoint('typo', 'pagedengin', typo.url)] } } });
+  gw = await startGateway({ discovery: { static: { endpoints: [endpoint('generic', 'auto', generic.url), endpoint('typo', 'auto', typo.url)] } } });
 });
 afterAll(() => closeAll(gw, [generic, typo]));
 
 describe('type auto', () => {
-  it('starts with a warning for the unknown type that names the fix and the known families', () => {
-    const warn = gw.logs.find((l) => l.level === 40 && l.field === 'discovery.static.endpoints[1].type');
-    expect(warn?.msg).toMatch(/unknown backend family "pagedengin" for endpoint "typo"; treated as auto/);
-    expect(warn?.msg).toMatch(/did you mean "pagedengine" \(vLLM\)\?.*known families: .*localrunner/);
+  it('a type no family names does not start: the one family it most likely meant is named', async () => {
+    await expect(startGateway({ discovery: { static: { endpoints: [endpoint('typo', 'pagedengin', typo.url)] } } })).rejects.toMatchObject({
+      field: 'discovery.static.endpoints[0].type',
+      problem: 'unknown backend family "pagedengin" for endpoint "typo"',
+      fix: 'did you mean "pagedengine" (vLLM)? write type: pagedengine',
+    });
     expect(gw.gw.runtime.endpoints.all.map((e) => [e.name, e.family])).toEqual([
       ['generic', 'auto'],
       ['typo', 'auto'],

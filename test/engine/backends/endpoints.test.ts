@@ -92,32 +92,47 @@ describe('endpoint records', () => {
     expect(problems[0].fix).toContain('type: bearer');
   });
 
-  it('takes an unknown family as auto with a warning that names a suggestion and the known list', () => {
+  it('fails a type that names no family, with the one family it most likely meant (and none to suggest: auto)', () => {
     const { plans, problems } = plan([
       { name: 'x', type: 'pagedengin', url: 'http://h' },
       { name: 'y', type: 'auto', url: 'http://g' },
+      { name: 'z', type: 'LM-Studio', url: 'http://i' },
+      { name: 'w', type: 'qqqqqq', url: 'http://j' },
     ]);
-    expect(problems).toHaveLength(1);
-    expect(problems[0]).toMatchObject({ level: 'warn', field: 'discovery.static.endpoints[0].type' });
-    expect(problems[0].message).toMatch(/^unknown backend family "pagedengin" for endpoint "x"; treated as auto/);
-    expect(problems[0].fix).toMatch(/^did you mean "pagedengine" \(vLLM\)\? write type: auto to keep it so; known families: .*"localrunner" \(Ollama\)/);
-    // auto (named or assumed) is a generic OpenAI-compatible backend: health /, models /v1/models.
-    expect(plans.map((p) => [p.profile.name, p.healthUrl, p.modelUrl])).toEqual([
-      ['auto', 'http://h/', 'http://h/v1/models'],
-      ['auto', 'http://g/', 'http://g/v1/models'],
+    expect(problems).toEqual([
+      {
+        level: 'fail',
+        field: 'discovery.static.endpoints[0].type',
+        message: 'unknown backend family "pagedengin" for endpoint "x"',
+        fix: 'did you mean "pagedengine" (vLLM)? write type: pagedengine',
+      },
+      expect.objectContaining({ field: 'discovery.static.endpoints[2].type', fix: 'did you mean "deskrunner" (LM Studio)? write type: deskrunner' }),
+      expect.objectContaining({
+        field: 'discovery.static.endpoints[3].type',
+        fix: 'write its family (docs/reference/profiles.md lists them with their engines), or type: auto for any OpenAI-compatible server',
+      }),
     ]);
+    // auto is a generic OpenAI-compatible backend: health /, models /v1/models.
+    expect(plans.map((p) => [p.profile.name, p.healthUrl, p.modelUrl])).toEqual([['auto', 'http://g/', 'http://g/v1/models']]);
   });
 
-  it('suggests the family of the engine an unknown type names (llamacpp → cppengine, vllm → pagedengine)', () => {
-    const { problems } = plan([
-      { name: 'a', type: 'llamacpp', url: 'http://h' },
-      { name: 'b', type: 'vllm', url: 'http://g' },
-      { name: 'c', type: 'LM-Studio', url: 'http://i' },
-    ]);
-    expect(problems.map((p) => p.fix?.slice(0, p.fix.indexOf('?') + 1))).toEqual([
-      'did you mean "cppengine" (llama.cpp server (llama-server))?',
-      'did you mean "pagedengine" (vLLM)?',
-      'did you mean "deskrunner" (LM Studio)?',
+  it("takes the engines' own names as their families' types (ollama, llamacpp, llama.cpp, vllm, sglang, lmstudio, openai…)", () => {
+    const types = ['ollama', 'llamacpp', 'llama.cpp', 'llama-server', 'vllm', 'sglang', 'lmstudio', 'openai', 'litellm', 'lemonade', 'lmdeploy', 'mlx-lm'];
+    const { plans, problems } = plan(types.map((type, i) => ({ name: `e${i}`, type, url: 'http://h' })));
+    expect(problems).toEqual([]);
+    expect(plans.map((p) => p.profile.name)).toEqual([
+      'localrunner',
+      'cppengine',
+      'cppengine',
+      'cppengine',
+      'pagedengine',
+      'radixengine',
+      'deskrunner',
+      'hosted-compatible',
+      'multigateway',
+      'npuengine',
+      'turboengine',
+      'mlxsingle',
     ]);
   });
 

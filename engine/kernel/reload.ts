@@ -1,12 +1,16 @@
 // Watching what a reload reads (chokidar): a burst of changes (an editor's save, a folder
 // copied in) becomes one reload once it settles, and reloads never overlap — a change during
-// one schedules one more after it.
+// one schedules one more after it. A path whose folder does not exist either (a pipelines
+// folder under one not made yet) cannot be watched: it is looked for every second, and watched
+// (and reloaded from) once its folder appears.
 import { watch, type FSWatcher } from 'chokidar';
 import { existsSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type { Logger } from 'pino';
 
 const SETTLE_MS = 100;
+/** How often paths whose folder does not exist yet are looked for. */
+const MISSING_MS = 1_000;
 
 export class Reloader {
   private watcher: FSWatcher | null = null;
@@ -15,6 +19,9 @@ export class Reloader {
   private running: Promise<void> | null = null;
   private again = false;
   private closed = false;
+  /** Watched paths whose folder does not exist: chokidar sees nothing of them until it does. */
+  private missing = new Set<string>();
+  private poll: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly reload: (reason: string) => Promise<unknown>,
@@ -45,7 +52,40 @@ export class Reloader {
       }
     }
     this.watched = next;
+    this.lookForMissing(next);
     return ready;
+  }
+
+  /** Paths under a folder that does not exist are looked for until it does (said once). */
+  private lookForMissing(paths: ReadonlySet<string>): void {
+    // Those whose folder appeared since the last look are watched first.
+    this.found();
+    const missing = new Set([...paths].filter((p) => !existsSync(dirname(p))));
+    for (const p of missing)
+      if (!this.missing.has(p)) this.log.info({ path: p }, 'not there yet, nor its folder: watched as soon as its folder appears (looked for every second)');
+    this.missing = missing;
+    if (missing.size === 0 || this.poll) return;
+    this.poll = setInterval(() => this.found(), MISSING_MS);
+    this.poll.unref();
+  }
+
+  /** A folder appeared: its path is watched from now, and what is already in it reloaded (once
+   *  the watch is in place). */
+  private found(): void {
+    for (const p of this.missing) {
+      if (this.closed || !this.watcher || !this.watched.has(p) || !existsSync(dirname(p))) continue;
+      this.missing.delete(p);
+      const watcher = this.watcher;
+      watcher.unwatch(p);
+      watcher.add(p);
+      this.log.info({ path: p }, 'watching it now that its folder is there');
+      // Reloaded once it is watched: an edit made after the reload is seen too.
+      void this.settled(watcher, [p]).then(() => existsSync(p) && this.changed());
+    }
+    if (this.missing.size === 0 && this.poll) {
+      clearInterval(this.poll);
+      this.poll = null;
+    }
   }
 
   /** Resolves once chokidar watches each path: one that exists by its own watch, one not there
@@ -67,6 +107,7 @@ export class Reloader {
     void this.watcher?.close();
     this.watcher = null;
     this.watched = new Set();
+    this.missing.clear();
   }
 
   private changed(): void {
@@ -106,6 +147,7 @@ export class Reloader {
   async close(): Promise<void> {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
+    if (this.poll) clearInterval(this.poll);
     await this.watcher?.close();
     await this.running;
   }

@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pbkdf2 } from 'node:crypto';
@@ -29,6 +29,25 @@ describe('the reloader', () => {
       expect(reasons).toEqual(['file change']);
     } finally {
       await busy;
+      await reloader.close();
+    }
+  });
+
+  it('watches a folder whose own folder did not exist either, once it appears: what is in it reloads, and its edits after', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gw-reloader-'));
+    const pipelines = join(dir, 'config', 'pipelines');
+    const reasons: string[] = [];
+    const reloader = new Reloader(async (reason) => void reasons.push(reason), pino({ level: 'silent' }));
+    try {
+      await reloader.watch([pipelines]);
+      mkdirSync(pipelines, { recursive: true });
+      writeFileSync(join(pipelines, 'mine.yaml'), 'a: 1\n');
+      await waitFor(() => reasons.length > 0, 'the new folder to be read', 10_000);
+      const seen = reasons.length;
+      // Watched from now: an edit is seen as any other.
+      writeFileSync(join(pipelines, 'mine.yaml'), 'a: 2\n');
+      await waitFor(() => reasons.length > seen || undefined, 'an edit in it to be seen', 10_000);
+    } finally {
       await reloader.close();
     }
   });

@@ -78,9 +78,27 @@ describe("the docs' plugin recipe, from a folder of its own", () => {
     }
   });
 
-  it('leaves the health probe open', async () => {
-    const res = await request(`${base}/internal/health`);
-    await res.body.dump();
-    expect(res.statusCode).toBe(200);
+  it('leaves the probes, the metrics and the dashboard (with the status routes it reads) open', async () => {
+    for (const path of [
+      '/internal/health',
+      '/internal/ready',
+      '/internal/metrics',
+      '/internal/ui/',
+      '/internal/status',
+      '/internal/status/endpoints',
+      '/version',
+    ]) {
+      const res = await request(`${base}${path}`);
+      await res.body.dump();
+      expect([path, res.statusCode]).toEqual([path, 200]);
+    }
+  });
+
+  it("its 'try it' works with no engine: the index refused without a key, served with one", async () => {
+    const without = await request(`${base}/`);
+    await without.body.dump();
+    const withKey = await request(`${base}/`, { headers: { 'x-api-key': 'k-alpha' } });
+    await withKey.body.dump();
+    expect([without.statusCode, withKey.statusCode]).toEqual([401, 200]);
   });
 });

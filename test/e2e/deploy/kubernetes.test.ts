@@ -68,7 +68,10 @@ describe('deploy/kubernetes/gateway.yaml', () => {
   });
 
   it("believes the client address an Ingress forwards, from the cluster's private ranges only (else the per-IP limit is everyone's)", () => {
-    expect(gatewayConfig.server.rate_limits).toMatchObject({ trust_proxy_headers: true, trusted_proxy_cidrs: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16'] });
+    expect(gatewayConfig.server.rate_limits).toMatchObject({
+      trust_proxy_headers: true,
+      trusted_proxy_cidrs: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16'],
+    });
   });
 
   it('its config is one the gateway serves, and its probes answer as probes need: readiness 503 while no engine is routable, liveness 200', async () => {

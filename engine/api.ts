@@ -97,3 +97,4 @@ export { fnv1a36 } from './core/hash.js';
 export { compilePattern, isPattern, matchPattern, PathSet, type PathPattern } from './core/path-patterns.js';
 export { canonicalAddress, compileCidrs, parseCidr } from './core/cidr.js';
 export { PACKAGE_ROOT } from './core/paths.js';
+export { sourceCommit } from './core/source-commit.js';

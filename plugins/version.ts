@@ -1,9 +1,12 @@
 // GET /version: the running version and build data.
-import { definePlugin } from '../engine/api.js';
+import { definePlugin, PACKAGE_ROOT, sourceCommit } from '../engine/api.js';
+
+/** The commit: the build's (GW_BUILD_COMMIT, the container sets it), else the git clone's it runs from. */
+const COMMIT = process.env.GW_BUILD_COMMIT ?? sourceCommit(PACKAGE_ROOT) ?? 'unknown';
 
 /** Build data; `go_version` (the spec's name) carries the Node.js version. */
 export function buildInfo(version: string) {
-  return { version, commit: process.env.GW_BUILD_COMMIT ?? 'unknown', date: process.env.GW_BUILD_DATE ?? 'unknown', go_version: process.version };
+  return { version, commit: COMMIT, date: process.env.GW_BUILD_DATE ?? 'unknown', go_version: process.version };
 }
 
 export default definePlugin<Record<string, never>>({

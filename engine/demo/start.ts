@@ -1,6 +1,6 @@
 // `gw demo`: the gateway in front of one simulated backend per family (the same simulators the
 // tests use), so a new user can call every route with no real backend and no GPU.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -26,14 +26,27 @@ export async function startDemo(
       discovery: { static: { endpoints: fakes.map((f) => ({ name: f.name, type: f.family, url: f.url })) } },
     }),
   );
-  const gateway = await Gateway.create({ configFile, env: {}, plugins });
-  await gateway.listen();
+  const stopFakes = async () => {
+    for (const f of fakes) await f.stop();
+  };
+  let gateway: Gateway;
+  try {
+    gateway = await Gateway.create({ configFile, env: {}, plugins });
+    await gateway.listen();
+  } catch (err) {
+    // Nothing left behind when it cannot start (the port taken, say).
+    await stopFakes();
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
   return {
     gateway,
     fakes,
+    /** Stops it all and removes its config folder: nothing is left behind. */
     async stop() {
       await gateway.close();
-      for (const f of fakes) await f.stop();
+      await stopFakes();
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

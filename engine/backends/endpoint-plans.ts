@@ -295,6 +295,8 @@ export function planEndpoints(config: GatewayConfig, profiles: ProfileSet, sourc
   const plans: EndpointPlan[] = [];
   const problems: Problem[] = [];
   const names = new Set<string>();
+  /** Where each backend is, and how it is asked (url and headers: two keys for one service are two). */
+  const backends = new Map<string, string>();
   config.discovery.static.endpoints.forEach((ep, i) => {
     if (names.has(ep.name)) {
       problems.push({
@@ -308,6 +310,16 @@ export function planEndpoints(config: GatewayConfig, profiles: ProfileSet, sourc
     try {
       const plan = planEndpoint(ep, i, config, profiles, source);
       plans.push(plan);
+      const backend = `${sanitizeUrl(plan.url).replace(/\/+$/, '')} ${plan.headers.join('\n')}`;
+      const twin = backends.get(backend);
+      if (twin !== undefined)
+        problems.push({
+          level: 'warn',
+          field: `discovery.static.endpoints[${i}].url`,
+          message: `endpoints "${twin}" and "${ep.name}" are the same backend (${sanitizeUrl(plan.url)}, asked the same way): it is counted twice (its load, its health checks) and its conversations are split between the two`,
+          fix: `remove one of them; two backends need two urls`,
+        });
+      else backends.set(backend, ep.name);
       if (!plan.concurrency) {
         for (const field of ['max_queued_requests', 'queue_timeout'] as const) {
           if (ep[field] !== undefined)

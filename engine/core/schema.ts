@@ -235,7 +235,12 @@ function describe(e: ErrorObject, base: string, root?: SchemaNode): Problem {
           fix: 'a duration is a number with a unit: 500ms, 5s, 5m, 1h',
         };
       }
-      return { level: 'fail', field: where, message: `must be ${e.params.type}, got ${shown}` };
+      return {
+        level: 'fail',
+        field: where,
+        message: `must be ${e.params.type}, got ${shown}`,
+        fix: typeFix(String(e.params.type), e.data, e.parentSchema, where),
+      };
     case 'pattern':
       if (isDurationPattern(e.params.pattern)) {
         if (typeof e.data === 'string' && DURATION.test(e.data)) {
@@ -252,6 +257,25 @@ function describe(e: ErrorObject, base: string, root?: SchemaNode): Problem {
     default:
       return { level: 'fail', field: where, message: e.message ?? 'is invalid' };
   }
+}
+
+/** What to write instead of a value of the wrong type. */
+function typeFix(expected: string, data: unknown, schema: unknown, where: string): string {
+  const s = (schema ?? {}) as { default?: unknown; properties?: Record<string, { type?: unknown }> };
+  if (expected === 'object' && Array.isArray(data)) {
+    const lists = Object.entries(s.properties ?? {}).filter(([, p]) => p.type === 'array');
+    return lists.length === 1
+      ? `put the list under ${where}.${lists[0][0]} (a key, then the list under it)`
+      : 'write keys and values here (key: value lines), not a list';
+  }
+  if (expected === 'integer' || expected === 'number') {
+    if (typeof data === 'string' && data.trim() !== '' && Number.isFinite(Number(data))) return `write the number without quotes: ${Number(data)}`;
+    return `write a ${expected === 'integer' ? 'whole ' : ''}number${typeof s.default === 'number' ? `, such as ${s.default} (the default)` : ''}`;
+  }
+  if (expected === 'boolean') return 'write true or false (without quotes)';
+  if (expected === 'array') return 'write a list: [a, b] on one line, or one "- item" line each';
+  if (expected === 'string') return 'write it as text (in quotes when it looks like a number or true/false)';
+  return `write a value of type ${expected}`;
 }
 
 /** Validate and explain. `base` prefixes field names (a plugin's step, for example). */

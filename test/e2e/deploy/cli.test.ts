@@ -67,6 +67,17 @@ describe('gw validate', () => {
     expect(s.err).toContain(`configuration error in ${file}: no such file\n  fix: create it: copy config/config.example.yaml to ${file}`);
   });
 
+  it('a value of the wrong type says what to write: a list where a mapping goes, a port that is not a number', async () => {
+    const list = configFile('discovery:\n  static:\n    - { name: x, type: cppengine, url: "http://127.0.0.1:1" }\n');
+    expect((await run(['validate', '--config', list])).out).toContain(
+      'discovery.static: must be object, got an array — fix: put the list under discovery.static.endpoints (a key, then the list under it)',
+    );
+    const port = await run(['validate', '--config', configFile('server:\n  port: abc\n')]);
+    expect(port.out).toContain('server.port: must be integer, got "abc" — fix: write a whole number, such as 40114 (the default)');
+    const quoted = await run(['validate', '--config', configFile('server:\n  port: "8080"\n')]);
+    expect(quoted.out).toContain('fix: write the number without quotes: 8080');
+  });
+
   it('warns about an unknown key but passes', async () => {
     const r = await run(['validate', '--config', configFile('colour: blue\n')]);
     expect(r.code).toBe(0);

@@ -118,7 +118,7 @@ describe('endpoint records', () => {
 
   it("takes the engines' own names as their families' types (ollama, llamacpp, llama.cpp, vllm, sglang, lmstudio, openai…)", () => {
     const types = ['ollama', 'llamacpp', 'llama.cpp', 'llama-server', 'vllm', 'sglang', 'lmstudio', 'openai', 'litellm', 'lemonade', 'lmdeploy', 'mlx-lm'];
-    const { plans, problems } = plan(types.map((type, i) => ({ name: `e${i}`, type, url: 'http://h' })));
+    const { plans, problems } = plan(types.map((type, i) => ({ name: `e${i}`, type, url: `http://h${i}` })));
     expect(problems).toEqual([]);
     expect(plans.map((p) => p.profile.name)).toEqual([
       'localrunner',
@@ -133,6 +133,23 @@ describe('endpoint records', () => {
       'npuengine',
       'turboengine',
       'mlxsingle',
+    ]);
+  });
+
+  it('flags two endpoints that are the same backend, asked the same way (two keys for one service are two)', () => {
+    const { problems } = plan([
+      { name: 'x', type: 'cppengine', url: 'http://h:1' },
+      { name: 'y', type: 'cppengine', url: 'http://h:1/' },
+      { name: 'z', type: 'hosted', url: 'http://h:1', headers: { authorization: 'Bearer other' } },
+    ]);
+    expect(problems).toEqual([
+      {
+        level: 'warn',
+        field: 'discovery.static.endpoints[1].url',
+        message:
+          'endpoints "x" and "y" are the same backend (http://h:1, asked the same way): it is counted twice (its load, its health checks) and its conversations are split between the two',
+        fix: 'remove one of them; two backends need two urls',
+      },
     ]);
   });
 

@@ -295,7 +295,7 @@ export function checkProfiles(customDir: string): ProfileLoad {
           level: 'fail',
           field: 'type_aliases',
           message: `type "${token}" is already claimed by profile ${other.name} (${other.source})`,
-          fix: 'remove it from one of the two profiles',
+          fix: 'remove it from one of the two profiles (a copy of a built-in profile made into a family of its own keeps its type_aliases: give the copy its own, or none)',
         });
       byType.set(token, p);
     }

@@ -26,6 +26,8 @@ function chatOnlyLlama(): string {
   p.name = 'llamachat';
   p.display_name = 'llama.cpp without its Responses API';
   p.routing = { prefixes: ['llamachat'] };
+  // A family of its own: the engine's names stay cppengine's types.
+  p.type_aliases = [];
   const noResponses = (paths: string[]) => paths.filter((x) => !x.includes('responses'));
   p.api.paths = noResponses(p.api.paths);
   p.api.replay_safe_paths = noResponses(p.api.replay_safe_paths);

@@ -26,6 +26,7 @@ import { withAliases } from './catalogue/alias-entries.js';
 import { LiveCache, liveModels } from './catalogue/live-models.js';
 import { answerMerged } from './catalogue/merged-list.js';
 import { modelNames } from './routing/model-chains.js';
+import { noneRoutableError } from './routing/unavailable-hint.js';
 import { decodeModelId } from './catalogue/model-id.js';
 import { renderItem, renderList, type ItemExtras } from './catalogue/model-formats.js';
 
@@ -120,7 +121,14 @@ export default definePlugin<Record<string, never>>({
       if (!answer) return undefined;
       const method = ctx.method;
       if (method !== 'GET' && method !== 'HEAD') throw gwError('METHOD_NOT_ALLOWED', { method, path, allowed: ALLOWED }, ALLOW_HEADER);
-      if (endpoints.routable(family).length === 0) throw gwError('ENDPOINT_UNAVAILABLE', { provider: family });
+      // The same 503 as the family's other routes: which endpoints are down, where, and the fix.
+      if (endpoints.routable(family).length === 0)
+        throw noneRoutableError(
+          family,
+          endpoints.all.filter((e) => e.family === family && !e.retired),
+          env.source,
+          family,
+        ).error;
       return answer(ctx, params);
     };
 

@@ -38,7 +38,7 @@ import { lastResortOf, meanwhile } from './last-resort.js';
 import { aliasChoice, continuable, modelChoice, type AliasCache, type Choice, type Unavailable } from './model-routing.js';
 import { CapabilityRouter, routeKindsOf, type RouteKind } from './route-kinds.js';
 import { RouteFilter } from './route-filter.js';
-import { nothingRoutable } from './unavailable-hint.js';
+import { noneRoutableError } from './unavailable-hint.js';
 
 /** select-endpoint's options (its schema says what each does). */
 export interface SelectorOptions {
@@ -164,9 +164,8 @@ export class EndpointSelector {
     const last = this.lastResort(ctx, true);
     if (last) return { plan: last };
     const configured = this.families.configured().filter((e) => !e.retired);
-    const { endpoints: listed, hint, down } = nothingRoutable(configured, this.env.source, this.env.profile?.name);
-    const reason = configured.length ? `${configured.length} configured, none routable: ${listed}` : 'no endpoint of this family is configured';
-    throw meanwhile(gwError('ENDPOINT_UNAVAILABLE', { provider: this.provider, reason, hint }), down);
+    const { error, down } = noneRoutableError(this.provider, configured, this.env.source, this.env.profile?.name);
+    throw meanwhile(error, down);
   }
 
   /** A fallback chain's plan; every name served only by endpoints out of rotation: a last resort. */

@@ -3,7 +3,7 @@
 // and what to start or configure — so a new setup's first refusal names the fix instead of only
 // the family. The config file's path stays out: a client of the gateway need not learn the
 // gateway's file system.
-import type { Endpoint } from '../../engine/api.js';
+import { gwError, type Endpoint, type GatewayError } from '../../engine/api.js';
 
 /** Endpoints named in one message at most: a large fleet's refusal stays one readable line. */
 const NAMED = 4;
@@ -38,4 +38,17 @@ export function nothingRoutable(configured: readonly Endpoint[], source: string,
   }
   const down = configured.filter(outOfRotation);
   return { endpoints: describeDown(configured), hint: downHint(down.length ? down : configured, source), down };
+}
+
+/** The 503 when none of `configured` can take a request (a route's, a model list's): the endpoints
+ *  with their states, and the fix; `down`: those a last resort may try. */
+export function noneRoutableError(
+  provider: string,
+  configured: readonly Endpoint[],
+  source: string,
+  family?: string,
+): { error: GatewayError; down: Endpoint[] } {
+  const { endpoints: listed, hint, down } = nothingRoutable(configured, source, family);
+  const reason = configured.length ? `${configured.length} configured, none routable: ${listed}` : 'no endpoint of this family is configured';
+  return { error: gwError('ENDPOINT_UNAVAILABLE', { provider, reason, hint }), down };
 }

@@ -206,4 +206,17 @@ describe('an offline endpoint', () => {
     const catalogue = (await get('/gw/models?provider=localrunner')).json.models;
     expect(catalogue.find((m: any) => m.id === 'qwen2.5:7b')).toMatchObject({ available: false });
   });
+
+  it('every endpoint of the family down: its model lists answer the 503 its other routes answer, naming each endpoint, where it listens, and the fix', async () => {
+    await local1.stop();
+    await waitFor(() => gw.gw.runtime.endpoints.all.find((e) => e.name === 'local1')!.routable === false || undefined, 'local1 to be unroutable');
+    for (const path of ['/gw/localrunner/api/tags', '/gw/localrunner/v1/models']) {
+      const { status, json } = await get(path);
+      expect(status).toBe(503);
+      // Ollama's shape on api/tags ({error: text}), the envelope on v1/models.
+      const message = String(typeof json.error === 'string' ? json.error : json.error.message);
+      expect(message).toMatch(/^no healthy endpoint for provider localrunner \(2 configured, none routable: local1 at http:\/\/127\.0\.0\.1:\d+ \(/);
+      expect(message).toContain(`start the backend at ${local1.url}`);
+    }
+  });
 });

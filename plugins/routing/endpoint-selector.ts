@@ -19,7 +19,6 @@ import {
   PlanBuilder,
   planOf,
   rejectedPlan,
-  gwError,
   type AffinityNote,
   type Context,
   type Endpoint,

@@ -44,6 +44,14 @@ async function takeTurn(rec: AttemptState, clientGone: boolean, ep: Endpoint, qu
   throw busy('QUEUE_TIMEOUT', { endpoint: ep.name, limit: queue.maxConcurrent, timeout: formatDuration(queue.timeoutMs), retryAfter }, retryAfter);
 }
 
+/** Admitted by an endpoint found down while the request waited (a hung engine's slots come back
+ *  as its attempts are given up): the slot and the token go back, the request to the next candidate. */
+export function leaveDown(ex: Exchange, ep: Endpoint, queue: EndpointQueue): void {
+  queue.release(performance.now());
+  ep.rateGate?.refund();
+  ex.log.warn({ req: ex.id, endpoint: ep.name }, 'the endpoint was found down while the request waited for a slot; trying the next candidate');
+}
+
 /** Every candidate's queue was full: 429, with the soonest any of them expects room. */
 export function queueFull(provider: string, full: readonly Endpoint[]): GatewayError {
   const retryAfter = Math.min(...full.map((e) => e.queue?.retryAfterSeconds() ?? 1));

@@ -9,10 +9,8 @@
 //   503 circuit_breaker with the time to the next test request as Retry-After;
 // - reset, closed or no reply head in time after the request went out: the next endpoint on a
 //   replay-safe route; 502 or 504 otherwise — a request that is not replay-safe never runs twice;
-// - its endpoint found down while no reply head came (a failed health check, a refused
-//   connection, its breaker opening: Endpoint.foundDown): given up for the next endpoint on a
-//   replay-safe route when one waits; a stream under way there that then stays silent breaks
-//   off, to be continued;
+// - its endpoint found down meanwhile (Endpoint.foundDown): no reply head yet, the next endpoint
+//   on a replay-safe route when one waits; a stream there that stays silent, continued;
 // - a failure status, a stream that failed before its first content, a first-token deadline, a
 //   context-length error when a larger context waits among the fallbacks: the next candidate on
 //   a step with retry settings.
@@ -22,12 +20,11 @@
 // replaces the primary's failure), else the gateway's error. A stream that breaks after its
 // content reached the client is continued by the candidates that can (continuation.ts): a new
 // walk over them, each attempt spliced into the client's stream; none can: its in-stream error.
-// An endpoint with a concurrency limit admits the attempt first (free slot or FIFO wait; a full
-// queue sends the request on); one with a requests-per-minute limit takes a token first.
+// Admission (a concurrency slot, a requests-per-minute token) comes first: admission.ts.
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../backends/endpoints.js';
 import { BreakerOpen, ClientGone } from '../backends/failures.js';
-import { pause, waitForSlot } from './admission.js';
+import { leaveDown, pause, waitForSlot } from './admission.js';
 import { AttemptFailed, BudgetSpent, type AnswerKeeper, type AttemptControl, type Broken, type Outcome, type RetryableKind } from './attempt.js';
 import { AttemptRecord, freshExhaustion } from './attempt-record.js';
 import { Continuations, type ContinuationApi, type ContinuationHost, type Splice } from './continuation.js';
@@ -40,7 +37,7 @@ import {
   PlanWalk,
   refusedPrefill,
   retryDelay,
-  warmAlternative,
+  learnedFirstToken,
   type Failure,
   type Step,
 } from './decisions.js';
@@ -135,12 +132,9 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
     return (this.streaming ??= this.policy.streaming?.(this.ex) === true);
   }
 
-  fleetAllows(): boolean {
-    return this.policy.retry?.fleet.canRetry() !== false;
-  }
-
-  mayMoveOn(): boolean {
-    return this.safe && this.walk.waiting && this.count - this.phaseStart <= this.policy.maxRetries && performance.now() < this.budgetEnds;
+  mayMoveOn(fleet = false): boolean {
+    const moves = this.safe && this.walk.waiting && this.count - this.phaseStart <= this.policy.maxRetries && performance.now() < this.budgetEnds;
+    return moves && (!fleet || this.policy.retry?.fleet.canRetry() !== false);
   }
 
   /** Milliseconds after which the current step's candidate is tried again, or null: not again
@@ -231,12 +225,8 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
         if (turn === 'full') (this.x.full ??= []).push(ep);
         if (turn === 'gone') return this.clientGone();
         if (turn !== 'admitted') continue;
-        // Found down while it waited (a hung engine's slots come back when its attempts are given
-        // up): the next candidate, when one waits.
         if (!ep.routable && this.mayMoveOn()) {
-          queue.release(performance.now());
-          ep.rateGate?.refund();
-          ex.log.warn({ req: ex.id, endpoint: ep.name }, 'the endpoint was found down while the request waited for a slot; trying the next candidate');
+          leaveDown(ex, ep, queue);
           continue;
         }
       }
@@ -265,10 +255,7 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
         // again from its start. Anything else (a restart that differs, a request that cannot be
         // continued): the stream's honest end, no other engine asked.
         if (!this.restarting && refusedPrefill(error)) {
-          const refused = c.endpoint.prefillRefused;
-          // Bounded: the oldest forgotten first.
-          if (refused.size >= 256) refused.delete(refused.values().next().value as string);
-          refused.add(this.continuations.refusalKey(c.model ?? ex.model));
+          this.continuations.refusedPrefill(c.endpoint, c.model ?? ex.model);
           this.walk.retryLater(step, performance.now());
         } else this.walk.stop();
       }
@@ -288,7 +275,7 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
     this.prepare(c, index);
     const k = this.continuations;
     // An engine that refused a prefill of this model is asked for the answer again from its start.
-    this.restarting = k.broken !== null && ep.prefillRefused.has(k.refusalKey(c.model ?? ex.model));
+    this.restarting = k.broken !== null && k.restartsOn(ep, c.model ?? ex.model);
     const up = k.broken && !this.restarting ? this.policy.continueRequest!(ex, ep, c.model, k.transcript) : this.policy.request(ex, ep, c.model);
     if (typeof up === 'string') {
       k.refused(up);
@@ -300,10 +287,8 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
     if (k.broken && c.group > 0) this.fellBack = fallbackRouting(this.plan, this.tried?.[0]) ?? this.fellBack;
     ex.prepare(up);
     this.sentBytes = up.body?.length ?? 0;
-    this.learnedFirstTokenMs =
-      this.firstTokenMs === 0 && this.firstTokenOverrideMs === undefined && this.safe && this.streams !== null && this.policy.retry && !k.broken
-        ? this.learnedFirstToken(c, index)
-        : 0;
+    const retry = this.firstTokenMs === 0 && this.firstTokenOverrideMs === undefined && this.safe && this.streams !== null && !k.broken && this.policy.retry;
+    this.learnedFirstTokenMs = retry ? learnedFirstToken(this.candidates, index, c.model ?? ex.model, this.sentBytes, retry.cold) : 0;
     return new Promise((resolve) => {
       ep.dispatch(
         {
@@ -343,19 +328,6 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
     }
     // Said before the attempt: its reply head carries the routing headers.
     if (fallback) this.fellBack = fallbackRouting(this.plan, this.tried?.[0]) ?? this.fellBack;
-  }
-
-  /** A first-token deadline for candidate c learned from its recent streams of the model and
-   *  prompts this size (first-tokens.ts), when no deadline is set (nor asked for per request):
-   *  only when the model is loaded there (a load is not a stall: the cold deadline is the
-   *  configured one) and a candidate after it has the model loaded (a stall here is worth leaving
-   *  for it); 0: none. It applies to a reply that is a stream (the relay knows at its head: the
-   *  body is not read for it). */
-  private learnedFirstToken(c: Candidate, index: number): number {
-    const name = c.model ?? this.ex.model;
-    if (name === undefined) return 0;
-    const ms = c.endpoint.firstTokens.deadline(name, this.sentBytes);
-    return ms > 0 && warmAlternative(this.candidates, index, name, this.policy.retry!.cold) ? ms : 0;
   }
 
   /** An attempt failed before any byte reached the client: record it and say what may follow. */

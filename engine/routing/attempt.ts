@@ -45,10 +45,9 @@ export interface AttemptControl {
   /** Were this attempt to fail so now, could another follow (plan, attempts, budget, fleet)? */
   canRetry(kind: RetryableKind): boolean;
   /** Were this attempt given up now (its endpoint found down), would another candidate take the
-   *  request (replay-safe, attempts and budget left, one waiting)? */
-  mayMoveOn(): boolean;
-  /** Does the fleet's retry budget have room for another attempt now (nothing taken)? */
-  fleetAllows(): boolean;
+   *  request (replay-safe, attempts and budget left, one waiting; `fleet`: and the fleet's retry
+   *  budget has room, nothing taken)? */
+  mayMoveOn(fleet?: boolean): boolean;
   /** A failure another attempt might have fixed is passed on as it is (counted when the fleet
    *  retry budget is what stopped the retry). */
   passedOn(): void;

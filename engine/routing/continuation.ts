@@ -233,8 +233,22 @@ export class Continuations implements AnswerKeeper {
 
   /** What an endpoint that refused a prefill is known by: the API a continuation speaks and the
    *  model (a completion's prefill is its prompt, never refused as a chat's may be). */
-  refusalKey(model: string | undefined): string {
+  private refusalKey(model: string | undefined): string {
     return `${this.api?.name ?? ''} ${model ?? ''}`;
+  }
+
+  /** The endpoint refused this break's prefill for the model: remembered (bounded, the oldest
+   *  forgotten first), so that it is asked for the answer again from its start. */
+  refusedPrefill(ep: Endpoint, model: string | undefined): void {
+    const refused = ep.prefillRefused;
+    if (refused.size >= 256) refused.delete(refused.values().next().value as string);
+    refused.add(this.refusalKey(model));
+  }
+
+  /** Is a break continued on `ep` by asking for the answer again from its start (it refused a
+   *  prefill of the model before)? */
+  restartsOn(ep: Endpoint, model: string | undefined): boolean {
+    return ep.prefillRefused.has(this.refusalKey(model));
   }
 
   /** What the answer holds so far. */

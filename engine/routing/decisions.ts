@@ -201,6 +201,22 @@ export function largerContextAhead(candidates: readonly Candidate[], index: numb
   return false;
 }
 
+/** A first-token deadline for candidate `index` learned from its endpoint's recent streams of
+ *  the model and prompts this size (backends/first-tokens.ts), when a stall there is worth
+ *  leaving (warmAlternative); 0: none. It applies to a reply that is a stream (the relay knows
+ *  at its head: the body is not read for it). */
+export function learnedFirstToken(
+  candidates: readonly Candidate[],
+  index: number,
+  model: string | undefined,
+  promptBytes: number,
+  cold: (ep: Endpoint, model: string) => boolean,
+): number {
+  if (model === undefined) return 0;
+  const ms = candidates[index].endpoint.firstTokens.deadline(model, promptBytes);
+  return ms > 0 && warmAlternative(candidates, index, model, cold) ? ms : 0;
+}
+
 /** Is a stall of candidate `index` worth leaving (a learned first-token deadline)? Its model is
  *  loaded there (a load is not a stall) and a candidate after it — another endpoint still
  *  configured, or another model of the same hosted service (a service serves its models apart;

@@ -101,8 +101,7 @@ export abstract class StreamRelay<C extends Exchange> extends AttemptHandler<C> 
     if (this.status === 0 && !this.ctl.streamingRequest()) return true;
     // Left for the warm alternative that made it worth learning (not tried again here), while
     // the fleet's retry budget allows: under overload, streams are not moved around for ever.
-    if (this.ctl.mayMoveOn() && this.ctl.fleetAllows())
-      this.abort(new AttemptFailed(`first_token_timeout (${formatDuration(this.ctl.learnedFirstTokenMs)}, learned)`, 'abandoned'));
+    if (this.ctl.mayMoveOn(true)) this.abort(new AttemptFailed(`first_token_timeout (${formatDuration(this.ctl.learnedFirstTokenMs)}, learned)`, 'abandoned'));
     return true;
   }
 

@@ -4,11 +4,11 @@
 // (continuation.ts); a stream that breaks after its content goes back to the loop when another
 // candidate may continue it, else ends with an in-stream error (broken-stream.ts).
 import { StepFailed } from '../backends/failures.js';
+import { formatDuration } from '../core/duration.js';
 import { gwError } from '../core/errors.js';
 import { AttemptHandler, type Controller } from './attempt-handler.js';
 import { AttemptFailed, RELAYED } from './attempt.js';
 import { unwatchFirstToken, watchFirstToken, type AwaitingFirstToken } from './first-token-watch.js';
-import { formatDuration } from '../core/duration.js';
 import { endBroken } from './broken-stream.js';
 import { SpliceOut, type Splice } from './continuation.js';
 import type { Exchange } from './exchange.js';

@@ -57,7 +57,7 @@ export { ERROR_CODES, GatewayError, gwError, msgapiErrorType, refuse, type Error
 export { ClientGone } from './backends/failures.js';
 export { clip, echo } from './core/head.js';
 export { isObject, type JsonObject, type ReplyHeaders } from './core/json.js';
-export { rateLimitHeaders } from './routing/admission.js';
+export { rateLimitHeaders, type Whom } from './routing/admission.js';
 
 // The backends' state, as plugins read it: endpoints (a read view), queues, the catalogue, the
 // counters and metrics, the rate limits' buckets.
@@ -87,6 +87,7 @@ export {
 export { configValue, type GatewayConfig } from './core/config.js';
 export { expiryOf, keyHash, type ApiKeyConfig, type KeysConfig, type TokenLimitsConfig } from './core/keys.js';
 export type { ContinuationKind, Intercept, Profile } from './core/profiles.js';
+export { mountedPrefixes } from './core/profiles.js';
 export { globRegExp, nameMatches } from './core/pipelines.js';
 export { familyPath } from './core/family-paths.js';
 

@@ -124,10 +124,9 @@ export default definePlugin<Record<string, never>>({
       // The same 503 as the family's other routes: which endpoints are down, where, and the fix.
       if (endpoints.routable(family).length === 0)
         throw noneRoutableError(
-          family,
+          { provider: family },
           endpoints.all.filter((e) => e.family === family && !e.retired),
           env.source,
-          family,
         ).error;
       return answer(ctx, params);
     };

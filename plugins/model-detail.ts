@@ -1,7 +1,9 @@
 // GET /gw/models/{id}: one unified record, as GET /gw/models lists it, by any name a model is
 // listed under (the catalogue's lookup rule: engine/backends/model-names.ts) or by alias (its
-// entry of the first family serving one of its targets, catalogue/alias-entries.ts).
+// entry of the first family serving one of its targets, catalogue/alias-entries.ts); 404 for a
+// name nothing serves, 503 NO_ENDPOINTS while no endpoint is routable (as the lists).
 import { definePlugin, gwError, indexModels } from '../engine/api.js';
+import { noEndpointsError } from './routing/unavailable-hint.js';
 import { sees } from './access/visible.js';
 import { withAliases } from './catalogue/alias-entries.js';
 import { LiveCache } from './catalogue/live-models.js';
@@ -22,7 +24,8 @@ export default definePlugin<Record<string, never>>({
     hooks.dispatch.tap('model-detail', (ctx) => {
       const id = decodeModelId(ctx.pathname.slice(PREFIX.length));
       const found = index.get().find(id);
-      if (!found || !sees(ctx, id, found.value.id)) throw gwError('MODEL_NOT_FOUND', { model: id, hint: 'GET /gw/models lists what is served' });
+      if (!found || !sees(ctx, id, found.value.id))
+        throw noEndpointsError(env) ?? gwError('MODEL_NOT_FOUND', { model: id, hint: 'GET /gw/models lists what is served' });
       return ctx.replyJson(200, unifiedRecord(found.value));
     });
   },

@@ -8,7 +8,7 @@ import { LiveCache } from './catalogue/live-models.js';
 import { modelNames } from './routing/model-chains.js';
 import { LIST_FORMATS, capabilities, renderList, type ListFormat } from './catalogue/model-formats.js';
 import { queryOf } from './lib/query.js';
-import { nothingRoutable } from './routing/unavailable-hint.js';
+import { noEndpointsError } from './routing/unavailable-hint.js';
 
 const CAPABILITIES = new Set(['chat', 'completion', 'embedding', 'vision']);
 
@@ -17,15 +17,7 @@ export default definePlugin<Record<string, never>>({
   terminal: true,
   schema: { type: 'object', additionalProperties: false },
   apply(hooks, _o, env) {
-    const { catalogue, endpoints, profiles } = env;
-    /** 503 with what is configured, where it listens, and what to start or add. */
-    const noEndpoints = () => {
-      const { endpoints: down, hint } = nothingRoutable(
-        endpoints.all.filter((e) => !e.retired),
-        env.source,
-      );
-      return gwError('NO_ENDPOINTS', { endpoints: down, hint });
-    };
+    const { catalogue, profiles } = env;
     const aliases = modelNames(env.config).all;
     const listed = new LiveCache(env, () => withAliases(catalogue.all(), aliases));
     hooks.dispatch.tap('models-list', (ctx) => {
@@ -37,7 +29,8 @@ export default definePlugin<Record<string, never>>({
       if (provider === undefined) throw gwError('INVALID_PROVIDER', { provider: providerToken, allowed: [...profiles.byType.keys()].sort().join(', ') });
       const capability = q.get('capability') || 'all';
       if (capability !== 'all' && !CAPABILITIES.has(capability)) throw gwError('INVALID_CAPABILITY', { capability });
-      if (!endpoints.all.some((e) => e.routable)) throw noEndpoints();
+      const down = noEndpointsError(env);
+      if (down) throw down;
       const models = visible(ctx, listed.get()).filter(
         (m) => (!provider || m.family === provider) && (capability === 'all' || capabilities(m).includes(capability)),
       );

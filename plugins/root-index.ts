@@ -4,7 +4,7 @@
 // text/html) that the dashboard would let in is sent there (302), as monitoring tools send their
 // root to their UI. Built once per configuration: a request reads the Accept header and, for a
 // browser, the access policy.
-import { definePlugin, type Context } from '../engine/api.js';
+import { definePlugin, mountedPrefixes, type Context } from '../engine/api.js';
 import { compileAccessPolicy } from './access/access-policy.js';
 import { clientAddressOf } from './access/client-address.js';
 
@@ -28,8 +28,10 @@ export default definePlugin<Record<string, never>>({
     }
     const families: Record<string, { prefixes: string[]; endpoints: number }> = {};
     for (const p of profiles.list) {
-      const names = config.proxy.enable_optional_prefixes ? [...p.routing.prefixes, ...p.routing.optional_prefixes] : p.routing.prefixes;
-      families[p.name] = { prefixes: names.map((n) => `/gw/${n}/`), endpoints: configured.get(p.name) ?? 0 };
+      families[p.name] = {
+        prefixes: mountedPrefixes(p, config.proxy.enable_optional_prefixes).map((n) => `/gw/${n}/`),
+        endpoints: configured.get(p.name) ?? 0,
+      };
     }
     const body = JSON.stringify({
       service: 'inference-gateway',

@@ -5,6 +5,11 @@ import type { ServerResponse } from 'node:http';
 import { clip } from './head.js';
 
 type Detail = Record<string, unknown>;
+
+/** Whom a routing refusal is for: the route's family (the spec: "the message names the provider");
+ *  on a route over every family (/gw/openai/, /gw/msgapi/, /gw/proxy/: no provider) the model the
+ *  request names, else the route. */
+const forWhom = (d: Detail): string => (d.provider ? `provider ${d.provider}` : d.model ? `model ${clip(d.model)}` : 'this route');
 interface ErrorSpec {
   status: number;
   type: string;
@@ -91,14 +96,14 @@ export const ERROR_CODES = {
     status: 503,
     type: 'endpoint_unavailable',
     code: 503,
-    message: (d) => `no healthy endpoint for provider ${d.provider}${d.reason ? ` (${d.reason})` : ''}${d.hint ? `; ${d.hint}` : ''}`,
+    message: (d) => `no healthy endpoint for ${forWhom(d)}${d.reason ? ` (${d.reason})` : ''}${d.hint ? `; ${d.hint}` : ''}`,
   },
   CIRCUIT_BREAKER: {
     status: 503,
     type: 'circuit_breaker',
     code: 503,
     message: (d) =>
-      `every endpoint for provider ${d.provider} has an open circuit breaker (${d.skipped} skipped); the next test request goes through in ${d.retryAfter ?? 1}s (Retry-After)`,
+      `every endpoint for ${forWhom(d)} has an open circuit breaker (${d.skipped} skipped); the next test request goes through in ${d.retryAfter ?? 1}s (Retry-After)`,
   },
   MODEL_NOT_FOUND: {
     status: 404,
@@ -147,7 +152,7 @@ export const ERROR_CODES = {
   QUEUE_FULL: {
     status: 429,
     type: 'queue_full',
-    message: (d) => `every endpoint for provider ${d.provider} is at its concurrency limit with a full queue (${d.endpoints}); retry after ${d.retryAfter}s`,
+    message: (d) => `every endpoint for ${forWhom(d)} is at its concurrency limit with a full queue (${d.endpoints}); retry after ${d.retryAfter}s`,
   },
   RATE_LIMITED: {
     status: 429,
@@ -157,7 +162,7 @@ export const ERROR_CODES = {
   ENDPOINT_RATE_LIMITED: {
     status: 429,
     type: 'rate_limited',
-    message: (d) => `every endpoint for provider ${d.provider} is at its requests-per-minute limit (${d.endpoints}); retry after ${d.retryAfter}s`,
+    message: (d) => `every endpoint for ${forWhom(d)} is at its requests-per-minute limit (${d.endpoints}); retry after ${d.retryAfter}s`,
   },
   QUEUE_TIMEOUT: {
     status: 503,

@@ -28,7 +28,7 @@ export interface Profile {
   description?: string;
   /** The servers this family is for, by their own names ("llama.cpp server (llama-server)"). */
   engines: string[];
-  routing: { prefixes: string[]; optional_prefixes: string[] };
+  routing: { prefixes: string[]; optional_prefixes: string[]; engine_prefixes: string[] };
   api: {
     openai_compatible: boolean;
     msgapi_support?: { enabled: boolean; messages_path: string; token_count: boolean; min_version?: string; limitations: string[] };
@@ -299,7 +299,7 @@ export function checkProfiles(customDir: string): ProfileLoad {
         });
       byType.set(token, p);
     }
-    for (const prefix of [...p.routing.prefixes, ...p.routing.optional_prefixes]) {
+    for (const prefix of [...p.routing.prefixes, ...p.routing.optional_prefixes, ...p.routing.engine_prefixes]) {
       const other = prefixOwner.get(prefix);
       if (other && other !== p)
         entry.problems.push({
@@ -314,6 +314,13 @@ export function checkProfiles(customDir: string): ProfileLoad {
   if (files.some((f) => f.problems.some((p) => p.level === 'fail'))) return { files };
   const list = [...byName.values()].map((p) => deepFreeze(p));
   return { files, profiles: { list, byName, byType } };
+}
+
+/** The prefixes a family is served under, /gw/<prefix>/: its own, the engines' names (/gw/ollama/)
+ *  and, with proxy.enable_optional_prefixes, the optional ones. */
+export function mountedPrefixes(p: Profile, enableOptional: boolean): string[] {
+  const { prefixes, engine_prefixes, optional_prefixes } = p.routing;
+  return [...prefixes, ...engine_prefixes, ...(enableOptional ? optional_prefixes : [])];
 }
 
 /** One of the profiles shipped with the gateway (not a custom one from proxy.profiles_dir): its

@@ -12,7 +12,7 @@ import type { RouteInfo } from './context.js';
 import { createHooks, HOOK_PHASES, type Hooks } from './hooks.js';
 import { nameMatches, type PipelineDef, type PipelineLoad, type SharedStepDef, type StepDef } from '../core/pipelines.js';
 import { factsOf, type PluginEnv, type PluginRegistry } from './plugin.js';
-import type { Profile } from '../core/profiles.js';
+import { mountedPrefixes, type Profile } from '../core/profiles.js';
 import type { GatewayResponse } from './response.js';
 import type { RouteRunner } from './run.js';
 import type { Runtime } from './runtime.js';
@@ -250,10 +250,6 @@ function familyClaims(
   return out;
 }
 
-function mountedPrefixes(profile: Profile, runtime: Runtime): string[] {
-  return runtime.config.proxy.enable_optional_prefixes ? [...profile.routing.prefixes, ...profile.routing.optional_prefixes] : profile.routing.prefixes;
-}
-
 export function compileGraph(load: PipelineLoad, registry: PluginRegistry, runtime: Runtime, run: RouteRunner): CompileResult {
   const router = FindMyWay({ ignoreTrailingSlash: false, caseSensitive: true });
   const routes: Graph['routes'] = [];
@@ -316,7 +312,7 @@ export function compileGraph(load: PipelineLoad, registry: PluginRegistry, runti
         const modelKeys = modelKeysOf(profile.request.model_field_paths);
         const formats = new ErrorFormatPaths(profile.api.error_formats);
         const errorFormats = formats.empty ? undefined : formats;
-        for (const p of mountedPrefixes(profile, runtime)) {
+        for (const p of mountedPrefixes(profile, runtime.config.proxy.enable_optional_prefixes)) {
           const prefix = `/gw/${p}`;
           const info = route(hooks, { profile, prefix, modelKeys, errorFormats });
           if (def.mount.fills) {

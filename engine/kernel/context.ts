@@ -137,11 +137,6 @@ export class RequestContext implements Exchange {
     return this.route.profile?.name;
   }
 
-  /** Named in errors when no endpoint answered: the route's family, else its pipeline. */
-  get provider(): string {
-    return this.route.profile?.name ?? this.route.pipeline;
-  }
-
   get log() {
     return this.route.log;
   }

@@ -52,22 +52,28 @@ export function leaveDown(ex: Exchange, ep: Endpoint, queue: EndpointQueue): voi
   ex.log.warn({ req: ex.id, endpoint: ep.name }, 'the endpoint was found down while the request waited for a slot; trying the next candidate');
 }
 
+/** Whom a refusal names: the route's family, else (a route over every family) the model. */
+export interface Whom {
+  provider?: string;
+  model?: string;
+}
+
 /** Every candidate's queue was full: 429, with the soonest any of them expects room. */
-export function queueFull(provider: string, full: readonly Endpoint[]): GatewayError {
+export function queueFull(who: Whom, full: readonly Endpoint[]): GatewayError {
   const retryAfter = Math.min(...full.map((e) => e.queue?.retryAfterSeconds() ?? 1));
-  return busy('QUEUE_FULL', { provider, endpoints: full.map((e) => e.name).join(', '), retryAfter }, retryAfter);
+  return busy('QUEUE_FULL', { ...who, endpoints: full.map((e) => e.name).join(', '), retryAfter }, retryAfter);
 }
 
 /** Every candidate left was at its requests-per-minute limit (Endpoint.rateGate): 429, with the
  *  soonest any of them has a token again, and that endpoint's bucket in the X-RateLimit-* headers. */
-export function endpointsRateLimited(provider: string, limited: readonly Endpoint[]): GatewayError {
+export function endpointsRateLimited(who: Whom, limited: readonly Endpoint[]): GatewayError {
   let soonest: Take | null = null;
   for (const ep of limited) {
     const t = ep.rateGate?.peek();
     if (t && (!soonest || t.retryAfterS < soonest.retryAfterS)) soonest = t;
   }
   const retryAfter = Math.max(1, soonest?.retryAfterS ?? 1);
-  return gwError('ENDPOINT_RATE_LIMITED', { provider, endpoints: limited.map((e) => e.name).join(', '), retryAfter }, [
+  return gwError('ENDPOINT_RATE_LIMITED', { ...who, endpoints: limited.map((e) => e.name).join(', '), retryAfter }, [
     'retry-after',
     String(retryAfter),
     ...(soonest ? rateLimitHeaders(soonest) : []),

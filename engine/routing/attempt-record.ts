@@ -73,7 +73,7 @@ export abstract class AttemptRecord<C extends Exchange> extends AttemptState {
     // The request ends with the last attempt's failure: that entry is the answer, not a retry.
     const last = this.tried?.[this.tried.length - 1];
     if (last && this.endpoint?.name === last.endpoint) last.answered = true;
-    const err = exhaustedError(this.x, ex.provider, this.count, this.policy.retry?.budgetMs ?? 0, Date.now());
+    const err = exhaustedError(this.x, { provider: ex.family, model: ex.model }, this.count, this.policy.retry?.budgetMs ?? 0, Date.now());
     if (this.policy.unavailable && (err.key === 'ENDPOINT_UNAVAILABLE' || err.key === 'CIRCUIT_BREAKER')) {
       this.endpoint = null;
       return this.policy.unavailable(ex);

@@ -17,7 +17,7 @@ import { connectionFailure, errorCode, StepFailed, unsendable } from '../backend
 import { brokenReason } from './broken-stream.js';
 import { formatDuration } from '../core/duration.js';
 import { gwError, type GatewayError } from '../core/errors.js';
-import { endpointsRateLimited, queueFull } from './admission.js';
+import { endpointsRateLimited, queueFull, type Whom } from './admission.js';
 import { AttemptFailed } from './attempt.js';
 import type { FailedAttempt } from './attempt-state.js';
 import type { Candidate, RoutePlan, RoutingInfo } from './plan.js';
@@ -281,18 +281,18 @@ export interface Exhaustion {
 /** The error for a request nothing answered: its budget ran out (504); every candidate was busy
  *  (429); every one had an open breaker (503 circuit_breaker, Retry-After: the next test); else
  *  503 endpoint_unavailable naming what happened. */
-export function exhaustedError(x: Exhaustion, provider: string, attempts: number, budgetMs: number, now: number): GatewayError {
+export function exhaustedError(x: Exhaustion, who: Whom, attempts: number, budgetMs: number, now: number): GatewayError {
   if (x.budgetSpent) return gwError('BUDGET_EXCEEDED', { budget: formatDuration(budgetMs), attempts });
-  if (x.full && x.failed === 0) return queueFull(provider, x.full);
-  if (x.limited && x.failed === 0) return endpointsRateLimited(provider, x.limited);
+  if (x.full && x.failed === 0) return queueFull(who, x.full);
+  if (x.limited && x.failed === 0) return endpointsRateLimited(who, x.limited);
   if (x.failed === 0 && x.skipped > 0) {
     const retryAfter = Number.isFinite(x.testAt) ? Math.max(1, Math.ceil((x.testAt - now) / 1000)) : 1;
-    return gwError('CIRCUIT_BREAKER', { provider, skipped: x.skipped, retryAfter }, ['retry-after', String(retryAfter)]);
+    return gwError('CIRCUIT_BREAKER', { ...who, skipped: x.skipped, retryAfter }, ['retry-after', String(retryAfter)]);
   }
   const { failed } = x;
   const urls = x.unreachable ? [...new Set(x.unreachable.map((e) => e.url))] : null;
   return gwError('ENDPOINT_UNAVAILABLE', {
-    provider,
+    ...who,
     reason: `${failed} endpoint${failed === 1 ? '' : 's'} failed${x.last ? ` (last: ${x.last})` : ''}, ${x.skipped} skipped for an open circuit breaker${x.full ? `, ${x.full.length} with a full queue` : ''}`,
     hint: urls ? `nothing answered at ${urls.join(', ')}: start the backend there, or correct the endpoint's url under discovery.static.endpoints` : undefined,
   });

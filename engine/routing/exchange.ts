@@ -39,8 +39,9 @@ export interface Exchange {
   readonly log: Logger;
   /** How the route renders errors (a broken stream's last event is one). */
   readonly errorFormat: ErrorFormat;
-  /** Named in errors when every endpoint failed: the route's family, else its pipeline. */
-  readonly provider: string;
+  /** The route's backend family (named in errors when every endpoint failed); undefined on a
+   *  route over every family, whose errors name the model instead. */
+  readonly family: string | undefined;
   /** The model the request names (the body's, or the one routing sent). */
   readonly model: string | undefined;
   /** What went wrong, if anything (the relay records a reply that broke after its head). */

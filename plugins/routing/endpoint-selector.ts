@@ -61,7 +61,6 @@ type Names = (ctx: Context) => readonly string[];
 
 export class EndpointSelector {
   private readonly families: Families;
-  private readonly provider: string;
   private readonly strategyName: string;
   private readonly affinityOn: boolean;
   private readonly order: Order;
@@ -83,7 +82,6 @@ export class EndpointSelector {
     private readonly o: SelectorOptions,
   ) {
     this.families = familiesOf(env);
-    this.provider = env.profile?.name ?? env.pipeline;
     const shares = env.config.proxy.degraded_traffic;
     this.strategyName = o.strategy ?? env.config.proxy.load_balancer;
     const aff = env.config.proxy.affinity;
@@ -163,7 +161,7 @@ export class EndpointSelector {
     const last = this.lastResort(ctx, true);
     if (last) return { plan: last };
     const configured = this.families.configured().filter((e) => !e.retired);
-    const { error, down } = noneRoutableError(this.provider, configured, this.env.source, this.env.profile?.name);
+    const { error, down } = noneRoutableError({ provider: this.env.profile?.name, model: ctx.model }, configured, this.env.source);
     throw meanwhile(error, down);
   }
 

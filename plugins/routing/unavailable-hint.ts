@@ -3,7 +3,7 @@
 // and what to start or configure — so a new setup's first refusal names the fix instead of only
 // the family. The config file's path stays out: a client of the gateway need not learn the
 // gateway's file system.
-import { gwError, type Endpoint, type GatewayError } from '../../engine/api.js';
+import { gwError, type Endpoint, type GatewayError, type PluginEnv, type Whom } from '../../engine/api.js';
 
 /** Endpoints named in one message at most: a large fleet's refusal stays one readable line. */
 const NAMED = 4;
@@ -41,14 +41,24 @@ export function nothingRoutable(configured: readonly Endpoint[], source: string,
 }
 
 /** The 503 when none of `configured` can take a request (a route's, a model list's): the endpoints
- *  with their states, and the fix; `down`: those a last resort may try. */
-export function noneRoutableError(
-  provider: string,
-  configured: readonly Endpoint[],
-  source: string,
-  family?: string,
-): { error: GatewayError; down: Endpoint[] } {
-  const { endpoints: listed, hint, down } = nothingRoutable(configured, source, family);
-  const reason = configured.length ? `${configured.length} configured, none routable: ${listed}` : 'no endpoint of this family is configured';
-  return { error: gwError('ENDPOINT_UNAVAILABLE', { provider, reason, hint }), down };
+ *  with their states, and the fix; `down`: those a last resort may try. `who.provider`: the
+ *  route's family, if it has one. */
+export function noneRoutableError(who: Whom, configured: readonly Endpoint[], source: string): { error: GatewayError; down: Endpoint[] } {
+  const { endpoints: listed, hint, down } = nothingRoutable(configured, source, who.provider);
+  const reason = configured.length
+    ? `${configured.length} configured, none routable: ${listed}`
+    : `no endpoint ${who.provider ? 'of this family ' : ''}is configured`;
+  return { error: gwError('ENDPOINT_UNAVAILABLE', { ...who, reason, hint }), down };
+}
+
+/** The 503 of a model list over every family (/gw/models, /gw/openai/v1/models…) while no endpoint
+ *  is routable, or none is configured: what is configured, where it listens, what to start or add.
+ *  An empty list would read as "no models" where the truth is "no backend". */
+export function noEndpointsError(env: PluginEnv): GatewayError | null {
+  if (env.endpoints.all.some((e) => e.routable)) return null;
+  const { endpoints, hint } = nothingRoutable(
+    env.endpoints.all.filter((e) => !e.retired),
+    env.source,
+  );
+  return gwError('NO_ENDPOINTS', { endpoints, hint });
 }

@@ -34,7 +34,7 @@ export class FakeExchange implements Exchange {
   readonly start = performance.now();
   readonly log = pino({ level: 'silent' });
   readonly errorFormat = 'gateway' as const;
-  readonly provider = 'test';
+  readonly family = 'test';
   readonly model = 'test-model';
   readonly plan = null;
   error: unknown = undefined;

@@ -2,7 +2,7 @@
 // allowlist are refused without contacting the backend.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { loadProfiles } from '../../../engine/core/profiles.js';
+import { loadProfiles, mountedPrefixes } from '../../../engine/core/profiles.js';
 import { FakeBackend } from '../../../engine/demo/index.js';
 import { endpoint, startGateway, type Started } from '../../helpers/gateway.js';
 
@@ -24,21 +24,18 @@ afterAll(async () => {
 });
 
 describe.each(profiles.list.map((p) => [p.name, p] as const))('family %s', (name, profile) => {
-  it.each([...profile.routing.prefixes, ...profile.routing.optional_prefixes])(
-    'prefix %s forwards with the prefix stripped and the query kept',
-    async (prefix) => {
-      const fake = fakes.get(name)!;
-      const intercepted = new Set(profile.api.intercepts.map((i) => i.path));
-      const path = profile.api.paths.find((p) => p.includes('models') && !intercepted.has(p)) ?? profile.api.paths.find((p) => !intercepted.has(p))!;
-      fake.received.length = 0;
-      const res = await request(`${gw.url}/gw/${prefix}${path}?probe=${prefix}`);
-      const body = await res.body.text();
-      expect(res.statusCode, body).toBe(200);
-      expect(res.headers['x-gw-endpoint']).toBe(`${name}-1`);
-      expect(res.headers['x-gw-backend-type']).toBe(name);
-      expect(fake.received.map((r) => r.url)).toContain(`${path}?probe=${prefix}`);
-    },
-  );
+  it.each(mountedPrefixes(profile, true))('prefix %s forwards with the prefix stripped and the query kept', async (prefix) => {
+    const fake = fakes.get(name)!;
+    const intercepted = new Set(profile.api.intercepts.map((i) => i.path));
+    const path = profile.api.paths.find((p) => p.includes('models') && !intercepted.has(p)) ?? profile.api.paths.find((p) => !intercepted.has(p))!;
+    fake.received.length = 0;
+    const res = await request(`${gw.url}/gw/${prefix}${path}?probe=${prefix}`);
+    const body = await res.body.text();
+    expect(res.statusCode, body).toBe(200);
+    expect(res.headers['x-gw-endpoint']).toBe(`${name}-1`);
+    expect(res.headers['x-gw-backend-type']).toBe(name);
+    expect(fake.received.map((r) => r.url)).toContain(`${path}?probe=${prefix}`);
+  });
 
   it('refuses a path outside the allowlist without contacting the backend', async () => {
     const fake = fakes.get(name)!;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { BUILTIN_PROFILES_DIR } from '../../../engine/core/paths.js';
-import { checkProfiles, loadProfiles } from '../../../engine/core/profiles.js';
+import { checkProfiles, loadProfiles, mountedPrefixes } from '../../../engine/core/profiles.js';
 import { startGateway } from '../../helpers/gateway.js';
 
 const builtins = loadProfiles('/nonexistent');
@@ -38,6 +38,27 @@ describe('built-in profiles', () => {
       turboengine: ['turboengine'],
     });
     expect(builtins.byName.get('cppengine')!.routing.optional_prefixes).toEqual(['cpp-engine', 'cpp_engine']);
+  });
+
+  it("mounts the engines' own names as prefixes where no other route has them, each a name the family takes as a type", () => {
+    const engines = Object.fromEntries(builtins.list.filter((p) => p.routing.engine_prefixes.length).map((p) => [p.name, p.routing.engine_prefixes]));
+    expect(engines).toEqual({
+      containerrunner: ['docker-model-runner'],
+      cppengine: ['llamacpp', 'llama.cpp', 'llama-cpp'],
+      deskrunner: ['lmstudio', 'lm-studio'],
+      localrunner: ['ollama'],
+      mlxsingle: ['mlx-lm'],
+      multigateway: ['litellm'],
+      npuengine: ['lemonade'],
+      pagedengine: ['vllm'],
+      radixengine: ['sglang'],
+      turboengine: ['lmdeploy'],
+    });
+    for (const p of builtins.list) for (const name of p.routing.engine_prefixes) expect(p.type_aliases, p.name).toContain(name);
+    // openai names hosted-compatible as a type, but /gw/openai/ is the route over every family.
+    expect(builtins.byName.get('hosted-compatible')!.routing.engine_prefixes).toEqual([]);
+    expect(mountedPrefixes(builtins.byName.get('cppengine')!, false)).toEqual(['cppengine', 'llamacpp', 'llama.cpp', 'llama-cpp']);
+    expect(mountedPrefixes(builtins.byName.get('cppengine')!, true)).toEqual(['cppengine', 'llamacpp', 'llama.cpp', 'llama-cpp', 'cpp-engine', 'cpp_engine']);
   });
 
   it('uses the spec defaults for health and model paths', () => {

@@ -141,18 +141,18 @@ describe('held statuses', () => {
 describe('exhaustedError: nothing answered', () => {
   const none: Exhaustion = { failed: 0, skipped: 0, testAt: Infinity, full: null, limited: null, last: undefined, budgetSpent: false };
   it('every candidate behind an open breaker: 503 circuit_breaker, Retry-After the time to the next test', () => {
-    const err = exhaustedError({ ...none, skipped: 2, testAt: 10_000 + 4_200 }, 'pagedengine', 0, 900_000, 10_000);
+    const err = exhaustedError({ ...none, skipped: 2, testAt: 10_000 + 4_200 }, { provider: 'pagedengine' }, 0, 900_000, 10_000);
     expect(err).toMatchObject({ status: 503, type: 'circuit_breaker', code: 503 });
     expect(err.headers).toEqual(['retry-after', '5']);
     expect(err.message).toContain('2 skipped');
   });
   it('failures and open breakers: 503 endpoint_unavailable counting both', () => {
-    const err = exhaustedError({ ...none, failed: 1, skipped: 1, testAt: 1, last: 'refused' }, 'pagedengine', 1, 900_000, 0);
+    const err = exhaustedError({ ...none, failed: 1, skipped: 1, testAt: 1, last: 'refused' }, { provider: 'pagedengine' }, 1, 900_000, 0);
     expect(err.type).toBe('endpoint_unavailable');
     expect(err.message).toContain('1 endpoint failed (last: refused), 1 skipped for an open circuit breaker');
   });
   it('the budget spent: 504 naming it', () => {
-    expect(exhaustedError({ ...none, budgetSpent: true, failed: 2 }, 'x', 3, 3_000, 0)).toMatchObject({ status: 504, key: 'BUDGET_EXCEEDED' });
+    expect(exhaustedError({ ...none, budgetSpent: true, failed: 2 }, {}, 3, 3_000, 0)).toMatchObject({ status: 504, key: 'BUDGET_EXCEEDED' });
   });
 });
 

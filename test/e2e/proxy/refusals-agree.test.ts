@@ -33,16 +33,20 @@ describe('every endpoint down', () => {
     await waitFor(() => !routable('empty') && !routable('llama'), 'both endpoints to be unroutable');
   });
 
-  it.each(['/gw/models', '/gw/openai/v1/models', '/gw/msgapi/v1/models', '/gw/models/some-model', '/gw/openai/v1/models/some-model', '/gw/msgapi/v1/models/some-model'])(
-    '%s answers 503 NO_ENDPOINTS naming each endpoint, where it listens, and what to start',
-    async (path) => {
-      const { status, json } = await get(path);
-      expect(status).toBe(503);
-      expect(json.error).toMatchObject({ code: 'NO_ENDPOINTS' });
-      expect(json.error.message).toContain(`llama at ${nobody} (offline`);
-      expect(json.error.message).toContain(`start the backend at ${nobody}, ${empty.url}`);
-    },
-  );
+  it.each([
+    '/gw/models',
+    '/gw/openai/v1/models',
+    '/gw/msgapi/v1/models',
+    '/gw/models/some-model',
+    '/gw/openai/v1/models/some-model',
+    '/gw/msgapi/v1/models/some-model',
+  ])('%s answers 503 NO_ENDPOINTS naming each endpoint, where it listens, and what to start', async (path) => {
+    const { status, json } = await get(path);
+    expect(status).toBe(503);
+    expect(json.error).toMatchObject({ code: 'NO_ENDPOINTS' });
+    expect(json.error.message).toContain(`llama at ${nobody} (offline`);
+    expect(json.error.message).toContain(`start the backend at ${nobody}, ${empty.url}`);
+  });
 
   it('the route over every family names the model it could not serve, not a provider', async () => {
     const res = await request(`${gw.url}/gw/openai/v1/chat/completions`, {

@@ -126,11 +126,11 @@ describe('a pipeline for some families only', () => {
       pipelines: { dir },
       discovery: { static: { endpoints: [endpoint('cpp', 'cppengine', fakes[0].url), endpoint('mlx', 'mlxsingle', fakes[1].url)] } },
     });
-    // Mounted for mlx-lm only: llama.cpp serves the route itself.
+    // Mounted for mlx-lm only (under its two prefixes, mlxsingle and mlx-lm): llama.cpp serves the route itself.
     const checked = await validateWith({
       'rerank.yaml': `name: rerank-filled\nmount: { per_profile: true, fills: /v1/rerank, families: [mlxsingle, cppengine], methods: [POST] }\n${steps}`,
     });
-    expect(checked.lines).toContainEqual(expect.stringMatching(/PASS pipeline rerank-filled .*: 1 route$/));
+    expect(checked.lines).toContainEqual(expect.stringMatching(/PASS pipeline rerank-filled .*: 2 routes$/));
     const filled = await request(`${gw.url}/gw/mlxsingle/v1/rerank`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
     await filled.body.dump();
     expect(filled.headers['x-gw-endpoint']).toBe('mlx');

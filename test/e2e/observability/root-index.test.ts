@@ -38,7 +38,7 @@ describe('GET /', () => {
       },
     });
     expect(json.hint).toBeUndefined();
-    expect(json.families.localrunner).toEqual({ prefixes: ['/gw/localrunner/'], endpoints: 1 });
+    expect(json.families.localrunner).toEqual({ prefixes: ['/gw/localrunner/', '/gw/ollama/'], endpoints: 1 });
     expect(json.families['hosted-compatible']).toEqual({ prefixes: ['/gw/hosted/', '/gw/hosted-compatible/'], endpoints: 0 });
     // Every link it gives is served.
     for (const path of Object.values(json.links) as string[]) {

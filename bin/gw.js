@@ -165,7 +165,16 @@ program
   .option('-p, --port <n>', 'gateway port', '40114')
   .action(async (opts) => {
     const { startDemo } = await import(new URL('../demo/start.js', dist).href);
-    const demo = await startDemo(Number(opts.port), BUILTIN_PLUGINS);
+    let demo;
+    try {
+      demo = await startDemo(Number(opts.port), BUILTIN_PLUGINS);
+    } catch (err) {
+      if (err?.code !== 'EADDRINUSE') failedToStart(err, await import(new URL('../core/errors.js', dist).href));
+      console.error(
+        `gw demo: cannot listen: address in use (${err.address}:${err.port}): a gateway or another gw demo runs there; stop it, or choose a port: gw demo --port N`,
+      );
+      process.exit(1);
+    }
     keepServing(demo.gateway.runtime.log);
     const base = `http://localhost:${demo.gateway.port}`;
     console.error(

@@ -29,16 +29,16 @@ export async function startDemo(
   const stopFakes = async () => {
     for (const f of fakes) await f.stop();
   };
-  let gateway: Gateway;
-  try {
-    gateway = await Gateway.create({ configFile, env: {}, plugins });
-    await gateway.listen();
-  } catch (err) {
-    // Nothing left behind when it cannot start (the port taken, say).
+  // Nothing left behind when it cannot start (the port taken, say): the gateway's health checks
+  // and watchers would keep the process alive.
+  const abandon = async (err: unknown, gateway?: Gateway): Promise<never> => {
+    await gateway?.close();
     await stopFakes();
     rmSync(dir, { recursive: true, force: true });
     throw err;
-  }
+  };
+  const gateway = await Gateway.create({ configFile, env: {}, plugins }).catch((err) => abandon(err));
+  await gateway.listen().catch((err) => abandon(err, gateway));
   return {
     gateway,
     fakes,

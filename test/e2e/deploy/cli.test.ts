@@ -1,7 +1,9 @@
 // The command line as users and scripts run it: bin/gw.js from the built package.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
+import { once } from 'node:events';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
@@ -142,6 +144,21 @@ describe('gw demo', () => {
     const exited = new Promise((r) => child.on('exit', r));
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
+  });
+
+  it('on a port in use (a demo already running, say): says so and how to choose another, exit 1, no stack trace', async () => {
+    const busy = createServer().listen(0, 'localhost');
+    await once(busy, 'listening');
+    const { port } = busy.address() as AddressInfo;
+    try {
+      const r = await run(['demo', '--port', String(port)]);
+      expect(r.code).toBe(1);
+      expect(r.err).toContain(`gw demo: cannot listen: address in use (`);
+      expect(r.err).toContain(`:${port}): a gateway or another gw demo runs there; stop it, or choose a port: gw demo --port N`);
+      expect(r.err).not.toContain('    at ');
+    } finally {
+      busy.close();
+    }
   });
 });
 

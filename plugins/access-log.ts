@@ -65,6 +65,8 @@ export default definePlugin<Options>({
           // Conversation affinity: what it did, and where the conversation's key came from.
           affinity: affinity ? affinityOutcome(affinity, ctx.endpoint) : undefined,
           affinity_key: affinity?.source ?? undefined,
+          // The request's trace, while tracing is on: the log line and the spans find each other.
+          trace_id: ctx.traceId,
         },
         'request',
       );

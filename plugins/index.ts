@@ -38,6 +38,7 @@ import statusReport from './status-report.js';
 import translate from './translate.js';
 import translatorStatsReport from './translator-stats-report.js';
 import tokenLimit from './token-limit.js';
+import trace from './trace.js';
 import usage from './usage.js';
 import usageReport from './usage-report.js';
 import stats from './stats.js';
@@ -82,6 +83,7 @@ export const BUILTIN_PLUGINS: readonly Plugin[] = [
   stats,
   statusReport,
   tokenLimit,
+  trace,
   translate,
   translatorStatsReport,
   usage,

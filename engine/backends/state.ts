@@ -4,6 +4,7 @@
 // Where each fact is kept — this process, the host, the fleet (sharing/scopes.ts) — is decided
 // here, once: by the host scope it is built with (its own, or a worker's link to its host) and
 // the fleet (the replicas' Redis, when configured).
+import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../core/config.js';
 import { parseDuration } from '../core/duration.js';
@@ -23,6 +24,7 @@ import { RetryBudget, type RetryBudgetSettings } from './retry-budget.js';
 import { Fleet, type Evidence } from './sharing/fleet.js';
 import { OwnHost, type HostScope } from './sharing/host.js';
 import { Stats } from './telemetry.js';
+import { Tracing } from './tracing.js';
 import { LocalBooks, type UsageBooks } from './usage-books.js';
 import { defaultUsageFile, UsageFile } from './usage-file.js';
 import { UsageLedger } from './usage-ledger.js';
@@ -42,6 +44,8 @@ export class Backends {
   readonly stats = new Stats();
   /** The Prometheus registry (/internal/metrics): its series outlive reloads like the counters. */
   readonly metrics = new Metrics();
+  /** OpenTelemetry tracing (tracing, OTEL_*): set up again by each (re)load, before its graph. */
+  readonly tracing: Tracing;
   /** The rate limits' buckets (server.rate_limits): kept across reloads like everything here. */
   readonly buckets: RateBuckets;
   /** Tokens used per key and the keys' token limits (auth.keys[]), where they are kept: the
@@ -67,7 +71,9 @@ export class Backends {
     private readonly log: Logger,
     clock: () => number = () => performance.now(),
     readonly host: HostScope = new OwnHost(),
+    traceExporter?: SpanExporter,
   ) {
+    this.tracing = new Tracing(log, traceExporter);
     this.fleet = new Fleet(
       log,
       () => this.stats.rateLimitStoreFailures++,
@@ -171,6 +177,7 @@ export class Backends {
   }
 
   async stop(): Promise<void> {
+    await this.tracing.stop();
     await this.health.stop();
     await this.reports.stop();
     await this.discovery.stop();

@@ -117,7 +117,8 @@ export interface GatewayConfig {
     responses: { passthrough: boolean; store: { max_responses: number; max_bytes: number; ttl: Duration } };
   };
   dashboard: { enabled: boolean; access_policy: { allowed_cidrs: string[]; allowed_hosts: string[] } };
-  metrics: { enabled: boolean };
+  metrics: { enabled: boolean; gen_ai_conventions: 'default' | 'latest_experimental' };
+  tracing: { enabled: boolean; endpoint: string; headers: Record<string, string>; service_name: string; sample_ratio: number; capture_content: boolean };
   logging: { level: 'debug' | 'info' | 'warn' | 'error'; format: 'json' | 'text' };
   pipelines: { dir: string; before: SharedStepDef[]; after: SharedStepDef[]; watch: boolean };
   plugins: string[];

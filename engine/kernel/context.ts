@@ -89,6 +89,8 @@ export class RequestContext implements Exchange {
   /** Tokens the backend reported in its reply's `usage`, where a step read that reply anyway
    *  (never parsed for this alone). Owner: the terminal step (translate). */
   usage: { input?: number; output?: number } | null = null;
+  /** The W3C trace id of this request's span while tracing is on (logs carry it). Owner: trace. */
+  traceId: string | undefined = undefined;
   private routePlan: RoutePlan | null = null;
   private attempts: AttemptState | null = null;
   private parsed: unknown = NOT_PARSED;
@@ -127,9 +129,10 @@ export class RequestContext implements Exchange {
     return Array.isArray(v) ? v[0] : v;
   }
 
-  /** Tokens are counted for whoever is calling: while keys are on (ctx.attempt.usage). */
+  /** Tokens are counted (ctx.attempt.usage) for whoever is calling, while keys are on, and for
+   *  the request's trace, while one is recorded. */
   get countsUsage(): boolean {
-    return this.caller !== null;
+    return this.caller !== null || this.traceId !== undefined;
   }
 
   /** The backend family of the route (proxy routes), else undefined. */

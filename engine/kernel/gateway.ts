@@ -7,7 +7,9 @@ import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import type { HTTPMethod } from 'find-my-way';
 import type { DestinationStream, Logger } from 'pino';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { Backends } from '../backends/state.js';
+import { tracingSettings } from '../backends/tracing.js';
 import type { WorkerLink } from '../backends/sharing/host-link.js';
 import { compile, loadInputs, type BuildOptions, type Inputs } from './build.js';
 import type { Graph } from './compile.js';
@@ -37,6 +39,8 @@ export interface GatewayOptions extends BuildOptions {
   /** Told after each reload that took effect (the host passes it on to its workers: one that
    *  failed leaves them on the configuration the host keeps too). */
   onReload?: (reason: string) => void;
+  /** Tests: spans go to this exporter at once (an in-memory one) instead of over OTLP/HTTP. */
+  traceExporter?: SpanExporter;
 }
 
 /** A compiled graph and the runtime its plugins were applied with. */
@@ -63,10 +67,11 @@ export class Gateway {
     const root = createLogger(inputs.config.logging.level, options.logDestination, inputs.config.logging.format);
     const log = options.link ? root.child({ worker: options.link.worker }) : root;
     for (const p of inputs.warnings) log.warn({ file: 'file' in p ? p.file : inputs.source, field: p.field }, formatProblem(p));
-    const backends = new Backends(inputs.config, inputs.plans, log, options.clock, options.link);
+    const backends = new Backends(inputs.config, inputs.plans, log, options.clock, options.link, options.traceExporter);
     const status: ReloadStatus = { generation: 1, last_attempt: null, ok: true, error: null };
     const runner = createRunner(backends.stats);
     try {
+      await backends.tracing.configure(tracingSettings(inputs.config, options.env), VERSION);
       const runtime = runtimeOf({ ...inputs, backends, log, version: VERSION, startedAt: new Date(), reload: status });
       const graph = compile(inputs, runtime, runner);
       return new Gateway(options, backends, log, runner, status, { graph, runtime });
@@ -210,6 +215,7 @@ export class Gateway {
     let next: Current;
     try {
       inputs = await loadInputs(this.options);
+      await this.backends.tracing.configure(tracingSettings(inputs.config, this.options.env), VERSION);
       const runtime = runtimeOf({
         ...inputs,
         backends: this.backends,

@@ -14,6 +14,7 @@ import type { Residency } from '../backends/residency.js';
 import type { Placements } from '../backends/placements.js';
 import type { RetryBudget } from '../backends/retry-budget.js';
 import type { Stats } from '../backends/telemetry.js';
+import type { GatewayTracer } from '../backends/tracing.js';
 import type { GatewayConfig } from '../core/config.js';
 import type { ProfileSet } from '../core/profiles.js';
 
@@ -41,6 +42,8 @@ export interface Runtime {
   placements: Placements;
   stats: Stats;
   metrics: Metrics;
+  /** The OpenTelemetry tracer while tracing is on (tracing, OTEL_*); null while off. */
+  tracer: GatewayTracer | null;
   /** The rate limits' token buckets (server.rate_limits), shared by every route. */
   buckets: RateBuckets;
   /** The fleet's retry budget (proxy.retry.fleet), shared by every route. */
@@ -85,6 +88,7 @@ export function runtimeOf(o: {
     placements: backends.placements,
     stats: backends.stats,
     metrics: backends.metrics,
+    tracer: backends.tracing.tracer,
     buckets: backends.buckets,
     retries: backends.retries,
     usage: backends.usage,

@@ -95,7 +95,7 @@ export abstract class AttemptRecord<C extends Exchange> extends AttemptState {
   }
 
   protected recordFailure(ep: Endpoint, outcome: string, clientError = false): void {
-    const failed: FailedAttempt = { endpoint: ep.name, family: ep.family, model: this.model ?? this.ex.model, outcome };
+    const failed: FailedAttempt = { endpoint: ep.name, family: ep.family, model: this.model ?? this.ex.model, outcome, atMs: Math.round(this.ex.elapsedMs()) };
     if (clientError) failed.clientError = true;
     (this.tried ??= []).push(failed);
   }

@@ -14,6 +14,8 @@ export interface FailedAttempt {
   model: string | undefined;
   /** What happened, short: "503", "reset", "first_token_timeout", "stream_error"… */
   outcome: string;
+  /** When it failed: milliseconds from the request's arrival (a trace's attempt span ends there). */
+  atMs: number;
   /** The backend answered a 4xx (a client error, a context too long, a 429): the request's fault
    *  or the backend's load, not a sign that the endpoint is failing (status counters). */
   clientError?: boolean;

@@ -37,6 +37,7 @@ export function testEnv(extra: Partial<PluginEnv> = {}): PluginEnv & { logs: Rec
     placements: new Placements(),
     stats: new Stats(),
     metrics: new Metrics(),
+    tracer: null,
     usage: new LocalBooks(new UsageLedger()),
     buckets: new RateBuckets(
       1000,

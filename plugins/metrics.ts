@@ -5,6 +5,7 @@
 // once per endpoint and status class, then observed by index.
 import { definePlugin, ERROR_CODES, GatewayError, type CounterCell, type Endpoint, type HistogramSeries, type RoutingInfo } from '../engine/api.js';
 import { affinityOutcome } from './routing/affinity.js';
+import { genaiRecorder } from './reports/genai-series.js';
 import { instruments, modelLabel, modelLabeler } from './reports/metrics-instruments.js';
 
 const CLASSES = ['none', '1xx', '2xx', '3xx', '4xx', '5xx'] as const;
@@ -30,15 +31,8 @@ export default definePlugin<Record<string, never>>({
     const affinityCells = new Map<string, CounterCell>();
     /** Per family and model, the input and output token counters. */
     const tokenCells = new Map<string, Map<string, [CounterCell, CounterCell]>>();
-    /** Per endpoint (its family and name) and model, the time to first token and per output token. */
-    const streamCells = new Map<Endpoint | null, Map<string, { ttft: HistogramSeries; tpot: HistogramSeries | null }>>();
-    const streamCellsOf = (ep: Endpoint | null, epFamily: string, model: string) => {
-      let byModel = streamCells.get(ep);
-      if (!byModel) streamCells.set(ep, (byModel = new Map()));
-      let cells = byModel.get(model);
-      if (!cells) byModel.set(model, (cells = { ttft: m.ttft.with(epFamily, ep?.name ?? 'none', model), tpot: null }));
-      return cells;
-    };
+    // The OpenTelemetry GenAI series: durations, first and per-output-token times, tokens.
+    const genai = genaiRecorder(env, env.metrics);
     const routingCells = new Map<string, Partial<Record<RoutingInfo['decision'], CounterCell>>>();
     // Per endpoint (null: none tried), the duration series of each status class met so far.
     const durations = new Map<Endpoint | null, (HistogramSeries | undefined)[]>();
@@ -84,21 +78,12 @@ export default definePlugin<Record<string, never>>({
         if (!cells) routingCells.set(routing.strategy, (cells = {}));
         (cells[routing.decision] ??= m.routing.with(family, routing.strategy, routing.decision)).value++;
       }
-      // Counted by the relay while keys are on; else what a translating step read.
+      genai(ctx);
+      // Counted by the relay while keys or tracing are on; else what a translating step read.
       const usage = attempt.usage ?? ctx.usage;
-      if (!attempt.streamed && !usage) return;
-      // Streams and replies with usage: rarer and longer, worth a catalogue lookup for the model.
-      const model = labelOf(ctx.model);
-      const epName = ep?.name ?? 'none';
-      const epFamily = ep?.family ?? family;
-      if (attempt.streamed && attempt.firstChunkMs > 0) {
-        const cells = streamCellsOf(ep, epFamily, model);
-        cells.ttft.observe(attempt.firstChunkMs / 1000);
-        const output = usage?.output;
-        if (output !== undefined && output > 1)
-          (cells.tpot ??= m.tpot.with(epFamily, epName, model)).observe((total - attempt.firstChunkMs) / 1000 / (output - 1));
-      }
       if (!usage) return;
+      const model = labelOf(ctx.model);
+      const epFamily = ep?.family ?? family;
       let byModel = tokenCells.get(epFamily);
       if (!byModel) tokenCells.set(epFamily, (byModel = new Map()));
       let cells = byModel.get(model);

@@ -171,6 +171,9 @@ const ENV_OVERRIDES: Record<string, Override> = {
     const b = { true: true, '1': true, yes: true, false: false, '0': false, no: false }[v.trim().toLowerCase()];
     return b === undefined ? 'must be true or false' : void (c.discovery.model_discovery.enabled = b);
   },
+  // The OpenTelemetry switch to the latest experimental GenAI conventions (a list; other entries are others').
+  OTEL_SEMCONV_STABILITY_OPT_IN: (c, v) =>
+    v.split(',').some((s) => s.trim() === 'gen_ai_latest_experimental') ? void (c.metrics.gen_ai_conventions = 'latest_experimental') : undefined,
   GW_DISCOVERY_MODEL_DISCOVERY_INTERVAL: (c, v) =>
     durationRe.test(v.trim()) && parseDuration(v.trim()) > 0
       ? void (c.discovery.model_discovery.interval = v.trim())

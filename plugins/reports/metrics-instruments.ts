@@ -7,10 +7,6 @@ import type { Catalogue, Metrics } from '../../engine/api.js';
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 /** The gateway's own time is a fraction of a millisecond on a good day. */
 const OVERHEAD = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
-/** The bucket boundaries the OpenTelemetry GenAI conventions advise for these two. */
-const TTFT = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10];
-const TPOT = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5];
-
 export function instruments(m: Metrics) {
   return {
     duration: m.histogram(
@@ -24,18 +20,6 @@ export function instruments(m: Metrics) {
       "The gateway's own time per request: the whole request less the upstream attempts and any wait for a concurrency slot.",
       ['family', 'route'],
       OVERHEAD,
-    ),
-    ttft: m.histogram(
-      'gen_ai_server_time_to_first_token_seconds',
-      'Streamed replies: from arrival to the first reply chunk relayed to the client.',
-      ['family', 'endpoint', 'model'],
-      TTFT,
-    ),
-    tpot: m.histogram(
-      'gen_ai_server_time_per_output_token_seconds',
-      'Streamed replies whose backend reported output tokens in usage: time after the first chunk per further output token.',
-      ['family', 'endpoint', 'model'],
-      TPOT,
     ),
     queueWait: m.histogram(
       'gw_queue_wait_seconds',

@@ -151,8 +151,10 @@ describe('/internal/metrics', () => {
     await res.body.dump();
     const { text } = await scrape(g);
     expect(sample(text, 'gw_active_streams', { endpoint: 'f0' })).toBe(0);
-    const labels = { family: 'pagedengine', endpoint: 'f0', model: 'test-model' };
+    // The GenAI series: the conventions' attributes, and the gateway's endpoint.
+    const labels = { gen_ai_operation_name: 'chat', gen_ai_provider_name: 'vllm', gen_ai_request_model: 'test-model', endpoint: 'f0' };
     expect(sample(text, 'gen_ai_server_time_to_first_token_seconds_count', labels)).toBe(1);
+    expect(sample(text, 'gen_ai_server_request_duration_seconds_count', { ...labels, error_type: '' })).toBe(1);
     // A piped stream is never parsed for usage: no tokens, no time per output token.
     expect(sample(text, 'gen_ai_server_time_per_output_token_seconds_count', labels)).toBeUndefined();
     expect(sample(text, 'gw_tokens_total', { family: 'pagedengine' })).toBeUndefined();
@@ -172,10 +174,28 @@ describe('/internal/metrics', () => {
     const labels = { family: 'hosted-compatible', model: 'test-model' };
     expect(sample(text, 'gw_tokens_total', { ...labels, type: 'output' })).toBe(reported.output_tokens);
     expect(sample(text, 'gw_tokens_total', { ...labels, type: 'input' })).toBe(reported.input_tokens);
-    expect(sample(text, 'gen_ai_server_time_to_first_token_seconds_count', { endpoint: 'f0', model: 'test-model' })).toBe(1);
-    expect(sample(text, 'gen_ai_server_time_per_output_token_seconds_count', { endpoint: 'f0', model: 'test-model' })).toBe(1);
+    const genai = { endpoint: 'f0', gen_ai_request_model: 'test-model', gen_ai_provider_name: 'openai' };
+    expect(sample(text, 'gen_ai_server_time_to_first_token_seconds_count', genai)).toBe(1);
+    expect(sample(text, 'gen_ai_server_time_per_output_token_seconds_count', genai)).toBe(1);
+    expect(sample(text, 'gen_ai_client_token_usage_sum', { ...genai, gen_ai_token_type: 'output' })).toBe(reported.output_tokens);
+    expect(sample(text, 'gen_ai_client_token_usage_sum', { ...genai, gen_ai_token_type: 'input' })).toBe(reported.input_tokens);
     expect(sample(text, 'gw_translator_requests_total', { translator: 'msgapi', mode: 'translation' })).toBe(1);
     expect(sample(text, 'gw_translator_streaming_requests_total', { translator: 'msgapi' })).toBe(1);
+  });
+
+  it('metrics.gen_ai_conventions: latest_experimental gives the announced token series instead of gen_ai.client.token.usage', async () => {
+    const g = await setup('hosted-compatible', 1, { metrics: { gen_ai_conventions: 'latest_experimental' } });
+    const res = await request(`${g.url}/gw/msgapi/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'test-model', max_tokens: 64, messages: [{ role: 'user', content: 'Hello there, how are you?' }] }),
+    });
+    const reported = ((await res.body.json()) as any).usage;
+    const { text } = await scrape(g);
+    const genai = { endpoint: 'f0', gen_ai_request_model: 'test-model' };
+    expect(sample(text, 'gen_ai_client_inference_operation_output_tokens_sum', genai)).toBe(reported.output_tokens);
+    expect(sample(text, 'gen_ai_client_inference_operation_input_tokens_sum', genai)).toBe(reported.input_tokens);
+    expect(text).not.toContain('gen_ai_client_token_usage');
   });
 
   it('times a wait for a concurrency slot, and shows the waiter while it waits', async () => {

@@ -1,0 +1,92 @@
+// Spans leave over OTLP/HTTP, as a collector (Jaeger, Tempo, an OpenTelemetry Collector) receives
+// them: a receiver started here on loopback decodes what the gateway posts — the resource's
+// service name, the request's SERVER span and its attempt's CLIENT span — and sees the headers
+// the config gives (a collector's key). The standard OTEL_* variables win over the config.
+import { once } from 'node:events';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { request } from 'undici';
+import { FakeBackend } from '../../../engine/demo/index.js';
+import { closeAll, endpoint, startGateway } from '../../helpers/gateway.js';
+
+interface Posted {
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: any;
+}
+
+let receiver: Server, base: string, fake: FakeBackend;
+const posted: Posted[] = [];
+
+beforeAll(async () => {
+  receiver = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      posted.push({ path: req.url ?? '', headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  }).listen(0, '127.0.0.1');
+  await once(receiver, 'listening');
+  base = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  fake = await new FakeBackend({ family: 'cppengine', name: 'llama', models: [{ name: 'tiny-chat' }] }).start();
+});
+afterAll(async () => {
+  await closeAll(null, [fake]);
+  receiver.close();
+});
+
+/** Every span posted so far, with its resource's attributes. */
+const spans = () =>
+  posted.flatMap((p) =>
+    (p.body.resourceSpans ?? []).flatMap((rs: any) =>
+      rs.scopeSpans.flatMap((ss: any) => ss.spans.map((s: any) => ({ ...s, resource: attrs(rs.resource.attributes), attrs: attrs(s.attributes) }))),
+    ),
+  );
+const attrs = (list: any[]): Record<string, unknown> =>
+  Object.fromEntries(list.map((a) => [a.key, a.value.stringValue ?? (a.value.intValue !== undefined ? Number(a.value.intValue) : a.value.boolValue)]));
+
+async function oneRequest(config: Record<string, any>, env: NodeJS.ProcessEnv = {}) {
+  posted.length = 0;
+  const gw = await startGateway({ ...config, discovery: { static: { endpoints: [endpoint('llama', 'llama.cpp', fake.url)] } } }, env);
+  const res = await request(`${gw.url}/gw/llamacpp/v1/chat/completions`, {
+    method: 'POST',
+    body: JSON.stringify({ model: 'tiny-chat', messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  await res.body.dump();
+  // Stopping the gateway exports what its batch still holds: no waiting on the batch's timer.
+  await gw.close();
+  return { status: res.statusCode, id: String(res.headers['x-gw-request-id']) };
+}
+
+describe('OTLP/HTTP export', () => {
+  it('posts the request span and its attempt span, decoded by a receiver, with the service name and the configured headers', async () => {
+    const r = await oneRequest({
+      tracing: { enabled: true, endpoint: `${base}/v1/traces`, headers: { authorization: 'Bearer collector-key' }, service_name: 'edge-gw' },
+    });
+    expect(r.status).toBe(200);
+    expect(posted.length).toBeGreaterThan(0);
+    expect(posted[0].path).toBe('/v1/traces');
+    expect(posted[0].headers['content-type']).toContain('application/json');
+    expect(posted[0].headers.authorization).toBe('Bearer collector-key');
+    const all = spans();
+    const server = all.find((s) => s.attrs['gw.request_id'] === r.id)!;
+    expect(server).toMatchObject({ name: 'POST /gw/llamacpp/*', kind: 2 });
+    expect(server.resource).toMatchObject({ 'service.name': 'edge-gw' });
+    const client = all.find((s) => s.parentSpanId === server.spanId)!;
+    expect(client).toMatchObject({ name: 'chat tiny-chat', kind: 3, traceId: server.traceId });
+    expect(client.attrs).toMatchObject({ 'gen_ai.provider.name': 'llama.cpp', 'gen_ai.operation.name': 'chat', 'gw.endpoint': 'llama' });
+    // The engine was sent the attempt's context.
+    expect(fake.received.at(-1)!.headers.traceparent).toBe(`00-${client.traceId}-${client.spanId}-01`);
+  });
+
+  it('turned on by OTEL_EXPORTER_OTLP_ENDPOINT alone, with OTEL_SERVICE_NAME; OTEL_SDK_DISABLED turns it off', async () => {
+    const r = await oneRequest({}, { OTEL_EXPORTER_OTLP_ENDPOINT: base, OTEL_SERVICE_NAME: 'from-env' });
+    const server = spans().find((s) => s.attrs['gw.request_id'] === r.id)!;
+    expect(posted[0].path).toBe('/v1/traces');
+    expect(server.resource['service.name']).toBe('from-env');
+    await oneRequest({ tracing: { enabled: true, endpoint: `${base}/v1/traces` } }, { OTEL_SDK_DISABLED: 'true' });
+    expect(posted).toEqual([]);
+  });
+});

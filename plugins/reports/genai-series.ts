@@ -66,6 +66,8 @@ function series(m: Metrics, conventions: Conventions) {
 }
 
 interface Cells {
+  labels: string[];
+  /** By error_type's index (0: none). */
   duration: (HistogramSeries | undefined)[];
   ttft: HistogramSeries | null;
   tpot: HistogramSeries | null;
@@ -77,18 +79,21 @@ interface Cells {
 export function genaiRecorder(env: PluginEnv, m: Metrics): (ctx: Context) => void {
   const s = series(m, env.config.metrics.gen_ai_conventions);
   const labelOf = modelLabeler(env.catalogue);
-  /** Per endpoint, operation and model: the series, looked up once. */
-  const cells = new Map<Endpoint, Map<string, Cells>>();
-  const errorIndex = new Map<string, number>();
-  const errorValues: string[] = [];
-  const cellsOf = (ep: Endpoint, op: string, model: string): [Cells, string[]] => {
-    let byKey = cells.get(ep);
-    if (!byKey) cells.set(ep, (byKey = new Map()));
-    const key = `${op}\n${model}`;
-    let c = byKey.get(key);
-    if (!c) byKey.set(key, (c = { duration: [], ttft: null, tpot: null, input: null, output: null }));
-    const { address, port } = serverOf(ep);
-    return [c, [op, providerOf(ep.family), model, model, address, String(port), ep.name]];
+  /** Per endpoint, operation and model: the series and their labels, looked up once. */
+  const cells = new Map<Endpoint, Map<string, Map<string, Cells>>>();
+  const errorIndex = new Map<string, number>([['', 0]]);
+  const cellsOf = (ep: Endpoint, op: string, model: string): Cells => {
+    let byOp = cells.get(ep);
+    if (!byOp) cells.set(ep, (byOp = new Map()));
+    let byModel = byOp.get(op);
+    if (!byModel) byOp.set(op, (byModel = new Map()));
+    let c = byModel.get(model);
+    if (!c) {
+      const { address, port } = serverOf(ep);
+      const labels = [op, providerOf(ep.family), model, model, address, String(port), ep.name];
+      byModel.set(model, (c = { labels, duration: [], ttft: null, tpot: null, input: null, output: null }));
+    }
+    return c;
   };
   return (ctx) => {
     const ep = ctx.endpoint;
@@ -96,13 +101,11 @@ export function genaiRecorder(env: PluginEnv, m: Metrics): (ctx: Context) => voi
     const op = operationOf(ctx.pathname);
     if (!op) return;
     const rec = ctx.attempt;
-    const [c, labels] = cellsOf(ep, op, labelOf(ctx.model));
+    const c = cellsOf(ep, op, labelOf(ctx.model));
+    const { labels } = c;
     const error = errorOf(ctx);
     let i = errorIndex.get(error);
-    if (i === undefined) {
-      errorIndex.set(error, (i = errorValues.length));
-      errorValues.push(error);
-    }
+    if (i === undefined) errorIndex.set(error, (i = errorIndex.size));
     (c.duration[i] ??= s.duration.with(...labels, error)).observe(ctx.totalMs / 1000);
     const usage = rec.usage ?? ctx.usage;
     if (rec.streamed && rec.firstChunkMs > 0) {
@@ -125,7 +128,8 @@ export function genaiRecorder(env: PluginEnv, m: Metrics): (ctx: Context) => voi
 /** error.type: empty for a success; the gateway's code, a broken stream, or the status. */
 function errorOf(ctx: Context): string {
   const err = ctx.error as { key?: unknown } | null;
-  if (err && typeof err.key === 'string') return err.key;
+  if (err === null) return ctx.status >= 400 ? String(ctx.status) : '';
+  if (typeof err.key === 'string') return err.key;
   if (ctx.brokeOff) return 'stream_broken';
   return ctx.status >= 400 ? String(ctx.status) : '';
 }

@@ -141,6 +141,8 @@ function endLast(ctx: Context, t: RequestTrace, end: number): void {
 
 function setUsage(span: Span, ctx: Context): void {
   const usage = ctx.attempt.usage;
+  const finish = ctx.attempt.finishReasons;
+  if (finish) span.setAttribute('gen_ai.response.finish_reasons', finish);
   if (usage) {
     span.setAttributes({ 'gen_ai.usage.input_tokens': usage.input, 'gen_ai.usage.output_tokens': usage.output });
     if (usage.cachedInput) span.setAttribute('gen_ai.usage.cache_read.input_tokens', usage.cachedInput);

@@ -53,6 +53,9 @@ export class AttemptState {
   /** The tokens the attempts whose replies reached the client used, while they are counted
    *  (Exchange.countsUsage); null: none counted. */
   usage: Usage | null = null;
+  /** Why the answers of those attempts ended, as their engines said (stop, length…), while tokens
+   *  are counted; null: none said. */
+  finishReasons: string[] | null = null;
   /** The endpoint queue the request waits in now: its client leaving takes it out at once. */
   waiting: { queue: EndpointQueue; waiter: Waiter } | null = null;
 }

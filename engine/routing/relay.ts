@@ -65,6 +65,7 @@ export class Relay<C extends Exchange> extends StreamRelay<C> implements Dispatc
       const reported = !ok ? null : w ? w.reported : fields.read(this.tailBytes());
       const bytes = this.plan.kind === 'buffer' ? this.size : this.relayedBytes;
       this.rec.usage = addUsage(this.rec.usage, ok ? attemptUsage(reported, this.ctl.sentBytes, w?.events ?? 0, bytes) : noUsage());
+      if (reported?.finish !== undefined) (this.rec.finishReasons ??= []).push(reported.finish);
     }
     super.settle(o);
   }

@@ -364,8 +364,11 @@ export class StreamWatch {
       this.reported = mergeReported(this.reported, this.usage.read(Buffer.from(data)));
     if (kind === 'error') return this.bad('error', clip(`backend error: ${(value !== NOT_JSON && this.shape.errorMessage(value)) || data}`, PROBLEM_CHARS));
     if (kind === 'none') return 'none';
-    if (kind === 'terminator') this._complete = true;
-    else this.events++;
+    if (kind === 'terminator') {
+      this._complete = true;
+      const finish = this.usage !== null && value !== NOT_JSON ? this.usage.finish(value) : undefined;
+      if (finish !== undefined) (this.reported ??= {}).finish = finish;
+    } else this.events++;
     if (this._hasContent) return 'none';
     this._hasContent = true;
     return 'content';

@@ -17,16 +17,20 @@ export interface Usage {
   estimated: number;
 }
 
-/** What one event or reply reported: the fields it named. */
-export type Reported = Partial<Omit<Usage, 'estimated'>>;
+/** What one event or reply reported: the fields it named, and why the answer ended (its finish
+ *  reason: stop, length, tool_calls… as the engine words it). */
+export type Reported = Partial<Omit<Usage, 'estimated'>> & { finish?: string };
 
 /** How an API's replies report usage (plugins/apis/usage-fields.ts for the inference APIs). */
 export interface UsageShape {
   /** Whether an event parsed anyway (its JSON value) reports usage: it is read for it then.
    *  (After the stream's end, an event is read for its usage without being parsed.) */
   carries(value: unknown): boolean;
-  /** The counts a stream event's data, or the end of a reply body, reports (its UTF-8 bytes); null: none. */
+  /** The counts a stream event's data, or the end of a reply body, reports (its UTF-8 bytes),
+   *  with a finish reason written there; null: none. */
   read(bytes: Buffer): Reported | null;
+  /** The finish reason of a stream's terminator event, parsed anyway; undefined: none. */
+  finish(value: unknown): string | undefined;
 }
 
 /** How much of a reply body's end is read for its usage (it comes last, or nearly). */
@@ -45,6 +49,7 @@ export function mergeReported(into: Reported | null, more: Reported | null): Rep
   if (more.cachedInput !== undefined) into.cachedInput = more.cachedInput;
   if (more.output !== undefined) into.output = more.output;
   if (more.reasoning !== undefined) into.reasoning = more.reasoning;
+  if (more.finish !== undefined) into.finish = more.finish;
   return into;
 }
 

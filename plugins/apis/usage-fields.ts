@@ -153,7 +153,38 @@ function read(bytes: Buffer): Reported | null {
   if (output !== undefined) r.output = output;
   if (cached !== undefined) r.cachedInput = cached;
   if (f[REASONING] !== undefined) r.reasoning = f[REASONING];
+  const finish = finishIn(bytes);
+  if (finish !== undefined) r.finish = finish;
   return r.input === undefined && r.output === undefined ? null : r;
+}
+
+/** The keys a finish reason is written under: chat completions', the messages API's, Ollama's. */
+const FINISH_KEYS = ['"finish_reason"', '"stop_reason"', '"done_reason"'].map((k) => Buffer.from(k));
+/** A finish reason is a short word: more is not one. */
+const FINISH_MAX = 64;
+
+/** The last finish reason written in these bytes as a string (null ones skipped), by its key. */
+function finishIn(b: Buffer): string | undefined {
+  for (const key of FINISH_KEYS) {
+    const at = b.lastIndexOf(key);
+    if (at === -1) continue;
+    let j = at + key.length;
+    while (j < b.length && isBlank(b[j])) j++;
+    if (b[j] !== COLON) continue;
+    j++;
+    while (j < b.length && isBlank(b[j])) j++;
+    if (b[j] !== QUOTE) continue;
+    const end = b.indexOf(QUOTE, j + 1);
+    if (end !== -1 && end - j - 1 <= FINISH_MAX) return b.toString('latin1', j + 1, end);
+  }
+  return undefined;
+}
+
+/** A stream's terminator event: chat completions' and completions' choices[].finish_reason. */
+function finish(value: unknown): string | undefined {
+  if (!isObject(value) || !Array.isArray(value.choices)) return undefined;
+  for (const c of value.choices) if (isObject(c) && typeof c.finish_reason === 'string' && c.finish_reason) return c.finish_reason;
+  return undefined;
 }
 
 const isObject = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null;
@@ -173,4 +204,4 @@ function carries(value: unknown): boolean {
   );
 }
 
-export const INFERENCE_USAGE: UsageShape = { carries, read };
+export const INFERENCE_USAGE: UsageShape = { carries, read, finish };

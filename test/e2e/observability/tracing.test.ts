@@ -102,6 +102,8 @@ describe('a plain request', () => {
     expect(attempt.attributes['gen_ai.usage.output_tokens']).toBeGreaterThan(0);
     expect(attempt.attributes['gen_ai.usage.input_tokens']).toBeGreaterThan(0);
     expect(attempt.attributes['gen_ai.input.messages']).toBeUndefined();
+    expect(attempt.attributes['gen_ai.response.finish_reasons']).toEqual(['stop']);
+    expect(server.attributes['gen_ai.response.finish_reasons']).toEqual(['stop']);
     // The engine continues the attempt's trace: same trace, the CLIENT span as parent.
     const { traceId, spanId } = attempt.spanContext();
     expect(traceparentOf(a)).toEqual([`00-${traceId}-${spanId}-01`]);
@@ -134,6 +136,16 @@ describe('a stream', () => {
     expect(clients).toHaveLength(1);
     expect(clients[0].attributes['gw.time_to_first_chunk_ms']).toBeGreaterThanOrEqual(0);
     expect(clients[0].attributes['gen_ai.usage.output_tokens']).toBeGreaterThan(0);
+    expect(clients[0].attributes['gen_ai.response.finish_reasons']).toEqual(['stop']);
+  });
+
+  it('a stream cut by its token limit says length', async () => {
+    a.behaviour.finishReason = 'length';
+    const client = new OpenAI({ baseURL: `${gw.url}/gw/pagedengine/v1`, apiKey: 'unused', maxRetries: 0 });
+    const stream = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], stream: true }).withResponse();
+    for await (const _ of stream.data);
+    const { clients } = await traceOf(String(stream.response.headers.get('x-gw-request-id')));
+    expect(clients[0].attributes['gen_ai.response.finish_reasons']).toEqual(['length']);
   });
 });
 

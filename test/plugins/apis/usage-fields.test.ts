@@ -25,17 +25,17 @@ const read = (text: string) => INFERENCE_USAGE.read(Buffer.from(text));
 describe('usage read from replies', () => {
   it("a real llama-server's stream: usage and timings in its last event", () => {
     const { reported } = streamed(readFileSync(join(FIXTURES, 'reasoning/llama-server-reasoning.sse'), 'utf8'));
-    expect(reported).toEqual({ input: 60, output: 16, cachedInput: 0 });
+    expect(reported).toEqual({ input: 60, output: 16, cachedInput: 0, finish: 'length' });
   });
 
   it("a real llama-server's whole reply: its last bytes, the cached prompt tokens included", () => {
     const body = readFileSync(join(FIXTURES, 'reasoning/llama-server-reasoning.json'));
-    expect(INFERENCE_USAGE.read(body.subarray(-4096))).toEqual({ input: 60, output: 16, cachedInput: 59 });
+    expect(INFERENCE_USAGE.read(body.subarray(-4096))).toEqual({ input: 60, output: 16, cachedInput: 59, finish: 'length' });
   });
 
   it("the messages API's stream: input from message_start, output from the last message_delta", () => {
     const { reported } = streamed(readFileSync(join(FIXTURES, 'msgapi/basic-text.sse'), 'utf8'));
-    expect(reported).toEqual({ input: 11, output: 6 });
+    expect(reported).toEqual({ input: 11, output: 6, finish: 'end_turn' });
   });
 
   it('the messages API counts cache reads and writes apart: they are input too', () => {
@@ -52,7 +52,7 @@ describe('usage read from replies', () => {
     const finish = 'data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}\n\n';
     const text = `${chunk('a')}${chunk(' b')}${chunk(' c')}${finish}data: {"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":12,"total_tokens":15,"completion_tokens":3,"completion_tokens_details":{"reasoning_tokens":1}}}\n\ndata: [DONE]\n\n`;
     const { reported, events } = streamed(text);
-    expect(reported).toEqual({ input: 12, output: 3, reasoning: 1 });
+    expect(reported).toEqual({ input: 12, output: 3, reasoning: 1, finish: 'stop' });
     expect(events).toBe(3);
   });
 
@@ -62,7 +62,7 @@ describe('usage read from replies', () => {
       line({ model: 'm', message: { role: 'assistant', content: 'Hi' }, done: false }) +
       line({ model: 'm', message: { role: 'assistant', content: ' there' }, done: false }) +
       line({ model: 'm', message: { role: 'assistant', content: '' }, done: true, done_reason: 'stop', prompt_eval_count: 26, eval_count: 2 });
-    expect(streamed(text, 'ndjson').reported).toEqual({ input: 26, output: 2 });
+    expect(streamed(text, 'ndjson').reported).toEqual({ input: 26, output: 2, finish: 'stop' });
   });
 
   it("the Responses API: response.completed's usage with its details", () => {
@@ -88,7 +88,8 @@ describe('usage read from replies', () => {
 
   it('a name inside generated text is escaped and never counts', () => {
     const text = `data: {"choices":[{"index":0,"delta":{"content":"say \\"prompt_tokens\\": 999999"},"finish_reason":null}]}\n\ndata: {"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n`;
-    expect(streamed(text).reported).toBeNull();
+    // The finish reason is read from the terminator; no count is.
+    expect(streamed(text).reported).toEqual({ finish: 'stop' });
     expect(read('{"content":"\\"completion_tokens\\": 5"}')).toBeNull();
     // Nor does a "usage" in the text start the count there; a backslash escaped itself ends a string.
     expect(read('{"content":"\\"usage\\":{\\"prompt_tokens\\":7} \\\\","usage":{"prompt_tokens":3,"completion_tokens":2}}')).toEqual({ input: 3, output: 2 });
@@ -105,5 +106,26 @@ describe('usage read from replies', () => {
       output: 4,
     });
     expect(read(JSON.stringify({ model: 'm', message: { content: 'no counts' } }))).toBeNull();
+  });
+});
+
+describe('finish reasons', () => {
+  const read = (s: string) => INFERENCE_USAGE.read(Buffer.from(s));
+  it('are read beside the counts, as each API words them, and a null one or one inside text is not one', () => {
+    expect(read('{"choices":[{"message":{"content":"hi"},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}')?.finish).toBe(
+      'tool_calls',
+    );
+    expect(read('{"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":9}}')?.finish).toBe('max_tokens');
+    expect(read('{"done":true,"done_reason":"stop","prompt_eval_count":4,"eval_count":2}')?.finish).toBe('stop');
+    expect(read('{"choices":[{"delta":{},"finish_reason":null}],"usage":{"prompt_tokens":3,"completion_tokens":2}}')?.finish).toBeUndefined();
+    expect(
+      read('{"choices":[{"message":{"content":"say \\"finish_reason\\": \\"evil\\""}}],"usage":{"prompt_tokens":3,"completion_tokens":2}}')?.finish,
+    ).toBeUndefined();
+  });
+
+  it("of a stream's terminator: its choices' finish_reason", () => {
+    expect(INFERENCE_USAGE.finish({ choices: [{ delta: {}, finish_reason: 'length' }] })).toBe('length');
+    expect(INFERENCE_USAGE.finish({ choices: [{ delta: {}, finish_reason: null }] })).toBeUndefined();
+    expect(INFERENCE_USAGE.finish('[DONE]')).toBeUndefined();
   });
 });

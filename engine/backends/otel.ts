@@ -4,7 +4,7 @@
 // context in and out, and spans exported in batches over OTLP/HTTP — or, for tests, at once to
 // the exporter given.
 import { context, defaultTextMapGetter, defaultTextMapSetter, ROOT_CONTEXT, type Span, SpanKind, trace } from '@opentelemetry/api';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { type ExportResult, ExportResultCode, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
@@ -16,12 +16,49 @@ import {
   TraceIdRatioBasedSampler,
 } from '@opentelemetry/sdk-trace-base';
 import type { IncomingHttpHeaders } from 'node:http';
+import type { Logger } from 'pino';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { sanitizeUrl } from './endpoint-plans.js';
 import type { GatewayTracer, TracerProvision, TracingSettings } from './tracing.js';
 
-export function provide(settings: TracingSettings, version: string, exporter?: SpanExporter): TracerProvision {
+/** A failed export is said in the log (the SDK's own diagnostics are silent by default), at most
+ *  once a minute: a collector that is down or refuses the key is then seen, not guessed. */
+const WARN_EVERY_MS = 60_000;
+/** One export, its retries included: a collector is near; a batch is not held longer. */
+const EXPORT_TIMEOUT_MS = 5000;
+
+function logged(inner: SpanExporter, log: Logger, endpoint: string): SpanExporter {
+  let lastWarned = -Infinity;
+  return {
+    export(spans: ReadableSpan[], done: (result: ExportResult) => void) {
+      inner.export(spans, (result) => {
+        const now = performance.now();
+        if (result.code !== ExportResultCode.SUCCESS && now - lastWarned >= WARN_EVERY_MS) {
+          lastWarned = now;
+          log.warn(
+            { endpoint, spans: spans.length, error: result.error?.message },
+            'tracing: spans could not be exported; they are dropped (check tracing.endpoint and the collector)',
+          );
+        }
+        done(result);
+      });
+    },
+    shutdown: () => inner.shutdown(),
+    forceFlush: () => inner.forceFlush?.() ?? Promise.resolve(),
+  };
+}
+
+export function provide(settings: TracingSettings, version: string, log: Logger, exporter?: SpanExporter): TracerProvision {
   const processor = exporter
     ? new SimpleSpanProcessor(exporter)
-    : new BatchSpanProcessor(new OTLPTraceExporter({ url: settings.endpoint, headers: settings.headers }), { scheduledDelayMillis: 1000 });
+    : new BatchSpanProcessor(
+        logged(
+          new OTLPTraceExporter({ url: settings.endpoint, headers: settings.headers, timeoutMillis: EXPORT_TIMEOUT_MS }),
+          log,
+          sanitizeUrl(new URL(settings.endpoint)),
+        ),
+        { scheduledDelayMillis: 1000 },
+      );
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({ 'service.name': settings.serviceName, 'service.version': version }),
     sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(settings.sampleRatio) }),

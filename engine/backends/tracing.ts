@@ -90,7 +90,7 @@ export class Tracing {
     const before = this.provision;
     if (settings) {
       const { provide } = await import('./otel.js');
-      this.provision = provide(settings, version, this.exporter);
+      this.provision = provide(settings, version, this.log, this.exporter);
       this.log.info(
         { endpoint: this.exporter ? '(in memory)' : sanitizeUrl(new URL(settings.endpoint)), sample_ratio: settings.sampleRatio },
         'tracing on: spans go over OTLP/HTTP',
@@ -101,14 +101,26 @@ export class Tracing {
     }
     this.tracer = this.provision?.tracer ?? null;
     this.applied = key;
-    await before?.shutdown();
+    if (before) await settle(before);
   }
 
   /** Export what is still held, then stop (at shutdown). */
   async stop(): Promise<void> {
-    await this.provision?.shutdown();
+    const p = this.provision;
     this.provision = null;
     this.tracer = null;
     this.applied = '';
+    if (p) await settle(p);
   }
+}
+
+/** How long stopping waits for the last spans to leave: a collector that is down must not hold
+ *  a shutdown or a reload (the exporter said so in the log already). */
+const FLUSH_WAIT_MS = 2000;
+
+async function settle(p: TracerProvision): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<void>((done) => (timer = setTimeout(done, FLUSH_WAIT_MS)));
+  await Promise.race([p.shutdown().catch(() => undefined), waited]);
+  clearTimeout(timer);
 }

@@ -9,6 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { FakeBackend } from '../../../engine/demo/index.js';
 import { closeAll, endpoint, startGateway } from '../../helpers/gateway.js';
+import { freePort } from '../../helpers/llama-server.js';
+import { waitFor } from '../../helpers/wait.js';
 
 interface Posted {
   path: string;
@@ -47,7 +49,11 @@ const spans = () =>
 const attrs = (list: any[]): Record<string, unknown> =>
   Object.fromEntries(list.map((a) => [a.key, a.value.stringValue ?? (a.value.intValue !== undefined ? Number(a.value.intValue) : a.value.boolValue)]));
 
-async function oneRequest(config: Record<string, any>, env: NodeJS.ProcessEnv = {}) {
+async function oneRequest(
+  config: Record<string, any>,
+  env: NodeJS.ProcessEnv = {},
+  before: (logs: Record<string, any>[]) => Promise<unknown> = async () => {},
+) {
   posted.length = 0;
   const gw = await startGateway({ ...config, discovery: { static: { endpoints: [endpoint('llama', 'llama.cpp', fake.url)] } } }, env);
   const res = await request(`${gw.url}/gw/llamacpp/v1/chat/completions`, {
@@ -55,9 +61,10 @@ async function oneRequest(config: Record<string, any>, env: NodeJS.ProcessEnv = 
     body: JSON.stringify({ model: 'tiny-chat', messages: [{ role: 'user', content: 'hi' }] }),
   });
   await res.body.dump();
+  await before(gw.logs);
   // Stopping the gateway exports what its batch still holds: no waiting on the batch's timer.
   await gw.close();
-  return { status: res.statusCode, id: String(res.headers['x-gw-request-id']) };
+  return { status: res.statusCode, id: String(res.headers['x-gw-request-id']), logs: gw.logs };
 }
 
 describe('OTLP/HTTP export', () => {
@@ -79,6 +86,18 @@ describe('OTLP/HTTP export', () => {
     expect(client.attrs).toMatchObject({ 'gen_ai.provider.name': 'llama.cpp', 'gen_ai.operation.name': 'chat', 'gw.endpoint': 'llama' });
     // The engine was sent the attempt's context.
     expect(fake.received.at(-1)!.headers.traceparent).toBe(`00-${client.traceId}-${client.spanId}-01`);
+  });
+
+  it('a collector that cannot be reached: the request is served, and the log says the spans were dropped, without the credentials', async () => {
+    const closed = await freePort();
+    const dropped = (logs: Record<string, any>[]) => logs.find((l) => String(l.msg).startsWith('tracing: spans could not be exported'));
+    const r = await oneRequest({ tracing: { enabled: true, endpoint: `http://user:s3cret@127.0.0.1:${closed}/v1/traces` } }, {}, (logs) =>
+      waitFor(() => dropped(logs), 'the warning that the spans were dropped'),
+    );
+    expect(r.status).toBe(200);
+    const warning = dropped(r.logs);
+    expect(warning).toMatchObject({ level: 40, endpoint: `http://127.0.0.1:${closed}/v1/traces` });
+    expect(JSON.stringify(r.logs)).not.toContain('s3cret');
   });
 
   it('turned on by OTEL_EXPORTER_OTLP_ENDPOINT alone, with OTEL_SERVICE_NAME; OTEL_SDK_DISABLED turns it off', async () => {

@@ -1,7 +1,8 @@
 // Bench section: what tracing costs per request, in instructions (callgrind: steady on two busy
 // cores, where CPU time is not). The same working tree in front of the lean backend, tracing off
 // (the default) and on, its spans exported over OTLP/HTTP in batches to a sink started here (a
-// loopback server answering 200, as a collector does): a chat request and a 10-event stream.
+// loopback server answering 200, as a collector does), every trace recorded (sample_ratio 1) and
+// one in ten (0.1): a chat request and a 10-event stream.
 // Standalone: node bench/tracing.js [PAIRS] (needs `npm run build` and valgrind).
 import { once } from 'node:events';
 import { createServer } from 'node:http';
@@ -25,17 +26,19 @@ const sink = createServer((req, res) => {
   });
 }).listen(0, '127.0.0.1');
 await once(sink, 'listening');
-const tracingOn = [`tracing: { enabled: true, endpoint: "http://127.0.0.1:${sink.address().port}/v1/traces" }`];
+const tracingAt = (ratio) => [`tracing: { enabled: true, sample_ratio: ${ratio}, endpoint: "http://127.0.0.1:${sink.address().port}/v1/traces" }`];
 const root = join(here, '..');
 const { port } = await forkReady('backend.js', ['0']);
 try {
-  console.log('| request | tracing off | tracing on | added |  (steady instructions per request)');
+  console.log('| request | tracing off | on, every trace | added | on, one in ten | added |  (steady instructions per request)');
   for (const [kind, [body, counts]] of Object.entries(KINDS)) {
     for (let i = 0; i < pairs; i++) {
       const off = await instructionsPerRequest(root, port, body, counts, 2);
-      const on = await instructionsPerRequest(root, port, body, counts, 2, '', tracingOn);
-      const added = on.withoutCompiler / off.withoutCompiler - 1;
-      console.log(`| ${kind} | ${Math.round(off.withoutCompiler)} | ${Math.round(on.withoutCompiler)} | ${(added * 100).toFixed(1)}% |`);
+      const all = await instructionsPerRequest(root, port, body, counts, 2, '', tracingAt(1));
+      const tenth = await instructionsPerRequest(root, port, body, counts, 2, '', tracingAt(0.1));
+      const added = (x) => `${((x.withoutCompiler / off.withoutCompiler - 1) * 100).toFixed(1)}%`;
+      const n = (x) => Math.round(x.withoutCompiler);
+      console.log(`| ${kind} | ${n(off)} | ${n(all)} | ${added(all)} | ${n(tenth)} | ${added(tenth)} |`);
     }
   }
   console.log(`(the sink received ${spans} exports)`);

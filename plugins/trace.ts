@@ -17,6 +17,8 @@ const CONTENT_MAX = 16_384;
 
 interface RequestTrace {
   server: Span;
+  /** Sampled: its spans are recorded and exported (else only its context is sent on). */
+  recording: boolean;
   /** The attempt under way, its start (performance.now()) and how many failures were known when it began. */
   client: Span | null;
   clientStart: number;
@@ -36,16 +38,14 @@ export default definePlugin<Record<string, never>>({
     const begin = (ctx: Context): RequestTrace => {
       const route = ctx.route.prefix ? `${ctx.route.prefix}/*` : ctx.requestPath;
       const server = tracer.server(`${ctx.method} ${route}`, ctx.start, ctx.headers);
-      server.setAttributes({
-        'http.request.method': ctx.method,
-        'url.path': ctx.requestPath,
-        'http.route': route,
-        'gw.request_id': ctx.id,
-        'gw.pipeline': env.pipeline,
-      });
-      if (family) server.setAttribute('gw.family', family);
-      ctx.traceId = server.spanContext().traceId;
-      const t: RequestTrace = { server, client: null, clientStart: 0, failuresBefore: 0, continued: 0, firstModel: undefined };
+      // A trace the sampler left out still sends its context on, and does nothing more.
+      const recording = server.isRecording();
+      if (recording) {
+        server.setAttributes({ 'http.request.method': ctx.method, 'url.path': ctx.requestPath, 'http.route': route, 'gw.request_id': ctx.id });
+        if (family) server.setAttribute('gw.family', family);
+        ctx.traceId = server.spanContext().traceId;
+      }
+      const t: RequestTrace = { server, recording, client: null, clientStart: 0, failuresBefore: 0, continued: 0, firstModel: undefined };
       traces.set(ctx, t);
       return t;
     };
@@ -56,6 +56,7 @@ export default definePlugin<Record<string, never>>({
 
     hooks.upstream.tap('trace', (ctx, up) => {
       const t = traces.get(ctx) ?? begin(ctx);
+      if (!t.recording) return sendContext(tracer, up, tracer.client(t.server, ''));
       const rec = ctx.attempt;
       if (t.client) endFailed(ctx, t);
       const ep = ctx.endpoint!;
@@ -72,7 +73,7 @@ export default definePlugin<Record<string, never>>({
         'url.path': up.path,
       });
       if (op) span.setAttribute('gen_ai.operation.name', op);
-      if (model !== undefined) span.setAttributes({ 'gen_ai.request.model': model, 'gen_ai.response.model': model });
+      if (model !== undefined) span.setAttribute('gen_ai.request.model', model);
       const reason = reasonOf(t, rec.count, rec.continued, model);
       if (reason) span.setAttribute('gw.attempt.reason', reason);
       if (tracer.captureContent && op) captureInput(ctx, span);
@@ -86,6 +87,7 @@ export default definePlugin<Record<string, never>>({
 
     hooks.done.tap('trace', (ctx) => {
       const t = traces.get(ctx) ?? begin(ctx);
+      if (!t.recording) return;
       const end = ctx.start + ctx.totalMs;
       if (t.client) endLast(ctx, t, end);
       finishServer(ctx, t.server);

@@ -125,6 +125,18 @@ describe('a plain request', () => {
   });
 });
 
+describe('a trace the caller did not sample', () => {
+  it('records nothing, counts nothing for it, and still sends the engine its context, not sampled', async () => {
+    const callerTrace = '0af7651916cd43dd8448eb211c80319c';
+    const r = await chat({}, { traceparent: `00-${callerTrace}-b7ad6b7169203331-00` });
+    expect(r.status).toBe(200);
+    const line = await waitFor(() => gw.logs.find((l) => l.msg === 'request' && l.req === r.id), 'the access log line');
+    expect(line.trace_id).toBeUndefined();
+    expect(exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === callerTrace)).toEqual([]);
+    expect(traceparentOf(a)).toEqual([expect.stringMatching(new RegExp(`^00-${callerTrace}-[0-9a-f]{16}-00$`))]);
+  });
+});
+
 describe('a stream', () => {
   it('has its time to first chunk and its tokens on the attempt span', async () => {
     const client = new OpenAI({ baseURL: `${gw.url}/gw/pagedengine/v1`, apiKey: 'unused', maxRetries: 0 });

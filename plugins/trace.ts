@@ -33,7 +33,6 @@ export default definePlugin<Record<string, never>>({
   apply(hooks, _o, env) {
     const tracer = env.tracer;
     if (!tracer) return;
-    const family = env.profile?.name;
     const traces = new WeakMap<Context, RequestTrace>();
     const begin = (ctx: Context): RequestTrace => {
       const route = ctx.route.prefix ? `${ctx.route.prefix}/*` : ctx.requestPath;
@@ -42,7 +41,6 @@ export default definePlugin<Record<string, never>>({
       const recording = server.isRecording();
       if (recording) {
         server.setAttributes({ 'http.request.method': ctx.method, 'url.path': ctx.requestPath, 'http.route': route, 'gw.request_id': ctx.id });
-        if (family) server.setAttribute('gw.family', family);
         ctx.traceId = server.spanContext().traceId;
       }
       const t: RequestTrace = { server, recording, client: null, clientStart: 0, failuresBefore: 0, continued: 0, firstModel: undefined };
@@ -70,8 +68,9 @@ export default definePlugin<Record<string, never>>({
         'server.port': port,
         'gw.endpoint': ep.name,
         'gw.attempt': rec.count,
-        'url.path': up.path,
       });
+      // The path the engine was sent, where it is not the client's (a translation, a family's own path).
+      if (up.path !== ctx.path) span.setAttribute('url.path', up.path);
       if (op) span.setAttribute('gen_ai.operation.name', op);
       if (model !== undefined) span.setAttribute('gen_ai.request.model', model);
       const reason = reasonOf(t, rec.count, rec.continued, model);
@@ -166,12 +165,19 @@ function finishServer(ctx: Context, span: Span): void {
   const model = ctx.requested?.requested ?? ctx.model;
   if (model !== undefined) span.setAttribute('gen_ai.request.model', model);
   if (rec.count) span.setAttribute('gw.attempts', rec.count);
+  // Routing's decision; its strategy and reason when it did more than route (the common case is
+  // said by its absence: every attribute is bytes in every export).
   const routing = ctx.routing;
-  if (routing) span.setAttributes({ 'gw.routing.strategy': routing.strategy, 'gw.routing.decision': routing.decision, 'gw.routing.reason': routing.reason });
+  if (routing) {
+    span.setAttribute('gw.routing.decision', routing.decision);
+    if (routing.decision !== 'routed') span.setAttributes({ 'gw.routing.strategy': routing.strategy, 'gw.routing.reason': routing.reason });
+  }
   const affinity = ctx.plan?.affinity;
   if (affinity) span.setAttribute('gw.affinity', affinityOutcome(affinity, ctx.endpoint));
   if (ctx.endpoint) span.setAttribute('gw.endpoint', ctx.endpoint.name);
-  setUsage(span, ctx);
+  // Tokens and finish reasons are the attempts' (the conventions' GenAI spans); a request that
+  // made none reports what a step read itself.
+  if (rec.count === 0) setUsage(span, ctx);
   const err = ctx.error;
   if (err instanceof GatewayError) {
     span.setAttribute('error.type', err.key);

@@ -6,7 +6,7 @@
 // Everything is read from what the kernel and the attempt loop keep anyway (ctx.attempt); with
 // tracing off this step taps nothing.
 import type { Span } from '@opentelemetry/api';
-import { definePlugin, GatewayError, type Context, type FailedAttempt, type GatewayTracer, type UpstreamRequest } from '../engine/api.js';
+import { definePlugin, GatewayError, type Context, type FailedAttempt, type UpstreamRequest } from '../engine/api.js';
 import { affinityOutcome } from './routing/affinity.js';
 import { operationOf, providerOf, serverOf } from './tracing/genai.js';
 
@@ -19,6 +19,8 @@ interface RequestTrace {
   server: Span;
   /** Sampled: its spans are recorded and exported (else only its context is sent on). */
   recording: boolean;
+  /** Not sampled: the context headers every attempt sends, made once. */
+  context?: string[];
   /** The attempt under way, its start (performance.now()) and how many failures were known when it began. */
   client: Span | null;
   clientStart: number;
@@ -54,7 +56,7 @@ export default definePlugin<Record<string, never>>({
 
     hooks.upstream.tap('trace', (ctx, up) => {
       const t = traces.get(ctx) ?? begin(ctx);
-      if (!t.recording) return sendContext(tracer, up, tracer.client(t.server, ''));
+      if (!t.recording) return sendContext(up, (t.context ??= tracer.contextHeaders(t.server)));
       const rec = ctx.attempt;
       if (t.client) endFailed(ctx, t);
       const ep = ctx.endpoint!;
@@ -81,7 +83,7 @@ export default definePlugin<Record<string, never>>({
       t.client = span;
       t.clientStart = performance.now();
       t.failuresBefore = rec.tried?.length ?? 0;
-      sendContext(tracer, up, span);
+      sendContext(up, tracer.contextHeaders(span));
     });
 
     hooks.done.tap('trace', (ctx) => {
@@ -188,14 +190,15 @@ function finishServer(ctx: Context, span: Span): void {
   }
 }
 
-/** The trace context this attempt sends: its own span's, in place of what the client sent. */
-function sendContext(tracer: GatewayTracer, up: UpstreamRequest, span: Span): void {
+/** The trace context an attempt sends (its own span's; a trace left out of sampling: the
+ *  request's, for every attempt), in place of what the client sent. */
+function sendContext(up: UpstreamRequest, context: readonly string[]): void {
   const h = up.headers;
   for (let i = h.length - 2; i >= 0; i -= 2) {
     const name = h[i].toLowerCase();
     if (name === 'traceparent' || name === 'tracestate') h.splice(i, 2);
   }
-  h.push(...tracer.contextHeaders(span));
+  for (let i = 0; i < context.length; i++) h.push(context[i]);
 }
 
 /** The prompt, when content capture is on: the body's messages (or prompt/input), as JSON text. */

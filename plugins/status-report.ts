@@ -32,6 +32,8 @@ export default definePlugin<Record<string, never>>({
           load_balancer: config.proxy.load_balancer,
           endpoints_configured: all.length,
           models_discovered: models.length,
+          // OpenTelemetry tracing: where spans go and the share of traces kept; null while off.
+          tracing: env.tracer ? { exports_to: env.tracer.exportsTo, sample_ratio: env.tracer.sampleRatio } : null,
         },
         statistics: {
           requests_total: stats.requestsTotal,

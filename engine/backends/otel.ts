@@ -68,6 +68,8 @@ export function provide(settings: TracingSettings, version: string, log: Logger,
   const propagator = new W3CTraceContextPropagator();
   const gatewayTracer: GatewayTracer = {
     captureContent: settings.captureContent,
+    exportsTo: exporter ? '(in memory)' : sanitizeUrl(new URL(settings.endpoint)),
+    sampleRatio: settings.sampleRatio,
     server(name: string, start: number, headers: IncomingHttpHeaders): Span {
       const caller = headers.traceparent ? propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter) : ROOT_CONTEXT;
       return tracer.startSpan(name, { kind: SpanKind.SERVER, startTime: start }, caller);

@@ -23,6 +23,10 @@ export interface TracingSettings {
 export interface GatewayTracer {
   /** Messages may go on spans (the content-capture switch). */
   readonly captureContent: boolean;
+  /** Where spans go (no credentials, no query), and the share of traces begun here that is kept:
+   *  what /internal/status shows. */
+  readonly exportsTo: string;
+  readonly sampleRatio: number;
   /** The request's SERVER span, continuing the caller's trace (traceparent, tracestate), begun at
    *  `start` (a performance.now() time). */
   server(name: string, start: number, headers: IncomingHttpHeaders): Span;

@@ -56,6 +56,7 @@ async function oneRequest(
 ) {
   posted.length = 0;
   const gw = await startGateway({ ...config, discovery: { static: { endpoints: [endpoint('llama', 'llama.cpp', fake.url)] } } }, env);
+  const status = (await (await request(`${gw.url}/internal/status`)).body.json()) as any;
   const res = await request(`${gw.url}/gw/llamacpp/v1/chat/completions`, {
     method: 'POST',
     body: JSON.stringify({ model: 'tiny-chat', messages: [{ role: 'user', content: 'hi' }] }),
@@ -64,7 +65,7 @@ async function oneRequest(
   await before(gw.logs);
   // Stopping the gateway exports what its batch still holds: no waiting on the batch's timer.
   await gw.close();
-  return { status: res.statusCode, id: String(res.headers['x-gw-request-id']), logs: gw.logs };
+  return { status: res.statusCode, id: String(res.headers['x-gw-request-id']), logs: gw.logs, tracing: status.config.tracing };
 }
 
 describe('OTLP/HTTP export', () => {
@@ -97,6 +98,8 @@ describe('OTLP/HTTP export', () => {
     expect(r.status).toBe(200);
     const warning = dropped(r.logs);
     expect(warning).toMatchObject({ level: 40, endpoint: `http://127.0.0.1:${closed}/v1/traces` });
+    // /internal/status says where spans go, without the credentials either.
+    expect(r.tracing).toEqual({ exports_to: `http://127.0.0.1:${closed}/v1/traces`, sample_ratio: 1 });
     expect(JSON.stringify(r.logs)).not.toContain('s3cret');
   });
 

@@ -45,7 +45,7 @@ describe('/internal/status', () => {
     gw = await startGateway({ discovery: { static: { endpoints: [endpoint('gpu', 'pagedengine', fakes[0].url)] } } });
     const { json } = await get('/internal/status');
     expect(Object.keys(json)).toEqual(['version', 'build', 'config', 'statistics', 'endpoints', 'models', 'reload', 'system']);
-    expect(json.config).toEqual({ proxy_engine: 'undici', load_balancer: 'priority', endpoints_configured: 1, models_discovered: 2 });
+    expect(json.config).toEqual({ proxy_engine: 'undici', load_balancer: 'priority', endpoints_configured: 1, models_discovered: 2, tracing: null });
     expect(Object.keys(json.statistics)).toEqual([
       'requests_total',
       'requests_active',

@@ -20,6 +20,16 @@ export const ENV_VARS = [
   ['GW_LOGGING_LEVEL', '`logging.level` (`debug`, `info`, `warn`, `error`)'],
   ['GW_DISCOVERY_MODEL_DISCOVERY_ENABLED', '`discovery.model_discovery.enabled` (`true`, `false`, `1`, `0`, `yes`, `no`)'],
   ['GW_DISCOVERY_MODEL_DISCOVERY_INTERVAL', '`discovery.model_discovery.interval` (a duration above zero, such as `5m`)'],
+  ['OTEL_EXPORTER_OTLP_ENDPOINT', '`tracing.enabled: true` and `tracing.endpoint` (this base URL + `/v1/traces`)'],
+  ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', '`tracing.enabled: true` and `tracing.endpoint` (this URL as it is)'],
+  ['OTEL_EXPORTER_OTLP_HEADERS', '`tracing.headers` (`name=value,…`, values percent-encoded; never shown in warnings)'],
+  ['OTEL_EXPORTER_OTLP_TRACES_HEADERS', '`tracing.headers`, winning over the one above'],
+  ['OTEL_SERVICE_NAME', '`tracing.service_name`'],
+  ['OTEL_TRACES_SAMPLER_ARG', '`tracing.sample_ratio` (0–1)'],
+  ['OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT', '`tracing.capture_content` (`true` turns it on)'],
+  ['OTEL_TRACES_EXPORTER', '`otlp`: `tracing.enabled: true`; `none`: `false`'],
+  ['OTEL_SDK_DISABLED', '`true`: `tracing.enabled: false`, whatever else says'],
+  ['OTEL_SEMCONV_STABILITY_OPT_IN', 'with `gen_ai_latest_experimental` in its list: `metrics.gen_ai_conventions: latest_experimental`'],
 ];
 
 const HEADER = `# Configuration reference

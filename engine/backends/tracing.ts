@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import type { GatewayConfig } from '../core/config.js';
 import { sanitizeUrl } from './endpoint-plans.js';
 
-/** Where spans go and which are kept: the config's `tracing`, the environment's OTEL_* winning. */
+/** Where spans go and which are kept: the config's `tracing` (with the OTEL_* variables in it). */
 export interface TracingSettings {
   endpoint: string;
   headers: Record<string, string>;
@@ -36,36 +36,12 @@ export interface GatewayTracer {
   contextHeaders(span: Span): string[];
 }
 
-const truthy = (v: string | undefined) => v !== undefined && ['true', '1', 'yes', 'on'].includes(v.trim().toLowerCase());
-
-/** name=value,… (OTEL_EXPORTER_OTLP_HEADERS: values percent-encoded). */
-function headerList(text: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const pair of text.split(',')) {
-    const eq = pair.indexOf('=');
-    if (eq > 0) out[pair.slice(0, eq).trim()] = decodeURIComponent(pair.slice(eq + 1).trim());
-  }
-  return out;
-}
-
-/** The effective settings, or null while tracing is off. The OTEL_* variables are the standard
- *  ones (the OpenTelemetry SDK configuration spec); they win over the config file, as GW_* do. */
-export function tracingSettings(config: GatewayConfig, env: NodeJS.ProcessEnv): TracingSettings | null {
+/** The settings of a loaded config (the OTEL_* variables are read into it: core/otel-env.ts), or
+ *  null while tracing is off. */
+export function tracingSettings(config: GatewayConfig): TracingSettings | null {
   const t = config.tracing;
-  const exporters = env.OTEL_TRACES_EXPORTER?.split(',').map((s) => s.trim());
-  const traceEndpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
-  const baseEndpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT;
-  const on = t.enabled || exporters?.includes('otlp') || !!traceEndpoint || !!baseEndpoint;
-  if (!on || truthy(env.OTEL_SDK_DISABLED) || exporters?.includes('none')) return null;
-  const ratio = Number(env.OTEL_TRACES_SAMPLER_ARG);
-  const headers = env.OTEL_EXPORTER_OTLP_TRACES_HEADERS ?? env.OTEL_EXPORTER_OTLP_HEADERS;
-  return {
-    endpoint: traceEndpoint || (baseEndpoint ? `${baseEndpoint.replace(/\/+$/, '')}/v1/traces` : t.endpoint),
-    headers: headers ? headerList(headers) : t.headers,
-    serviceName: env.OTEL_SERVICE_NAME || t.service_name,
-    sampleRatio: env.OTEL_TRACES_SAMPLER_ARG !== undefined && ratio >= 0 && ratio <= 1 ? ratio : t.sample_ratio,
-    captureContent: t.capture_content || truthy(env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT),
-  };
+  if (!t.enabled) return null;
+  return { endpoint: t.endpoint, headers: t.headers, serviceName: t.service_name, sampleRatio: t.sample_ratio, captureContent: t.capture_content };
 }
 
 /** The SDK's part, made by otel.ts once it is loaded. */

@@ -6,6 +6,7 @@ import { parseCidr } from './cidr.js';
 import { DURATION_PATTERN, parseDuration } from './duration.js';
 import { ConfigError } from './errors.js';
 import { keysFromFile, keysProblems, type KeysConfig } from './keys.js';
+import { OTEL_OVERRIDES, SECRET_ENV } from './otel-env.js';
 import { explain, validatorOf, type Problem } from './schema.js';
 import type { SharedStepDef } from './pipelines.js';
 import { readYaml } from './yaml-file.js';
@@ -171,13 +172,12 @@ const ENV_OVERRIDES: Record<string, Override> = {
     const b = { true: true, '1': true, yes: true, false: false, '0': false, no: false }[v.trim().toLowerCase()];
     return b === undefined ? 'must be true or false' : void (c.discovery.model_discovery.enabled = b);
   },
-  // The OpenTelemetry switch to the latest experimental GenAI conventions (a list; other entries are others').
-  OTEL_SEMCONV_STABILITY_OPT_IN: (c, v) =>
-    v.split(',').some((s) => s.trim() === 'gen_ai_latest_experimental') ? void (c.metrics.gen_ai_conventions = 'latest_experimental') : undefined,
   GW_DISCOVERY_MODEL_DISCOVERY_INTERVAL: (c, v) =>
     durationRe.test(v.trim()) && parseDuration(v.trim()) > 0
       ? void (c.discovery.model_discovery.interval = v.trim())
       : 'must be a duration above zero, such as 5m',
+  // The standard OpenTelemetry variables (tracing, the GenAI conventions' names).
+  ...OTEL_OVERRIDES,
 };
 
 /** A config value by dotted path ("translators.msgapi.enabled"), for YAML that names config keys. */
@@ -305,7 +305,8 @@ export function checkConfig(file: string | null, env: NodeJS.ProcessEnv = proces
     const value = env[name];
     if (value === undefined) continue;
     const why = apply(cfg, value);
-    if (why) problems.push({ level: 'warn', field: name, message: `environment value ${JSON.stringify(value)} ${why}; ignored, using the configured value` });
+    const shown = SECRET_ENV.has(name) ? 'its value (not shown: it may hold a key)' : `environment value ${JSON.stringify(value)}`;
+    if (why) problems.push({ level: 'warn', field: name, message: `${shown} ${why}; ignored, using the configured value` });
   }
   written.set(cfg, raw);
   return { loaded: { config: deepFreeze(cfg), source, problems }, problems };

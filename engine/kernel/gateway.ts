@@ -71,7 +71,7 @@ export class Gateway {
     const status: ReloadStatus = { generation: 1, last_attempt: null, ok: true, error: null };
     const runner = createRunner(backends.stats);
     try {
-      await backends.tracing.configure(tracingSettings(inputs.config, options.env), VERSION);
+      await backends.tracing.configure(tracingSettings(inputs.config), VERSION);
       const runtime = runtimeOf({ ...inputs, backends, log, version: VERSION, startedAt: new Date(), reload: status });
       const graph = compile(inputs, runtime, runner);
       return new Gateway(options, backends, log, runner, status, { graph, runtime });
@@ -215,7 +215,7 @@ export class Gateway {
     let next: Current;
     try {
       inputs = await loadInputs(this.options);
-      await this.backends.tracing.configure(tracingSettings(inputs.config, this.options.env), VERSION);
+      await this.backends.tracing.configure(tracingSettings(inputs.config), VERSION);
       const runtime = runtimeOf({
         ...inputs,
         backends: this.backends,

@@ -46,11 +46,11 @@ describe('the configuration reference', () => {
     expect(missing, 'schemas/config.schema.json: properties without a description').toEqual([]);
   });
 
-  it('lists the environment variables the engine reads', () => {
+  it('lists the environment variables the engine reads (GW_* and the standard OTEL_* ones)', () => {
     const read = new Set<string>();
     for (const file of engineSources()) {
       const source = readFileSync(file, 'utf8');
-      for (const m of source.matchAll(/^\s*(GW_[A-Z0-9_]+): \(/gm)) read.add(m[1]);
+      for (const m of source.matchAll(/^\s*((?:GW|OTEL)_[A-Z0-9_]+): \(/gm)) read.add(m[1]);
       if (/\benv\.GW_CONFIG\b/.test(source)) read.add('GW_CONFIG');
     }
     expect(read.size, "the engine's table of GW_* overrides was not found").toBeGreaterThan(1);

@@ -5,6 +5,7 @@
 // once per endpoint and status class, then observed by index.
 import { definePlugin, ERROR_CODES, GatewayError, type CounterCell, type Endpoint, type HistogramSeries, type RoutingInfo } from '../engine/api.js';
 import { affinityOutcome } from './routing/affinity.js';
+import { outcomeKind } from './reports/outcome-kind.js';
 import { genaiRecorder } from './reports/genai-series.js';
 import { instruments, modelLabel, modelLabeler } from './reports/metrics-instruments.js';
 
@@ -53,7 +54,7 @@ export default definePlugin<Record<string, never>>({
       if (attempt.count > 1) failovers.value += attempt.count - 1;
       const tried = attempt.tried;
       if (tried) {
-        for (const t of tried) m.failedAttempts.with(t.family, t.endpoint, modelLabel(catalogue, t.model), reasonOf(t.outcome)).value++;
+        for (const t of tried) m.failedAttempts.with(t.family, t.endpoint, modelLabel(catalogue, t.model), outcomeKind(t.outcome)).value++;
       }
       if (attempt.continuation) m.continuations.with(family, route, attempt.continuation).value++;
       const note = ctx.plan?.affinity;
@@ -93,9 +94,3 @@ export default definePlugin<Record<string, never>>({
     });
   },
 });
-
-/** The reason label of a failed attempt: its outcome without the detail in brackets. */
-function reasonOf(outcome: string): string {
-  const cut = outcome.indexOf(' (');
-  return cut < 0 ? outcome : outcome.slice(0, cut);
-}

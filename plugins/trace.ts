@@ -7,6 +7,7 @@
 // tracing off this step taps nothing.
 import type { Span } from '@opentelemetry/api';
 import { definePlugin, GatewayError, type Context, type FailedAttempt, type UpstreamRequest } from '../engine/api.js';
+import { outcomeKind } from './reports/outcome-kind.js';
 import { affinityOutcome } from './routing/affinity.js';
 import { operationOf, providerOf, serverOf } from './tracing/genai.js';
 
@@ -115,8 +116,7 @@ function endFailed(ctx: Context, t: RequestTrace): void {
 }
 
 function markFailed(span: Span, failed: FailedAttempt): void {
-  const cut = failed.outcome.indexOf(' (');
-  const kind = cut < 0 ? failed.outcome : failed.outcome.slice(0, cut);
+  const kind = outcomeKind(failed.outcome);
   span.setAttributes({ 'error.type': kind, 'gw.attempt.outcome': failed.outcome });
   if (/^\d{3}$/.test(kind)) span.setAttribute('http.response.status_code', Number(kind));
   span.setStatus({ code: ERROR, message: failed.outcome });
@@ -130,10 +130,7 @@ function endLast(ctx: Context, t: RequestTrace, end: number): void {
   if (failed) markFailed(span, failed);
   else {
     if (ctx.status > 0) span.setAttribute('http.response.status_code', ctx.status);
-    if (ctx.status >= 500 || ctx.brokeOff) {
-      span.setAttribute('error.type', ctx.brokeOff ? 'stream_broken' : String(ctx.status));
-      span.setStatus({ code: ERROR });
-    }
+    markReplyError(span, ctx);
   }
   if (rec.firstChunkMs > 0 && rec.streamed)
     span.setAttribute('gw.time_to_first_chunk_ms', Math.round(Math.max(0, ctx.start + rec.firstChunkMs - t.clientStart)));
@@ -184,10 +181,14 @@ function finishServer(ctx: Context, span: Span): void {
   if (err instanceof GatewayError) {
     span.setAttribute('error.type', err.key);
     span.setStatus({ code: ERROR, message: err.message });
-  } else if (ctx.status >= 500 || ctx.brokeOff) {
-    span.setAttribute('error.type', ctx.brokeOff ? 'stream_broken' : String(ctx.status));
-    span.setStatus({ code: ERROR });
-  }
+  } else markReplyError(span, ctx);
+}
+
+/** A reply that broke off after its head, or a 5xx: the span's error. */
+function markReplyError(span: Span, ctx: Context): void {
+  if (ctx.status < 500 && !ctx.brokeOff) return;
+  span.setAttribute('error.type', ctx.brokeOff ? 'stream_broken' : String(ctx.status));
+  span.setStatus({ code: ERROR });
 }
 
 /** The trace context an attempt sends (its own span's; a trace left out of sampling: the

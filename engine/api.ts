@@ -58,7 +58,7 @@ export { ClientGone } from './backends/failures.js';
 export { clip, echo } from './core/head.js';
 export { isObject, type JsonObject, type ReplyHeaders } from './core/json.js';
 export { rateLimitHeaders, type Whom } from './routing/admission.js';
-export type { GatewayTracer } from './backends/tracing.js';
+export { contextHeaders, type GatewayTracer, type TraceSpan } from './backends/tracing.js';
 
 // The backends' state, as plugins read it: endpoints (a read view), queues, the catalogue, the
 // counters and metrics, the rate limits' buckets.

@@ -26,6 +26,7 @@ export const ENV_VARS = [
   ['OTEL_EXPORTER_OTLP_TRACES_HEADERS', '`tracing.headers`, winning over the one above'],
   ['OTEL_SERVICE_NAME', '`tracing.service_name`'],
   ['OTEL_TRACES_SAMPLER_ARG', '`tracing.sample_ratio` (0–1)'],
+  ['OTEL_BSP_SCHEDULE_DELAY', '`tracing.batch_delay` (milliseconds)'],
   ['OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT', '`tracing.capture_content` (`true` turns it on)'],
   ['OTEL_TRACES_EXPORTER', '`otlp`: `tracing.enabled: true`; `none`: `false`'],
   ['OTEL_SDK_DISABLED', '`true`: `tracing.enabled: false`, whatever else says'],

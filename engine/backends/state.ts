@@ -4,7 +4,6 @@
 // Where each fact is kept — this process, the host, the fleet (sharing/scopes.ts) — is decided
 // here, once: by the host scope it is built with (its own, or a worker's link to its host) and
 // the fleet (the replicas' Redis, when configured).
-import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../core/config.js';
 import { parseDuration } from '../core/duration.js';
@@ -71,9 +70,8 @@ export class Backends {
     private readonly log: Logger,
     clock: () => number = () => performance.now(),
     readonly host: HostScope = new OwnHost(),
-    traceExporter?: SpanExporter,
   ) {
-    this.tracing = new Tracing(log, traceExporter);
+    this.tracing = new Tracing(log);
     this.fleet = new Fleet(
       log,
       () => this.stats.rateLimitStoreFailures++,

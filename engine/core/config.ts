@@ -119,7 +119,15 @@ export interface GatewayConfig {
   };
   dashboard: { enabled: boolean; access_policy: { allowed_cidrs: string[]; allowed_hosts: string[] } };
   metrics: { enabled: boolean; gen_ai_conventions: 'default' | 'latest_experimental' };
-  tracing: { enabled: boolean; endpoint: string; headers: Record<string, string>; service_name: string; sample_ratio: number; capture_content: boolean };
+  tracing: {
+    enabled: boolean;
+    endpoint: string;
+    headers: Record<string, string>;
+    service_name: string;
+    sample_ratio: number;
+    capture_content: boolean;
+    batch_delay: string;
+  };
   logging: { level: 'debug' | 'info' | 'warn' | 'error'; format: 'json' | 'text' };
   pipelines: { dir: string; before: SharedStepDef[]; after: SharedStepDef[]; watch: boolean };
   plugins: string[];

@@ -51,6 +51,10 @@ export const OTEL_OVERRIDES: Record<string, Override> = {
     const ratio = Number(v);
     return v.trim() !== '' && ratio >= 0 && ratio <= 1 ? void (c.tracing.sample_ratio = ratio) : 'must be a number from 0 to 1';
   },
+  OTEL_BSP_SCHEDULE_DELAY: (c, v) => {
+    const ms = Number(v);
+    return v.trim() !== '' && Number.isInteger(ms) && ms > 0 ? void (c.tracing.batch_delay = `${ms}ms`) : 'must be a whole number of milliseconds above 0';
+  },
   OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: (c, v) => void (c.tracing.capture_content = ON.has(v.trim().toLowerCase())),
   OTEL_TRACES_EXPORTER: (c, v) => {
     const names = list(v);

@@ -7,7 +7,6 @@ import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import type { HTTPMethod } from 'find-my-way';
 import type { DestinationStream, Logger } from 'pino';
-import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { Backends } from '../backends/state.js';
 import { tracingSettings } from '../backends/tracing.js';
 import type { WorkerLink } from '../backends/sharing/host-link.js';
@@ -39,8 +38,6 @@ export interface GatewayOptions extends BuildOptions {
   /** Told after each reload that took effect (the host passes it on to its workers: one that
    *  failed leaves them on the configuration the host keeps too). */
   onReload?: (reason: string) => void;
-  /** Tests: spans go to this exporter at once (an in-memory one) instead of over OTLP/HTTP. */
-  traceExporter?: SpanExporter;
 }
 
 /** A compiled graph and the runtime its plugins were applied with. */
@@ -67,7 +64,7 @@ export class Gateway {
     const root = createLogger(inputs.config.logging.level, options.logDestination, inputs.config.logging.format);
     const log = options.link ? root.child({ worker: options.link.worker }) : root;
     for (const p of inputs.warnings) log.warn({ file: 'file' in p ? p.file : inputs.source, field: p.field }, formatProblem(p));
-    const backends = new Backends(inputs.config, inputs.plans, log, options.clock, options.link, options.traceExporter);
+    const backends = new Backends(inputs.config, inputs.plans, log, options.clock, options.link);
     const status: ReloadStatus = { generation: 1, last_attempt: null, ok: true, error: null };
     const runner = createRunner(backends.stats);
     try {

@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { Gateway, type GatewayOptions } from '../../engine/kernel/gateway.js';
+import { Gateway } from '../../engine/kernel/gateway.js';
 import { BUILTIN_PLUGINS } from '../../plugins/index.js';
 import type { FakeBackend } from '../../engine/demo/index.js';
 
@@ -40,12 +40,7 @@ export const NO_RATE_LIMITS = {
   per_endpoint: { default_requests_per_minute: 0 },
 };
 
-export async function startGateway(
-  config: Record<string, any>,
-  env: NodeJS.ProcessEnv = {},
-  clock?: () => number,
-  more: Pick<GatewayOptions, 'traceExporter'> = {},
-): Promise<Started> {
+export async function startGateway(config: Record<string, any>, env: NodeJS.ProcessEnv = {}, clock?: () => number): Promise<Started> {
   const full = {
     ...config,
     server: { host: '127.0.0.1', port: 0, shutdown_timeout: '2s', rate_limits: NO_RATE_LIMITS, ...(config.server ?? {}) },
@@ -55,7 +50,7 @@ export async function startGateway(
   };
   const configFile = writeConfig(full);
   const { logs, destination } = memoryLogs();
-  const gw = await Gateway.create({ configFile, env, logDestination: destination, plugins: BUILTIN_PLUGINS, clock, ...more });
+  const gw = await Gateway.create({ configFile, env, logDestination: destination, plugins: BUILTIN_PLUGINS, clock });
   const addr = await gw.listen();
   return { gw, url: `http://127.0.0.1:${addr.port}`, logs, configFile, close: () => gw.close() };
 }

@@ -2,59 +2,34 @@
 // them: a receiver started here on loopback decodes what the gateway posts — the resource's
 // service name, the request's SERVER span and its attempt's CLIENT span — and sees the headers
 // the config gives (a collector's key). The standard OTEL_* variables win over the config.
-import { once } from 'node:events';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { FakeBackend } from '../../../engine/demo/index.js';
 import { closeAll, endpoint, startGateway } from '../../helpers/gateway.js';
 import { freePort } from '../../helpers/llama-server.js';
+import { OtlpSink } from '../../helpers/otlp-sink.js';
 import { waitFor } from '../../helpers/wait.js';
 
-interface Posted {
-  path: string;
-  headers: IncomingHttpHeaders;
-  body: any;
-}
-
-let receiver: Server, base: string, fake: FakeBackend;
-const posted: Posted[] = [];
+let fake: FakeBackend;
+const sink = new OtlpSink();
+const base = () => sink.url.replace(/\/v1\/traces$/, '');
 
 beforeAll(async () => {
-  receiver = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      posted.push({ path: req.url ?? '', headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  }).listen(0, '127.0.0.1');
-  await once(receiver, 'listening');
-  base = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  await sink.start();
   fake = await new FakeBackend({ family: 'cppengine', name: 'llama', models: [{ name: 'tiny-chat' }] }).start();
 });
 afterAll(async () => {
   await closeAll(null, [fake]);
-  receiver.close();
+  await sink.stop();
+  expect(sink.errors).toEqual([]);
 });
-
-/** Every span posted so far, with its resource's attributes. */
-const spans = () =>
-  posted.flatMap((p) =>
-    (p.body.resourceSpans ?? []).flatMap((rs: any) =>
-      rs.scopeSpans.flatMap((ss: any) => ss.spans.map((s: any) => ({ ...s, resource: attrs(rs.resource.attributes), attrs: attrs(s.attributes) }))),
-    ),
-  );
-const attrs = (list: any[]): Record<string, unknown> =>
-  Object.fromEntries(list.map((a) => [a.key, a.value.stringValue ?? (a.value.intValue !== undefined ? Number(a.value.intValue) : a.value.boolValue)]));
 
 async function oneRequest(
   config: Record<string, any>,
   env: NodeJS.ProcessEnv = {},
   before: (logs: Record<string, any>[]) => Promise<unknown> = async () => {},
 ) {
-  posted.length = 0;
+  sink.reset();
   const gw = await startGateway({ ...config, discovery: { static: { endpoints: [endpoint('llama', 'llama.cpp', fake.url)] } } }, env);
   const status = (await (await request(`${gw.url}/internal/status`)).body.json()) as any;
   const res = await request(`${gw.url}/gw/llamacpp/v1/chat/completions`, {
@@ -71,20 +46,23 @@ async function oneRequest(
 describe('OTLP/HTTP export', () => {
   it('posts the request span and its attempt span, decoded by a receiver, with the service name and the configured headers', async () => {
     const r = await oneRequest({
-      tracing: { enabled: true, endpoint: `${base}/v1/traces`, headers: { authorization: 'Bearer collector-key' }, service_name: 'edge-gw' },
+      tracing: { enabled: true, endpoint: sink.url, headers: { authorization: 'Bearer collector-key' }, service_name: 'edge-gw' },
     });
     expect(r.status).toBe(200);
-    expect(posted.length).toBeGreaterThan(0);
-    expect(posted[0].path).toBe('/v1/traces');
-    expect(posted[0].headers['content-type']).toContain('application/json');
-    expect(posted[0].headers.authorization).toBe('Bearer collector-key');
-    const all = spans();
-    const server = all.find((s) => s.attrs['gw.request_id'] === r.id)!;
+    expect(sink.exports.length).toBeGreaterThan(0);
+    expect(sink.exports[0].path).toBe('/v1/traces');
+    expect(sink.exports[0].headers['content-type']).toContain('application/json');
+    expect(sink.exports[0].headers.authorization).toBe('Bearer collector-key');
+    const all = sink.spans;
+    const server = all.find((s) => s.attributes['gw.request_id'] === r.id)!;
     expect(server).toMatchObject({ name: 'POST /gw/llamacpp/*', kind: 2 });
-    expect(server.resource).toMatchObject({ 'service.name': 'edge-gw' });
+    expect(server.resource).toMatchObject({ 'service.name': 'edge-gw', 'telemetry.sdk.language': 'nodejs' });
+    expect(server.endNs).toBeGreaterThanOrEqual(server.startNs);
+    // Times are Unix nanoseconds: within a minute of now.
+    expect(Number(server.endNs / 1_000_000n)).toBeGreaterThan(Date.now() - 60_000);
     const client = all.find((s) => s.parentSpanId === server.spanId)!;
     expect(client).toMatchObject({ name: 'chat tiny-chat', kind: 3, traceId: server.traceId });
-    expect(client.attrs).toMatchObject({ 'gen_ai.provider.name': 'llama.cpp', 'gen_ai.operation.name': 'chat', 'gw.endpoint': 'llama' });
+    expect(client.attributes).toMatchObject({ 'gen_ai.provider.name': 'llama.cpp', 'gen_ai.operation.name': 'chat', 'gw.endpoint': 'llama' });
     // The engine was sent the attempt's context.
     expect(fake.received.at(-1)!.headers.traceparent).toBe(`00-${client.traceId}-${client.spanId}-01`);
   });
@@ -104,11 +82,11 @@ describe('OTLP/HTTP export', () => {
   });
 
   it('turned on by OTEL_EXPORTER_OTLP_ENDPOINT alone, with OTEL_SERVICE_NAME; OTEL_SDK_DISABLED turns it off', async () => {
-    const r = await oneRequest({}, { OTEL_EXPORTER_OTLP_ENDPOINT: base, OTEL_SERVICE_NAME: 'from-env' });
-    const server = spans().find((s) => s.attrs['gw.request_id'] === r.id)!;
-    expect(posted[0].path).toBe('/v1/traces');
+    const r = await oneRequest({}, { OTEL_EXPORTER_OTLP_ENDPOINT: base(), OTEL_SERVICE_NAME: 'from-env' });
+    const server = sink.spans.find((s) => s.attributes['gw.request_id'] === r.id)!;
+    expect(sink.exports[0].path).toBe('/v1/traces');
     expect(server.resource['service.name']).toBe('from-env');
-    await oneRequest({ tracing: { enabled: true, endpoint: `${base}/v1/traces` } }, { OTEL_SDK_DISABLED: 'true' });
-    expect(posted).toEqual([]);
+    await oneRequest({ tracing: { enabled: true, endpoint: sink.url } }, { OTEL_SDK_DISABLED: 'true' });
+    expect(sink.exports).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-// OpenTelemetry traces as a platform team reads them (an in-memory exporter in place of OTLP): a
+// OpenTelemetry traces as a platform team reads them (exported over OTLP/HTTP to a receiver here): a
 // SERVER span per request, a CLIENT span per upstream attempt under it, named and attributed by
 // the GenAI conventions; retries, fallbacks and continuations as attempts of their own with the
 // reason; a refused request as a span with error.type; the caller's traceparent continued and a
@@ -7,56 +7,58 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { request } from 'undici';
-import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { keyHash } from '../../../engine/core/keys.js';
 import { FakeBackend } from '../../../engine/demo/index.js';
 import { closeAll, endpoint, startGateway, type Started } from '../../helpers/gateway.js';
+import { OtlpSink, type SinkSpan } from '../../helpers/otlp-sink.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const MODEL = 'Qwen2.5-7B';
 const FALLBACK = 'Llama-3.1-8B';
 const REPLY = 'The quick brown fox jumps over the lazy dog while the cat watches';
-const SERVER = 1;
-const CLIENT = 2;
+/** OTLP's span kinds. */
+const SERVER = 2;
+const CLIENT = 3;
+/** Spans leave soon after they end: a test waits for them, not for the default second. */
+const BATCH = '20ms';
 
 let a: FakeBackend, b: FakeBackend, fb: FakeBackend, gw: Started;
-const exporter = new InMemorySpanExporter();
+const sink = new OtlpSink();
 const fakes = () => [a, b, fb];
 
 beforeAll(async () => {
+  await sink.start();
   a = await new FakeBackend({ family: 'pagedengine', name: 'paged-a', models: [{ name: MODEL }], reply: REPLY }).start();
   b = await new FakeBackend({ family: 'pagedengine', name: 'paged-b', models: [{ name: MODEL }], reply: REPLY }).start();
   fb = await new FakeBackend({ family: 'pagedengine', name: 'paged-fallback', models: [{ name: FALLBACK }], reply: REPLY }).start();
   const ep = (f: FakeBackend, priority: number) => endpoint(f.name, 'pagedengine', f.url, { priority, check_interval: '60s' });
-  gw = await startGateway(
-    {
-      tracing: { enabled: true },
-      proxy: { load_balancer: 'priority', max_retries: 5, circuit_breaker: { proxy_failures: 1000 }, affinity: { enabled: false } },
-      // The messages API translated to chat completions, though vLLM serves it natively too.
-      translators: { msgapi: { passthrough: false } },
-      model_fallbacks: { [MODEL]: [FALLBACK] },
-      discovery: { static: { endpoints: [ep(a, 100), ep(b, 50), ep(fb, 10)] } },
-    },
-    {},
-    undefined,
-    { traceExporter: exporter },
-  );
+  gw = await startGateway({
+    tracing: { enabled: true, endpoint: sink.url, batch_delay: BATCH },
+    proxy: { load_balancer: 'priority', max_retries: 5, circuit_breaker: { proxy_failures: 1000 }, affinity: { enabled: false } },
+    // The messages API translated to chat completions, though vLLM serves it natively too.
+    translators: { msgapi: { passthrough: false } },
+    model_fallbacks: { [MODEL]: [FALLBACK] },
+    discovery: { static: { endpoints: [ep(a, 100), ep(b, 50), ep(fb, 10)] } },
+  });
 });
-afterAll(() => closeAll(gw, fakes()));
+afterAll(async () => {
+  await closeAll(gw, fakes());
+  await sink.stop();
+  expect(sink.errors).toEqual([]);
+});
 beforeEach(() => {
   fakes().forEach((f) => f.reset());
-  exporter.reset();
+  sink.reset();
 });
 
 /** The request's SERVER span (found by its request id, once it ended) and its CLIENT spans in order. */
-async function traceOf(requestId: string): Promise<{ server: ReadableSpan; clients: ReadableSpan[] }> {
-  const server = await waitFor(() => exporter.getFinishedSpans().find((s) => s.attributes['gw.request_id'] === requestId), `the server span of ${requestId}`);
-  const { traceId, spanId } = server.spanContext();
-  const clients = exporter
-    .getFinishedSpans()
-    .filter((s) => s.spanContext().traceId === traceId && s.kind === CLIENT)
+async function traceOf(requestId: string): Promise<{ server: SinkSpan; clients: SinkSpan[] }> {
+  const server = await waitFor(() => sink.spans.find((s) => s.attributes['gw.request_id'] === requestId), `the server span of ${requestId}`);
+  const { traceId, spanId } = server;
+  const clients = sink.spans
+    .filter((s) => s.traceId === traceId && s.kind === CLIENT)
     .sort((x, y) => (x.attributes['gw.attempt'] as number) - (y.attributes['gw.attempt'] as number));
-  for (const c of clients) expect(c.parentSpanContext?.spanId).toBe(spanId);
+  for (const c of clients) expect(c.parentSpanId).toBe(spanId);
   return { server, clients };
 }
 
@@ -107,7 +109,7 @@ describe('a plain request', () => {
     expect(server.attributes['gen_ai.usage.output_tokens']).toBeUndefined();
     expect(server.attributes['gw.routing.strategy']).toBeUndefined();
     // The engine continues the attempt's trace: same trace, the CLIENT span as parent.
-    const { traceId, spanId } = attempt.spanContext();
+    const { traceId, spanId } = attempt;
     expect(traceparentOf(a)).toEqual([`00-${traceId}-${spanId}-01`]);
     // The access log line carries the trace id.
     const line = await waitFor(() => gw.logs.find((l) => l.msg === 'request' && l.req === r.id), 'the access log line');
@@ -119,10 +121,11 @@ describe('a plain request', () => {
     const callerSpan = '00f067aa0ba902b7';
     const r = await chat({}, { traceparent: `00-${callerTrace}-${callerSpan}-01`, tracestate: 'vendor=1' });
     const { server, clients } = await traceOf(r.id);
-    expect(server.spanContext().traceId).toBe(callerTrace);
-    expect(server.parentSpanContext?.spanId).toBe(callerSpan);
+    expect(server.traceId).toBe(callerTrace);
+    expect(server.parentSpanId).toBe(callerSpan);
+    expect(server.traceState).toBe('vendor=1');
     const sent = traceparentOf(a);
-    expect(sent).toEqual([`00-${callerTrace}-${clients[0].spanContext().spanId}-01`]);
+    expect(sent).toEqual([`00-${callerTrace}-${clients[0].spanId}-01`]);
     expect(a.received.at(-1)!.headers.tracestate).toBe('vendor=1');
   });
 });
@@ -134,7 +137,7 @@ describe('a trace the caller did not sample', () => {
     expect(r.status).toBe(200);
     const line = await waitFor(() => gw.logs.find((l) => l.msg === 'request' && l.req === r.id), 'the access log line');
     expect(line.trace_id).toBeUndefined();
-    expect(exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === callerTrace)).toEqual([]);
+    expect(sink.spans.filter((s) => s.traceId === callerTrace)).toEqual([]);
     expect(traceparentOf(a)).toEqual([expect.stringMatching(new RegExp(`^00-${callerTrace}-[0-9a-f]{16}-00$`))]);
   });
 });
@@ -174,11 +177,12 @@ describe('attempts after the first', () => {
       ['paged-b', undefined, 'retry'],
     ]);
     expect(clients[0].status.code).toBe(2);
-    expect(clients[0].endTime).toBeDefined();
+    expect(clients[0].endNs).toBeGreaterThanOrEqual(clients[0].startNs);
+    expect(clients[1].startNs).toBeGreaterThanOrEqual(clients[0].endNs);
     expect(server.attributes['gw.attempts']).toBe(2);
     // Each attempt sent its own span as the engine's parent.
-    expect(traceparentOf(a)[0]).toContain(clients[0].spanContext().spanId);
-    expect(traceparentOf(b)[0]).toContain(clients[1].spanContext().spanId);
+    expect(traceparentOf(a)[0]).toContain(clients[0].spanId);
+    expect(traceparentOf(b)[0]).toContain(clients[1].spanId);
   });
 
   it('a fallback model: its attempt names the model and says fallback', async () => {
@@ -222,16 +226,22 @@ describe('a translated messages-API request', () => {
 
 describe('with content capture', () => {
   let captured: Started;
-  const spans = new InMemorySpanExporter();
+  const spans = new OtlpSink();
   beforeAll(async () => {
+    await spans.start();
     captured = await startGateway(
       { discovery: { static: { endpoints: [endpoint('paged-a', 'pagedengine', a.url)] } } },
-      { OTEL_TRACES_EXPORTER: 'otlp', OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true' },
-      undefined,
-      { traceExporter: spans },
+      {
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: spans.url,
+        OTEL_BSP_SCHEDULE_DELAY: '20',
+        OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true',
+      },
     );
   });
-  afterAll(() => captured.close());
+  afterAll(async () => {
+    await captured.close();
+    await spans.stop();
+  });
 
   it('on through the standard OTEL_* variables: the prompt is on the attempt span', async () => {
     const res = await request(`${captured.url}/gw/pagedengine/v1/chat/completions`, {
@@ -239,27 +249,26 @@ describe('with content capture', () => {
       body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'a private prompt' }] }),
     });
     await res.body.dump();
-    const attempt = await waitFor(() => spans.getFinishedSpans().find((s) => s.kind === CLIENT), 'the attempt span');
+    const attempt = await waitFor(() => spans.spans.find((s) => s.kind === CLIENT), 'the attempt span');
     expect(JSON.parse(String(attempt.attributes['gen_ai.input.messages']))).toEqual([{ role: 'user', content: 'a private prompt' }]);
   });
 });
 
 describe('a refused request', () => {
   let keyed: Started;
-  const spans = new InMemorySpanExporter();
+  const spans = new OtlpSink();
   beforeAll(async () => {
-    keyed = await startGateway(
-      {
-        tracing: { enabled: true },
-        auth: { keys: [{ name: 'team-a', hash: keyHash('sk-team-a'), models: ['some-other-model'] }] },
-        discovery: { static: { endpoints: [endpoint('paged-a', 'pagedengine', a.url)] } },
-      },
-      {},
-      undefined,
-      { traceExporter: spans },
-    );
+    await spans.start();
+    keyed = await startGateway({
+      tracing: { enabled: true, endpoint: spans.url, batch_delay: BATCH },
+      auth: { keys: [{ name: 'team-a', hash: keyHash('sk-team-a'), models: ['some-other-model'] }] },
+      discovery: { static: { endpoints: [endpoint('paged-a', 'pagedengine', a.url)] } },
+    });
   });
-  afterAll(() => keyed.close());
+  afterAll(async () => {
+    await keyed.close();
+    await spans.stop();
+  });
 
   it('is a SERVER span with error.type and the key, and no attempt', async () => {
     const res = await request(`${keyed.url}/gw/pagedengine/v1/chat/completions`, {
@@ -269,10 +278,10 @@ describe('a refused request', () => {
     });
     await res.body.dump();
     expect(res.statusCode).toBe(403);
-    const server = await waitFor(() => spans.getFinishedSpans().find((s) => s.kind === SERVER), 'the server span');
+    const server = await waitFor(() => spans.spans.find((s) => s.kind === SERVER), 'the server span');
     expect(server.attributes).toMatchObject({ 'error.type': 'MODEL_NOT_ALLOWED', 'gw.key': 'team-a', 'http.response.status_code': 403 });
     expect(server.status.code).toBe(2);
-    expect(spans.getFinishedSpans().filter((s) => s.kind === CLIENT)).toEqual([]);
+    expect(spans.spans.filter((s) => s.kind === CLIENT)).toEqual([]);
     expect(a.received.filter((r) => r.url.endsWith('/completions'))).toEqual([]);
   });
 });

@@ -22,6 +22,7 @@ describe('tracing settings', () => {
       serviceName: 'inference-gateway',
       sampleRatio: 1,
       captureContent: false,
+      batchDelayMs: 1000,
     });
   });
 
@@ -32,6 +33,7 @@ describe('tracing settings', () => {
       OTEL_SERVICE_NAME: 'edge',
       OTEL_TRACES_SAMPLER_ARG: '0.25',
       OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true',
+      OTEL_BSP_SCHEDULE_DELAY: '250',
     };
     expect(settings({ service_name: 'from-file', sample_ratio: 1 }, env)).toEqual({
       endpoint: 'http://collector:4318/v1/traces',
@@ -39,6 +41,7 @@ describe('tracing settings', () => {
       serviceName: 'edge',
       sampleRatio: 0.25,
       captureContent: true,
+      batchDelayMs: 250,
     });
     expect(load({}, env).config.tracing).toMatchObject({ enabled: true, service_name: 'edge' });
     expect(settings({}, { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://t:1/x' })?.endpoint).toBe('http://t:1/x');
@@ -52,11 +55,15 @@ describe('tracing settings', () => {
   });
 
   it('an unusable value is a warning naming the variable, and the configured value stays', () => {
-    const { config, problems } = load({ enabled: true, sample_ratio: 0.5 }, { OTEL_TRACES_SAMPLER_ARG: '7', OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' });
-    expect(config.tracing).toMatchObject({ sample_ratio: 0.5, endpoint: 'http://localhost:4318/v1/traces' });
+    const { config, problems } = load(
+      { enabled: true, sample_ratio: 0.5 },
+      { OTEL_TRACES_SAMPLER_ARG: '7', OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318', OTEL_BSP_SCHEDULE_DELAY: '1s' },
+    );
+    expect(config.tracing).toMatchObject({ sample_ratio: 0.5, endpoint: 'http://localhost:4318/v1/traces', batch_delay: '1s' });
     expect(problems.map((p) => [p.level, p.field])).toEqual([
       ['warn', 'OTEL_EXPORTER_OTLP_ENDPOINT'],
       ['warn', 'OTEL_TRACES_SAMPLER_ARG'],
+      ['warn', 'OTEL_BSP_SCHEDULE_DELAY'],
     ]);
     // A value that may hold a key is never repeated.
     const headers = load({}, { OTEL_EXPORTER_OTLP_HEADERS: 'authorization' + '=Bearer s3cret,=nameless' }).problems;

@@ -1,9 +1,10 @@
-// The OTLP/JSON body of a batch of the gateway's spans (the protobuf JSON mapping of
+// The OTLP/JSON text of the gateway's spans (the protobuf JSON mapping of
 // ExportTraceServiceRequest: hex ids, times as decimal nanosecond strings, attributes as
-// {key, value: {stringValue | intValue | doubleValue | boolValue | arrayValue}}), written as text
-// in one pass. The SDK's generic serializer builds an object tree per span and stringifies it:
-// measured at about 2 k instructions per attribute, more than half of a recorded request's cost
-// (bench/RESULTS.md, issue 33); the gateway's two span shapes need none of that.
+// {key, value: {stringValue | intValue | doubleValue | boolValue | arrayValue}}), written in one
+// pass by concatenation: the attribute's opening (`{"key":"k","value":{"stringValue":"`) is one
+// string per key and type, made once. The SDK's generic serializer builds an object tree per span
+// and stringifies it, about 2 k instructions an attribute; this is a quarter of that, and joining
+// pieces with Array.join a third more (bench/RESULTS.md, issue 33).
 import type { RecordedSpan } from './recorded-span.js';
 
 /** OTLP's SpanKind numbers (the API's plus one). */
@@ -13,16 +14,10 @@ export const OTLP_CLIENT = 3;
 /** Unix nanoseconds, as OTLP/JSON writes them, of a performance.now() time: whole milliseconds
  *  and the nanoseconds after them, kept apart (their sum is past 2^53). */
 export function unixNanos(perfMs: number): string {
-  const out: string[] = [];
-  pushNanos(out, perfMs);
-  return out.join('');
-}
-
-function pushNanos(out: string[], perfMs: number): void {
   const ms = performance.timeOrigin + perfMs;
   const whole = Math.floor(ms);
   const ns = Math.min(999_999, Math.round((ms - whole) * 1e6));
-  out.push(String(whole), ns >= 100_000 ? String(ns) : String(ns).padStart(6, '0'));
+  return String(whole) + (ns >= 100_000 ? String(ns) : String(ns).padStart(6, '0'));
 }
 
 /** Printable ASCII without a quote or a backslash: written as it is (the common case: names,
@@ -35,26 +30,21 @@ function plain(v: string): boolean {
   }
   return true;
 }
-const text = (v: string): string => (plain(v) ? `"${v}"` : JSON.stringify(v));
 
 /** Set while a span is written when a string in it was not plain (it may hold characters past
  *  ASCII, which UTF-8 encodes in more than one byte). */
 let escaped = false;
 
-/** A JSON string pushed on `out` as flat pieces (no string is concatenated: the span's one join
- *  copies each piece once). */
-function pushText(out: string[], v: string): void {
-  if (plain(v)) out.push('"', v, '"');
-  else {
-    escaped = true;
-    out.push(JSON.stringify(v));
-  }
+/** `v` as a JSON string. */
+function text(v: string): string {
+  if (plain(v)) return `"${v}"`;
+  escaped = true;
+  return JSON.stringify(v);
 }
 
-/** What an attribute's value is written as: the start of its JSON (`{"key":"k","value":` and the
- *  value's type) is one piece per key and type, written once. */
+/** What an attribute's value is written as. */
 enum Kind {
-  /** A plain string: the prefix ends with its opening quote. */
+  /** A plain string: its opening ends with the quote. */
   Plain,
   Text,
   Int,
@@ -67,19 +57,18 @@ const OPENING = ['{"stringValue":"', '{"stringValue":', '{"intValue":"', '{"doub
 const CLOSING = ['"}}', '}}', '"}}', '}}', '}}', ']}}}'];
 const ITEM_CLOSING = ['"}', '}', '"}', '}', '}'];
 
-const prefixes = new Map<string, string[]>();
+const openings = new Map<string, string[]>();
 const KEYS_KEPT = 256;
-/** The attribute's opening piece; `after`: it follows another (the piece begins with the comma). */
-function prefix(key: string, kind: Kind, after: boolean): string {
-  let byKind = prefixes.get(key);
+/** An attribute's opening, up to its value; `after`: it follows another (it begins with the comma). */
+function opening(key: string, kind: Kind, after: boolean): string {
+  let byKind = openings.get(key);
   if (byKind === undefined) {
     byKind = [];
     if (!plain(key)) escaped = true;
-    else if (prefixes.size < KEYS_KEPT) prefixes.set(key, byKind);
+    else if (openings.size < KEYS_KEPT) openings.set(key, byKind);
   }
-  const at = kind * 2 + (after ? 1 : 0);
-  // Joined, so the piece kept is flat (a template's result may be a tree of parts).
-  return (byKind[at] ??= [after ? ',{"key":' : '{"key":', text(key), ',"value":', OPENING[kind]].join(''));
+  // Joined, so the string kept is flat (a concatenation's result is a tree of its parts).
+  return (byKind[kind * 2 + (after ? 1 : 0)] ??= [after ? ',{"key":' : '{"key":', text(key), ',"value":', OPENING[kind]].join(''));
 }
 
 /** What OTLP writes `v` as; undefined: a value it has no type for (left out). */
@@ -96,48 +85,40 @@ function kindOf(v: unknown): Kind | undefined {
   }
 }
 
+/** A value after its opening. */
+function bare(kind: Kind, v: unknown): string {
+  if (kind === Kind.Plain) return v as string;
+  if (kind === Kind.Text) {
+    escaped = true;
+    return JSON.stringify(v);
+  }
+  return kind === Kind.List ? items(v as unknown[]) : String(v);
+}
+
 /** An array's items (strings, numbers, booleans), each as an AnyValue. */
-function pushItems(out: string[], items: readonly unknown[]): void {
-  let first = true;
-  for (const item of items) {
+function items(list: readonly unknown[]): string {
+  let out = '';
+  for (const item of list) {
     const kind = typeof item === 'object' ? undefined : kindOf(item);
     if (kind === undefined) continue;
-    if (!first) out.push(',');
-    first = false;
-    out.push(OPENING[kind]);
-    pushBare(out, kind, item);
-    out.push(ITEM_CLOSING[kind]);
+    out += (out ? ',' : '') + OPENING[kind] + bare(kind, item) + ITEM_CLOSING[kind];
   }
+  return out;
 }
 
-/** A value after its opening piece. */
-function pushBare(out: string[], kind: Kind, v: unknown): void {
-  if (kind === Kind.Plain) out.push(v as string);
-  else if (kind === Kind.Text) {
-    escaped = true;
-    out.push(JSON.stringify(v));
-  } else if (kind === Kind.List) pushItems(out, v as unknown[]);
-  else out.push(String(v));
-}
-
-/** [key, value, key, value…] as an OTLP attribute list, its parts pushed on `out`. */
-function pushAttributes(out: string[], list: readonly unknown[]): void {
-  out.push('[');
-  let first = true;
+/** [key, value, key, value…] as an OTLP attribute list. */
+function attributes(list: readonly unknown[]): string {
+  let out = '[';
+  let after = false;
   for (let i = 0; i < list.length; i += 2) {
     const v = list[i + 1];
     const kind = kindOf(v);
     if (kind === undefined) continue;
-    out.push(prefix(list[i] as string, kind, !first));
-    first = false;
-    pushBare(out, kind, v);
-    out.push(CLOSING[kind]);
+    out += opening(list[i] as string, kind, after) + bare(kind, v) + CLOSING[kind];
+    after = true;
   }
-  out.push(']');
+  return `${out}]`;
 }
-
-/** The pieces of the span being written: one array, reused (spans are written one at a time). */
-const parts: string[] = [];
 
 /** A span's OTLP/JSON text; `ascii`: every character is ASCII (its UTF-8 bytes are its
  *  characters, copied rather than encoded). */
@@ -150,31 +131,15 @@ export interface SpanText {
  *  keeps its bytes, not its objects). */
 export function spanJson(s: RecordedSpan): SpanText {
   escaped = false;
-  const out = parts;
-  out.length = 0;
-  out.push('{"traceId":"', s.traceId, '","spanId":"', s.spanId, '"');
-  if (s.parentSpanId) out.push(',"parentSpanId":"', s.parentSpanId, '"');
-  if (s.traceState) {
-    out.push(',"traceState":');
-    pushText(out, s.traceState);
-  }
-  out.push(',"name":');
-  pushText(out, s.name);
-  out.push(s.kind === OTLP_SERVER ? ',"kind":2,"startTimeUnixNano":"' : ',"kind":3,"startTimeUnixNano":"');
-  pushNanos(out, s.startMs);
-  out.push('","endTimeUnixNano":"');
-  pushNanos(out, s.endMs);
-  out.push('","attributes":');
-  pushAttributes(out, s.attrs);
-  if (s.errorMessage) {
-    out.push(',"status":{"code":2,"message":');
-    pushText(out, s.errorMessage);
-    out.push('}');
-  } else if (s.errorMessage !== undefined) out.push(',"status":{"code":2}');
-  out.push('}');
-  const json = out.join('');
-  out.length = 0;
-  return { text: json, ascii: !escaped };
+  let out = `{"traceId":"${s.traceId}","spanId":"${s.spanId}"`;
+  if (s.parentSpanId) out += `,"parentSpanId":"${s.parentSpanId}"`;
+  if (s.traceState) out += `,"traceState":${text(s.traceState)}`;
+  out += `,"name":${text(s.name)}`;
+  out += s.kind === OTLP_SERVER ? ',"kind":2,"startTimeUnixNano":"' : ',"kind":3,"startTimeUnixNano":"';
+  out += `${unixNanos(s.startMs)}","endTimeUnixNano":"${unixNanos(s.endMs)}","attributes":${attributes(s.attrs)}`;
+  if (s.errorMessage) out += `,"status":{"code":2,"message":${text(s.errorMessage)}}`;
+  else if (s.errorMessage !== undefined) out += ',"status":{"code":2}';
+  return { text: `${out}}`, ascii: !escaped };
 }
 
 /** What is the same in every export: the resource (service.name, …) and the scope. */
@@ -185,10 +150,11 @@ export interface ExportHead {
 
 /** The bytes around a batch's spans, written once. */
 export function exportFrame(head: ExportHead): [Buffer, Buffer] {
-  const resource: string[] = [];
-  pushAttributes(resource, head.resource);
   const scope = `{"name":${text(head.scope.name)},"version":${text(head.scope.version)}}`;
-  return [Buffer.from(`{"resourceSpans":[{"resource":{"attributes":${resource.join('')}},"scopeSpans":[{"scope":${scope},"spans":[`), Buffer.from(']}]}]}')];
+  return [
+    Buffer.from(`{"resourceSpans":[{"resource":{"attributes":${attributes(head.resource)}},"scopeSpans":[{"scope":${scope},"spans":[`),
+    Buffer.from(']}]}]}'),
+  ];
 }
 
 /** A batch's spans (SpanBatch's bytes) as the body of one OTLP/HTTP JSON export. */

@@ -64,6 +64,7 @@ export { contextHeaders, type GatewayTracer, type TraceSpan } from './backends/t
 // counters and metrics, the rate limits' buckets.
 export type { EndpointView as Endpoint, HealthState } from './backends/endpoints.js';
 export type { EndpointQueue, QueueCounts } from './backends/queue.js';
+export type { TurnCounts } from './backends/model-turns.js';
 export type { Placements } from './backends/placements.js';
 export { indexModels, type Catalogue, type CatalogueModel } from './backends/catalogue.js';
 export type { DiscoveredModel } from './backends/model-lists.js';

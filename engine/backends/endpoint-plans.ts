@@ -215,13 +215,16 @@ export function planEndpoint(ep: EndpointConfig, index: number, config: GatewayC
   };
 }
 
-/** The endpoint's own limits win over its profile's characteristics; no limit (or 0): no queue. */
+/** The endpoint's own limits win over its profile's characteristics; no limit (or 0): no queue,
+ *  unless the engine holds few models at once (model_switching: its queue serves by model). */
 function concurrencyOf(ep: EndpointConfig, profile: Profile): QueueSettings | null {
   const c = profile.characteristics;
   const maxConcurrent = ep.max_concurrent_requests ?? c.max_concurrent_requests ?? 0;
-  if (maxConcurrent === 0) return null;
+  const m = ep.model_switching;
+  if (maxConcurrent === 0 && !m) return null;
   return {
-    maxConcurrent,
+    maxConcurrent: maxConcurrent === 0 ? Number.POSITIVE_INFINITY : maxConcurrent,
+    turns: m ? { atOnce: m.models_at_once, maxWaitMs: parseDuration(m.max_wait), minDwellMs: parseDuration(m.min_dwell) } : null,
     maxQueued: ep.max_queued_requests ?? c.max_queued_requests,
     // A timer takes at most 2^31-1 ms (24.8 days); past that Node fires it at once.
     timeoutMs: Math.min(parseDuration(ep.queue_timeout ?? c.queue_timeout), MAX_TIMER_MS),

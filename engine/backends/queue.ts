@@ -5,6 +5,9 @@
 // given back goes straight to the longest waiter. A waiter leaves the queue when it is admitted,
 // when its wait passes `timeoutMs`, when its client goes away, or when the endpoint is retired.
 // Endpoints without a limit have no queue at all (Endpoint.queue is null): nothing on their path.
+// An engine that holds only a few models at once has a queue that orders its waiters by model
+// instead (model-turns.ts), with or without a concurrency limit.
+import { ModelTurns, type ModelTurnSettings, type TurnCounts } from './model-turns.js';
 
 export interface QueueSettings {
   /** Attempts in flight at once. */
@@ -13,6 +16,8 @@ export interface QueueSettings {
   maxQueued: number;
   /** The longest a request waits for a slot. */
   timeoutMs: number;
+  /** The engine holds this few models at once: waiters are served by model (model-turns.ts). */
+  turns?: ModelTurnSettings | null;
 }
 
 /** How a wait ended ('full': the host's queue, asked by a worker, had no room: sharing/host-stand-ins.ts). */
@@ -21,6 +26,8 @@ export type Turn = 'admitted' | 'timeout' | 'gone' | 'retired' | 'full';
 /** One waiting request; `settle` is called exactly once. */
 export interface Waiter {
   readonly since: number;
+  /** The model it asks for ('' for none). */
+  readonly model: string;
   settle(turn: Turn): void;
   timer: NodeJS.Timeout | null;
 }
@@ -60,6 +67,8 @@ export interface QueueCounts {
   waitedMs: number;
   waitP50: number;
   waitP95: number;
+  /** Served by model: what is held, who waits for what, switches. */
+  turns?: TurnCounts;
 }
 
 export class EndpointQueue {
@@ -79,6 +88,8 @@ export class EndpointQueue {
   private readonly waiting = new Set<Waiter>();
   /** Smoothed time a slot is held (ms), for Retry-After; 0 until a slot was given back. */
   private holdMs = 0;
+  /** Waiters served by model; null: in arrival order. */
+  turns: ModelTurns | null = null;
 
   constructor(settings: QueueSettings) {
     this.configure(settings);
@@ -94,6 +105,11 @@ export class EndpointQueue {
 
   get timeoutMs(): number {
     return this.settings.timeoutMs;
+  }
+
+  /** How waiters are served by model; null: in arrival order. */
+  get turnSettings(): ModelTurnSettings | null {
+    return this.settings.turns ?? null;
   }
 
   get queued(): number {
@@ -113,6 +129,7 @@ export class EndpointQueue {
       waitedMs: w.totalMs,
       waitP50: w.percentile(50),
       waitP95: w.percentile(95),
+      ...(this.turns ? { turns: this.turns.counts(this.waiting) } : {}),
     };
   }
 
@@ -129,6 +146,9 @@ export class EndpointQueue {
   /** New limits (a reload kept the endpoint): the queue and its waiters stay; a raised limit admits waiters now. */
   configure(settings: QueueSettings): void {
     this.settings = settings;
+    if (!settings.turns) this.turns = null;
+    else if (this.turns) this.turns.configure(settings.turns);
+    else this.turns = new ModelTurns(settings.turns);
     this.admitWaiting();
   }
 
@@ -137,9 +157,18 @@ export class EndpointQueue {
     this.configure({ ...this.settings, maxConcurrent: Infinity });
   }
 
-  /** Take a slot if one is free and nobody waits ahead (FIFO): the fast path, no allocation. */
-  tryEnter(): boolean {
-    if (this.held >= this.settings.maxConcurrent || this.waiting.size > 0) return false;
+  /** Take a slot for a request for `model` if one is free and nobody waits ahead (in arrival
+   *  order, or by model: model-turns.ts): the fast path, no allocation. */
+  tryEnter(model = ''): boolean {
+    if (this.held >= this.settings.maxConcurrent) return false;
+    const turns = this.turns;
+    if (turns === null) {
+      if (this.waiting.size > 0) return false;
+    } else {
+      const now = performance.now();
+      if (!turns.mayEnter(model, this.waiting.values().next().value, now)) return false;
+      turns.entered(model, now, 0);
+    }
     this.held++;
     this.admitted++;
     return true;
@@ -151,8 +180,8 @@ export class EndpointQueue {
   }
 
   /** Wait for a slot; `settle` is called once with how the wait ended. The caller checks `full` first. */
-  wait(settle: (turn: Turn) => void): Waiter {
-    const waiter: Waiter = { since: performance.now(), settle, timer: null };
+  wait(settle: (turn: Turn) => void, model = ''): Waiter {
+    const waiter: Waiter = { since: performance.now(), model, settle, timer: null };
     waiter.timer = setTimeout(() => this.end(waiter, 'timeout'), this.settings.timeoutMs);
     waiter.timer.unref?.();
     this.waiting.add(waiter);
@@ -164,11 +193,13 @@ export class EndpointQueue {
     this.end(waiter, 'gone');
   }
 
-  /** Give back a slot taken at `since` (performance.now()); it goes to the longest waiter, if any. */
-  release(since: number): void {
+  /** Give back a slot taken at `since` (performance.now()) for `model`; it goes to the next
+   *  waiter, if any. */
+  release(since: number, model = ''): void {
     const ms = performance.now() - since;
     this.holdMs = this.holdMs === 0 ? ms : this.holdMs * 0.8 + ms * 0.2;
     this.held--;
+    this.turns?.left(model);
     this.admitWaiting();
   }
 
@@ -187,10 +218,14 @@ export class EndpointQueue {
 
   private admitWaiting(): void {
     while (this.held < this.settings.maxConcurrent && this.waiting.size > 0) {
-      const next = this.waiting.values().next().value as Waiter;
+      const now = performance.now();
+      const next = this.turns === null ? (this.waiting.values().next().value as Waiter) : this.turns.pick(this.waiting, now);
+      // A switch of models waits for the requests in flight for the one it evicts.
+      if (next === null) return;
       this.held++;
       this.admitted++;
-      this.waits.add(performance.now() - next.since);
+      this.waits.add(now - next.since);
+      this.turns?.entered(next.model, now, now - next.since);
       this.end(next, 'admitted');
     }
   }

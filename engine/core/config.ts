@@ -37,6 +37,7 @@ export interface EndpointConfig {
   max_concurrent_requests?: number;
   max_queued_requests?: number;
   queue_timeout?: Duration;
+  model_switching?: { models_at_once: number; max_wait: Duration; min_dwell: Duration };
   requests_per_minute?: number;
   retry_on_statuses?: number[];
   response_timeout?: Duration;

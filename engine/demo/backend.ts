@@ -7,6 +7,7 @@ import { PromptCache } from './prompt-cache.js';
 import { PrefixCache, tokensOf, type Prefill } from './prefix-cache.js';
 import { DEFAULT_BEHAVIOUR, type Behaviour, type FakeModel, type FakeOptions, type FakeToolCall, type Recorded } from './behaviour.js';
 import { promptText, servedText } from './prompt-text.js';
+import { OneGpu } from './gpu.js';
 
 export type { Behaviour, FakeModel, FakeOptions, FakeToolCall, Recorded } from './behaviour.js';
 
@@ -34,6 +35,8 @@ export class FakeBackend {
   /** Generation requests being served now, from arrival until their reply ends or breaks. */
   inFlight = 0;
   readonly slots: number;
+  /** Holding only a few models at once (FakeOptions.modelsAtOnce); null: every model is held. */
+  readonly gpu: OneGpu | null;
   readonly received: Recorded[] = [];
   /** Generation requests that ran to the point of producing output (for double-execution checks). */
   executions = 0;
@@ -62,6 +65,7 @@ export class FakeBackend {
     this.wantedPort = opts.port ?? 0;
     this.routes = routesFor(opts.family);
     this.slots = opts.slots ?? 2;
+    this.gpu = opts.modelsAtOnce ? new OneGpu(opts.modelsAtOnce, opts.switchMs ?? 0) : null;
     this.prefixCache = new PrefixCache(opts.cacheTokens);
   }
 
@@ -249,6 +253,14 @@ export class FakeBackend {
         this.cutAfter(res, String(body ?? ''));
         return res;
       }) as typeof res.end;
+    }
+    const model = rec.json?.model;
+    if (this.gpu && handler.kind === 'generate' && typeof model === 'string') {
+      const gpu = this.gpu;
+      await gpu.acquire(model);
+      // Its client may have left while it waited (the close event is then behind it).
+      if (res.destroyed) return gpu.release(model);
+      res.once('close', () => gpu.release(model));
     }
     if (handler.prompt) {
       await this.prefill(rec);

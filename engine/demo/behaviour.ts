@@ -112,6 +112,10 @@ export interface FakeOptions {
   slots?: number;
   /** The prefix cache's capacity in tokens. Default 256k. */
   cacheTokens?: number;
+  /** One GPU holding this few models at once (gpu.ts): a request for another model waits for a
+   *  switch of `switchMs`. Default: every model held. */
+  modelsAtOnce?: number;
+  switchMs?: number;
 }
 
 export const DEFAULT_BEHAVIOUR: Behaviour = {

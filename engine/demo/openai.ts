@@ -250,6 +250,7 @@ export type ListFormat =
 
 /** The models loaded now: those marked loaded, else the first (api/ps, v1/models/status). */
 export function loadedModels(fake: FakeBackend): FakeModel[] {
+  if (fake.gpu) return fake.models.filter((x) => fake.gpu!.held.includes(x.name));
   const marked = fake.models.filter((x) => x.loaded);
   return marked.length ? marked : fake.models.slice(0, 1);
 }

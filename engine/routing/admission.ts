@@ -14,11 +14,17 @@ import { formatDuration } from '../core/duration.js';
 import { gwError, type GatewayError } from '../core/errors.js';
 
 /** How admission ended when no slot was free at once; a wait past queue_timeout throws QUEUE_TIMEOUT. */
-export async function waitForSlot(rec: AttemptState, clientGone: boolean, ep: Endpoint, queue: EndpointQueue): Promise<'full' | Exclude<Turn, 'timeout'>> {
+export async function waitForSlot(
+  rec: AttemptState,
+  clientGone: boolean,
+  ep: Endpoint,
+  queue: EndpointQueue,
+  model: string,
+): Promise<'full' | Exclude<Turn, 'timeout'>> {
   const from = performance.now();
   let turn: 'full' | Turn | undefined;
   try {
-    return (turn = await takeTurn(rec, clientGone, ep, queue));
+    return (turn = await takeTurn(rec, clientGone, ep, queue, model));
   } finally {
     // Not admitted: the endpoint's requests-per-minute token is given back.
     if (turn !== 'admitted') ep.rateGate?.refund();
@@ -26,7 +32,7 @@ export async function waitForSlot(rec: AttemptState, clientGone: boolean, ep: En
   }
 }
 
-async function takeTurn(rec: AttemptState, clientGone: boolean, ep: Endpoint, queue: EndpointQueue): Promise<'full' | Exclude<Turn, 'timeout'>> {
+async function takeTurn(rec: AttemptState, clientGone: boolean, ep: Endpoint, queue: EndpointQueue, model: string): Promise<'full' | Exclude<Turn, 'timeout'>> {
   if (queue.full) {
     queue.reject();
     return 'full';
@@ -35,7 +41,7 @@ async function takeTurn(rec: AttemptState, clientGone: boolean, ep: Endpoint, qu
   const turn = await new Promise<Turn>((resolve) => {
     // Nothing the waiter holds reaches the request (the kernel's close listener finds it through
     // its attempt record): a closure over it kept whole requests alive and cost GC time per wait.
-    rec.waiting = { queue, waiter: queue.wait(resolve) };
+    rec.waiting = { queue, waiter: queue.wait(resolve, model) };
   });
   rec.waiting = null;
   if (turn === 'full') queue.reject();
@@ -46,8 +52,8 @@ async function takeTurn(rec: AttemptState, clientGone: boolean, ep: Endpoint, qu
 
 /** Admitted by an endpoint found down while the request waited (a hung engine's slots come back
  *  as its attempts are given up): the slot and the token go back, the request to the next candidate. */
-export function leaveDown(ex: Exchange, ep: Endpoint, queue: EndpointQueue): void {
-  queue.release(performance.now());
+export function leaveDown(ex: Exchange, ep: Endpoint, queue: EndpointQueue, model: string): void {
+  queue.release(performance.now(), model);
   ep.rateGate?.refund();
   ex.log.warn({ req: ex.id, endpoint: ep.name }, 'the endpoint was found down while the request waited for a slot; trying the next candidate');
 }

@@ -220,13 +220,15 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
       // Decided before any slot is taken: a policy that throws leaves no slot held.
       this.safe = policy.replaySafe(ex, ep);
       const queue = ep.queue !== null && (policy.queued === undefined || policy.queued(ex, ep)) ? ep.queue : null;
-      if (queue && !queue.tryEnter()) {
-        const turn = await waitForSlot(this, ex.res.destroyed, ep, queue);
+      // The model it asks for: an engine that holds few models at once serves its queue by model.
+      const model = c.model ?? ex.model ?? '';
+      if (queue && !queue.tryEnter(model)) {
+        const turn = await waitForSlot(this, ex.res.destroyed, ep, queue, model);
         if (turn === 'full') (this.x.full ??= []).push(ep);
         if (turn === 'gone') return this.clientGone();
         if (turn !== 'admitted') continue;
         if (!ep.routable && this.mayMoveOn()) {
-          leaveDown(ex, ep, queue);
+          leaveDown(ex, ep, queue, model);
           continue;
         }
       }
@@ -235,7 +237,7 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
       try {
         outcome = await this.send(c, step.index);
       } finally {
-        queue?.release(admittedAt);
+        queue?.release(admittedAt, model);
       }
       if (outcome.relayed === 'broken') {
         this.continueOn(c, outcome);

@@ -1,5 +1,5 @@
 // How endpoints appear on the status routes: sanitised URL and id, never credentials.
-import { formatDuration, type Endpoint, type EndpointQueue, type QueueCounts, type Stats } from '../../engine/api.js';
+import { formatDuration, type Endpoint, type EndpointQueue, type QueueCounts, type Stats, type TurnCounts } from '../../engine/api.js';
 
 export const percent = (part: number, whole: number) => `${((part / whole) * 100).toFixed(2)}%`;
 
@@ -107,6 +107,23 @@ function queueView(q: EndpointQueue, c: QueueCounts) {
     wait_average: averageLatency(c.waitedMs, c.waited),
     wait_p50: formatDuration(c.waitP50),
     wait_p95: formatDuration(c.waitP95),
+    model_switching: c.turns ? turnsView(q, c.turns) : null,
+  };
+}
+
+/** An engine that holds few models at once: what it holds (as this gateway last sent it, or as
+ *  it reported), who waits for which model, the switches made and the longest wait for a model. */
+function turnsView(q: EndpointQueue, t: TurnCounts) {
+  const s = q.turnSettings!;
+  return {
+    models_at_once: s.atOnce,
+    max_wait: formatDuration(s.maxWaitMs),
+    min_dwell: formatDuration(s.minDwellMs),
+    held: t.held,
+    switching_to: t.switching,
+    waiting_by_model: t.waitingByModel,
+    switches: t.switches,
+    longest_wait: formatDuration(t.longestWaitMs),
   };
 }
 

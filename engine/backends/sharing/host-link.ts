@@ -222,9 +222,9 @@ export class WorkerLink implements HostScope {
 
   /** Ask the host for a slot of the endpoint; `then` is told how the wait ended. Returns the
    *  question's number (to leave the queue). */
-  acquire(id: string, then: (turn: Turn) => void): number {
+  acquire(id: string, then: (turn: Turn) => void, model: string): number {
     const n = this.asked + 1;
-    void this.ask<Turn | undefined>({ what: 'acquire', id }, 0, undefined).then((turn) => then(turn ?? 'retired'));
+    void this.ask<Turn | undefined>({ what: 'acquire', id, model }, 0, undefined).then((turn) => then(turn ?? 'retired'));
     return n;
   }
 
@@ -234,8 +234,8 @@ export class WorkerLink implements HostScope {
     this.send({ gw: 'leave', n });
   }
 
-  release(id: string, heldMs: number): void {
-    this.send({ gw: 'release', id, heldMs });
+  release(id: string, heldMs: number, model: string): void {
+    this.send({ gw: 'release', id, heldMs, model });
   }
 
   /** The host's counters: every worker's, summed (this one's alone if the host does not answer). */

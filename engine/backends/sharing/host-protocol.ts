@@ -42,7 +42,7 @@ export interface LoadObservation {
 export type Question =
   | { what: 'state' }
   | { what: 'take'; takes: SharedTake[] }
-  | { what: 'acquire'; id: string }
+  | { what: 'acquire'; id: string; model: string }
   | { what: 'refresh' }
   | { what: 'stats' }
   | { what: 'metrics' }
@@ -82,7 +82,7 @@ export type ToHost =
   | { gw: 'pause'; id: string; ms: number }
   | { gw: 'place'; id: string; key: number; home: boolean }
   /** A slot the host granted (ask acquire) is given back after `heldMs`. */
-  | { gw: 'release'; id: string; heldMs: number }
+  | { gw: 'release'; id: string; heldMs: number; model: string }
   /** The waiter of ask `n` (acquire) went away. */
   | { gw: 'leave'; n: number }
   /** Leased rate-limit tokens not used, given back to their buckets. */

@@ -72,9 +72,9 @@ export class HostDiscovery extends DiscoveryService {
  *  giving a slot back. */
 export interface SlotAsks {
   /** Returns the question's number (to leave the wait by). */
-  acquire(id: string, then: (turn: Turn) => void): number;
+  acquire(id: string, then: (turn: Turn) => void, model: string): number;
   leave(n: number): void;
-  release(id: string, heldMs: number): void;
+  release(id: string, heldMs: number, model: string): void;
 }
 
 /** A worker's side of a host-wide queue: every slot is asked of the host (tryEnter never takes
@@ -98,21 +98,25 @@ export class HostQueue extends EndpointQueue {
     return false;
   }
 
-  override wait(settle: (turn: Turn) => void): Waiter {
-    const waiter: Waiter = { since: performance.now(), settle, timer: null };
-    const n = this.host.acquire(this.ep.id, (turn) => {
-      if (!this.asks.delete(waiter)) {
-        // It left first and the host granted the slot meanwhile: given back at once.
-        if (turn === 'admitted') this.host.release(this.ep.id, 0);
-        return;
-      }
-      if (turn === 'admitted') {
-        this.held++;
-        this.admitted++;
-        this.waits.add(performance.now() - waiter.since);
-      } else if (turn === 'timeout') this.timedOut++;
-      settle(turn);
-    });
+  override wait(settle: (turn: Turn) => void, model = ''): Waiter {
+    const waiter: Waiter = { since: performance.now(), model, settle, timer: null };
+    const n = this.host.acquire(
+      this.ep.id,
+      (turn) => {
+        if (!this.asks.delete(waiter)) {
+          // It left first and the host granted the slot meanwhile: given back at once.
+          if (turn === 'admitted') this.host.release(this.ep.id, 0, model);
+          return;
+        }
+        if (turn === 'admitted') {
+          this.held++;
+          this.admitted++;
+          this.waits.add(performance.now() - waiter.since);
+        } else if (turn === 'timeout') this.timedOut++;
+        settle(turn);
+      },
+      model,
+    );
     this.asks.set(waiter, n);
     return waiter;
   }
@@ -126,9 +130,9 @@ export class HostQueue extends EndpointQueue {
     waiter.settle('gone');
   }
 
-  override release(since: number): void {
-    super.release(since);
-    this.host.release(this.ep.id, performance.now() - since);
+  override release(since: number, model = ''): void {
+    super.release(since, model);
+    this.host.release(this.ep.id, performance.now() - since, model);
   }
 
   override retire(): void {

@@ -25,7 +25,8 @@ interface Joined {
   waiting: Map<number, { queue: EndpointQueue; waiter: Waiter }>;
   /** Slots its requests hold, by endpoint id: the queue each was taken from, oldest first (a
    *  reload may have replaced the endpoint's queue since: a slot goes back where it came from). */
-  held: Map<string, EndpointQueue[]>;
+  /** Slots held, by endpoint, with the model each was taken for. */
+  held: Map<string, { queue: EndpointQueue; model: string }[]>;
   /** Token reservations its requests hold (the usage ledger's ids). */
   reserved: Set<number>;
 }
@@ -65,7 +66,7 @@ export class HostState {
     if (!w) return;
     this.workers.delete(id);
     for (const { queue, waiter } of w.waiting.values()) queue.leave(waiter);
-    for (const queues of w.held.values()) for (const queue of queues) queue.release(performance.now());
+    for (const slots of w.held.values()) for (const { queue, model } of slots) queue.release(performance.now(), model);
     for (const g of this.gathering.values()) this.gathered(g, id, null);
     for (const r of w.reserved) this.backends.usage.settle(r, null);
   }
@@ -93,7 +94,7 @@ export class HostState {
       return;
     }
     // A slot goes back to the queue it came from, whether or not its endpoint is still configured.
-    if (m.gw === 'release') return this.release(w, m.id, m.heldMs);
+    if (m.gw === 'release') return this.release(w, m.id, m.heldMs, m.model);
     const ep = this.backends.endpoints.get(m.id);
     if (!ep || ep.retired) return;
     const health = this.backends.health;
@@ -144,7 +145,7 @@ export class HostState {
           value = this.backends.buckets.takeAll(q.takes, 2 * this.workers.size);
           break;
         case 'acquire':
-          return this.acquire(w, n, q.id);
+          return this.acquire(w, n, q.id, q.model);
         case 'refresh':
           value = await this.backends.discovery.refresh();
           break;
@@ -180,13 +181,13 @@ export class HostState {
     return AggregatorRegistry.aggregate(series).metrics();
   }
 
-  private acquire(w: Joined, n: number, id: string): void {
+  private acquire(w: Joined, n: number, id: string, model: string): void {
     const reply = (value: unknown) => send(w.channel, { gw: 'answer', n, value });
     const queue = this.backends.endpoints.get(id)?.queue;
     // No limit here (a reload removed it): nothing to hold.
     if (!queue) return reply('admitted');
-    if (queue.tryEnter()) {
-      hold(w, id, queue);
+    if (queue.tryEnter(model)) {
+      hold(w, id, queue, model);
       return reply('admitted');
     }
     if (queue.full) {
@@ -195,17 +196,22 @@ export class HostState {
     }
     const waiter = queue.wait((turn) => {
       w.waiting.delete(n);
-      if (turn === 'admitted') hold(w, id, queue);
+      if (turn === 'admitted') hold(w, id, queue, model);
       reply(turn);
-    });
+    }, model);
     w.waiting.set(n, { queue, waiter });
   }
 
-  private release(w: Joined, id: string, heldMs: number): void {
-    const queue = w.held.get(id)?.shift();
-    if (!queue) return;
-    if (w.held.get(id)!.length === 0) w.held.delete(id);
-    queue.release(performance.now() - heldMs);
+  private release(w: Joined, id: string, heldMs: number, model: string): void {
+    const slots = w.held.get(id);
+    if (!slots) return;
+    const at = Math.max(
+      0,
+      slots.findIndex((s) => s.model === model),
+    );
+    const [slot] = slots.splice(at, 1);
+    if (slots.length === 0) w.held.delete(id);
+    slot.queue.release(performance.now() - heldMs, slot.model);
   }
 
   /** What every serving worker says (those that answer within GATHER_MS): its counters or its series. */
@@ -248,10 +254,10 @@ export class HostState {
   }
 }
 
-function hold(w: Joined, id: string, queue: EndpointQueue): void {
-  const queues = w.held.get(id);
-  if (queues) queues.push(queue);
-  else w.held.set(id, [queue]);
+function hold(w: Joined, id: string, queue: EndpointQueue, model: string): void {
+  const slots = w.held.get(id);
+  if (slots) slots.push({ queue, model });
+  else w.held.set(id, [{ queue, model }]);
 }
 
 /** A worker that exits mid-send is no error here: its exit is handled on its own. */

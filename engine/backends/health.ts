@@ -50,6 +50,15 @@ function judge(ep: Endpoint, status: number, retryAfter: string | string[] | und
   return { state: 'unhealthy', reason: `health check answered ${status}`, failed: true };
 }
 
+/** A failed check while the engine loads a model this gateway switched it to (model_switching) —
+ *  an engine busy loading may answer its health route late or with 503 — is not an outage, for as
+ *  long as a request may wait for its reply head (the endpoint's response timeout). */
+function duringLoad(ep: Endpoint, v: Verdict): Verdict {
+  const load = v.failed ? ep.queue?.turns?.loading() : null;
+  if (!load || performance.now() - load.since > ep.timeouts.responseMs) return v;
+  return { state: 'warming', reason: `loading model ${load.model} (${v.reason})`, failed: false };
+}
+
 /** The endpoints' health as the backends' state uses it: checked here (HealthMonitor, in a gateway
  *  of one process and in the host of workers), or asked of the host (a worker's: sharing/). */
 export interface Health {
@@ -181,6 +190,7 @@ export class HealthMonitor implements Health {
     } catch (err) {
       verdict = { state: 'offline', reason: describeError(err), failed: true };
     }
+    verdict = duringLoad(ep, verdict);
     if (this.stopped || ep.retired) return;
     this.apply(ep, verdict, performance.now() - started);
   }

@@ -30,6 +30,8 @@ export interface ModelTurnSettings {
 export interface TurnCounts {
   /** Models held, least recently used first. */
   held: string[];
+  /** The model switched to that the engine is loading (nothing for it finished yet); null: none. */
+  loading: string | null;
   /** Waiting requests by model. */
   waitingByModel: Record<string, number>;
   /** Switches made (a model loaded in place of another, or beside it). */
@@ -44,6 +46,9 @@ export class ModelTurns {
   /** Models held, least recently used first. */
   private held: string[] = [];
   private readonly inFlight = new Map<string, number>();
+  /** Models switched to whose first request has not finished yet: the engine is loading them
+   *  (since when). A load is not a failure: health checks and first-token deadlines allow for it. */
+  private readonly loads = new Map<string, number>();
   /** A switch decided and waiting for the evicted model's requests to finish. */
   private pending: { model: string; evict: string } | null = null;
   private switchedAt = Number.NEGATIVE_INFINITY;
@@ -113,12 +118,26 @@ export class ModelTurns {
     else {
       this.switches++;
       this.switchedAt = now;
+      this.loads.set(model, now);
     }
     this.held.push(model);
   }
 
+  /** The engine may be loading `model` for a request sent now: it is not held, or was switched
+   *  to and nothing for it has finished since. */
+  cold(model: string): boolean {
+    return model !== '' && (!this.held.includes(model) || this.loads.has(model));
+  }
+
+  /** The model being loaded, and since when (performance.now()); null: none. */
+  loading(): { model: string; since: number } | null {
+    for (const [model, since] of this.loads) return { model, since };
+    return null;
+  }
+
   /** A request for `model` gave its slot back. */
   left(model: string): void {
+    this.loads.delete(model);
     const n = (this.inFlight.get(model) ?? 1) - 1;
     if (n > 0) this.inFlight.set(model, n);
     else this.inFlight.delete(model);
@@ -128,7 +147,10 @@ export class ModelTurns {
    *  this gateway has requests in flight for kept. */
   observe(models: readonly string[]): void {
     const now = this.held.filter((m) => !models.includes(m) && this.inFlight.has(m));
-    for (const m of models) now.push(m);
+    for (const m of models) {
+      now.push(m);
+      this.loads.delete(m);
+    }
     this.held = now.slice(-Math.max(this.settings.atOnce, 1));
   }
 
@@ -137,6 +159,7 @@ export class ModelTurns {
     for (const w of waiting) byModel[w.model] = (byModel[w.model] ?? 0) + 1;
     return {
       held: [...this.held],
+      loading: this.loading()?.model ?? null,
       waitingByModel: byModel,
       switches: this.switches,
       longestWaitMs: this.longestWaitMs,
@@ -164,6 +187,7 @@ export class ModelTurns {
   private evict(model: string): void {
     const at = this.held.indexOf(model);
     if (at >= 0) this.held.splice(at, 1);
+    this.loads.delete(model);
   }
 }
 

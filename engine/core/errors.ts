@@ -164,8 +164,10 @@ export const ERROR_CODES = {
     type: 'rate_limited',
     message: (d) => `every endpoint for ${forWhom(d)} is at its requests-per-minute limit (${d.endpoints}); retry after ${d.retryAfter}s`,
   },
+  // Backpressure, not absence: the endpoint is up and busy, and the client may retry here (429);
+  // 503 says nothing can serve (the distinction llm-d draws too).
   QUEUE_TIMEOUT: {
-    status: 503,
+    status: 429,
     type: 'queue_timeout',
     message: (d) =>
       `waited ${d.timeout} for a free slot on endpoint ${d.endpoint} (max_concurrent_requests ${d.limit}, queue_timeout); retry after ${d.retryAfter}s`,

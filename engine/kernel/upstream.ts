@@ -33,6 +33,7 @@ export function retrySettings(env: Runtime): RetrySettings {
       const m = catalogue.find(model)?.value;
       return m ? (m.servedAs.get(ep)?.context ?? m.contextWindow) : undefined;
     },
-    cold: (ep, model) => env.residency.isLoaded(ep, model) === false,
+    // Not loaded, as the engine reports it, or as its queue served by model knows (a switch).
+    cold: (ep, model) => env.residency.isLoaded(ep, model) === false || ep.queue?.turns?.cold(model) === true,
   };
 }

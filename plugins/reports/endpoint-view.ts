@@ -120,6 +120,7 @@ function turnsView(q: EndpointQueue, t: TurnCounts) {
     max_wait: formatDuration(s.maxWaitMs),
     min_dwell: formatDuration(s.minDwellMs),
     held: t.held,
+    loading: t.loading,
     switching_to: t.switching,
     waiting_by_model: t.waitingByModel,
     switches: t.switches,

@@ -153,7 +153,7 @@ export function registerCollected(env: Runtime): void {
   );
   m.collected(
     'gw_queue_timed_out_total',
-    'Requests whose wait passed the queue timeout (503 QUEUE_TIMEOUT).',
+    'Requests whose wait passed the queue timeout (429 QUEUE_TIMEOUT).',
     'counter',
     perQueue((q) => q.timedOut),
   );

@@ -94,6 +94,12 @@ export class HostQueue extends EndpointQueue {
     return false;
   }
 
+  /** Whose turn it is by model is the host's to say (its queue's counts reach the status routes). */
+  override configure(settings: QueueSettings): void {
+    super.configure(settings);
+    this.turns = null;
+  }
+
   override get full(): boolean {
     return false;
   }

@@ -210,7 +210,7 @@ describe('full queues and long waits', () => {
     expect(await queueOf('d0')).toMatchObject({ rejected_full: 2 });
   });
 
-  it('answers 503 QUEUE_TIMEOUT with Retry-After when the wait passes queue_timeout', async () => {
+  it('answers 429 QUEUE_TIMEOUT with Retry-After when the wait passes queue_timeout (busy, not absent: 503 is for nothing able to serve)', async () => {
     await desk(1, () => ({ queue_timeout: '150ms' }));
     const [fake] = fakes;
     const hold = gate();
@@ -218,7 +218,7 @@ describe('full queues and long waits', () => {
     const first = chat();
     await waitFor(() => fake.traffic.length === 1, 'the first request at the backend');
     const late = await chat();
-    expect(late.status).toBe(503);
+    expect(late.status).toBe(429);
     expect(late.json.error).toMatchObject({ code: 'QUEUE_TIMEOUT', type: 'queue_timeout' });
     expect(late.headers['retry-after']).toMatch(/^\d+$/);
     hold.open();

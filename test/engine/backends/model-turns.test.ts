@@ -1,0 +1,138 @@
+// An engine that holds few models at once (one GPU): its queue serves the requests for the held
+// models first and switches in batches, never passing a request over for longer than max_wait
+// (once the model switched to has had min_dwell), and never sends a model's first request while
+// the evicted model's requests are still in flight. Times are given, not waited for.
+import { describe, expect, it } from 'vitest';
+import { ModelTurns } from '../../../engine/backends/model-turns.js';
+import { EndpointQueue, type Turn, type Waiter } from '../../../engine/backends/queue.js';
+
+const SETTINGS = { atOnce: 1, maxWaitMs: 10_000, minDwellMs: 2_000 };
+const waiter = (model: string, since: number): Waiter => ({ model, since, settle: () => {}, timer: null });
+
+describe('whose turn it is', () => {
+  it('a request for the held model goes ahead of waiters for other models, until one of them waited max_wait', () => {
+    const t = new ModelTurns(SETTINGS);
+    expect(t.mayEnter('a', undefined, 0)).toBe(true);
+    t.entered('a', 0, 0);
+    const b = waiter('b', 100);
+    // b waits (a is in flight); more requests for a go first.
+    expect(t.mayEnter('b', undefined, 100)).toBe(false);
+    expect(t.mayEnter('a', b, 5_000)).toBe(true);
+    // Past max_wait, b is next: nothing for a enters ahead of it any more.
+    expect(t.mayEnter('a', b, 100 + 10_000)).toBe(false);
+  });
+
+  it('switches when the held model is idle, to the model most waiters want', () => {
+    const t = new ModelTurns(SETTINGS);
+    t.entered('a', 0, 0);
+    const waiting = new Set([waiter('b', 10), waiter('c', 20), waiter('c', 30)]);
+    // a still in flight: nobody waits for it, but its client may come back: no switch yet.
+    expect(t.pick(waiting, 50)).toBeNull();
+    t.left('a');
+    const next = t.pick(waiting, 60)!;
+    expect(next.model).toBe('c');
+    t.entered('c', 60, 40);
+    expect(t.counts(waiting).held).toEqual(['c']);
+    expect(t.switches).toBe(2);
+  });
+
+  it('a waiter passed over for max_wait is switched to once the held model had min_dwell, and the evicted model drains first', () => {
+    const t = new ModelTurns(SETTINGS);
+    t.entered('a', 0, 0);
+    const b = waiter('b', 0);
+    const a2 = waiter('a', 9_000);
+    const waiting = new Set([b, a2]);
+    // Before max_wait: a's waiter goes.
+    expect(t.pick(waiting, 9_500)).toBe(a2);
+    waiting.delete(a2);
+    t.entered('a', 9_500, 500);
+    // b is due; a has requests in flight: the switch waits for them, and admits nothing meanwhile.
+    expect(t.pick(waiting, 10_000)).toBeNull();
+    expect(t.counts(waiting).switching).toBe('b');
+    expect(t.mayEnter('a', b, 10_001)).toBe(false);
+    t.left('a');
+    expect(t.pick(waiting, 10_100)).toBeNull();
+    t.left('a');
+    expect(t.pick(waiting, 10_200)).toBe(b);
+    t.entered('b', 10_200, 10_200);
+    expect(t.longestWaitMs).toBe(10_200);
+    expect(t.counts(new Set()).held).toEqual(['b']);
+  });
+
+  it('min_dwell: a model just switched to keeps its turn against a due waiter while its own still wait', () => {
+    const t = new ModelTurns(SETTINGS);
+    t.entered('b', 20_000, 0);
+    const old = waiter('a', 5_000);
+    const forB = waiter('b', 20_500);
+    const waiting = new Set([old, forB]);
+    // a waited 16 s (due), but b was switched to 1 s ago and has a waiter: b's goes.
+    expect(t.pick(waiting, 21_000)).toBe(forB);
+    waiting.delete(forB);
+    t.entered('b', 21_000, 500);
+    waiting.add(waiter('b', 21_500));
+    // Dwell over: the due waiter's model is next.
+    t.left('b');
+    t.left('b');
+    expect(t.pick(waiting, 22_000)).toBe(old);
+  });
+
+  it('holds models_at_once models: another is loaded beside them without waiting for either', () => {
+    const t = new ModelTurns({ ...SETTINGS, atOnce: 2 });
+    t.entered('a', 0, 0);
+    expect(t.mayEnter('b', undefined, 10)).toBe(true);
+    t.entered('b', 10, 0);
+    // Both held and busy: c waits for the least recently used one to be idle.
+    expect(t.mayEnter('c', undefined, 20)).toBe(false);
+    const c = waiter('c', 20);
+    t.left('a');
+    expect(t.pick(new Set([c]), 30)).toBe(c);
+    t.entered('c', 30, 10);
+    expect(t.counts(new Set()).held).toEqual(['b', 'c']);
+  });
+
+  it('what the engine reports held replaces what was assumed', () => {
+    const t = new ModelTurns(SETTINGS);
+    t.entered('a', 0, 0);
+    t.left('a');
+    t.observe(['b']);
+    expect(t.mayEnter('b', undefined, 10)).toBe(true);
+    expect(t.counts(new Set()).held).toEqual(['b']);
+  });
+
+  it('a request without a model never waits for a switch', () => {
+    const t = new ModelTurns(SETTINGS);
+    t.entered('a', 0, 0);
+    expect(t.mayEnter('', undefined, 10)).toBe(true);
+  });
+});
+
+describe('the endpoint queue served by model', () => {
+  it('admits the held model first, switches in a batch, and never starves a request past max_wait', async () => {
+    const q = new EndpointQueue({ maxConcurrent: 2, maxQueued: 100, timeoutMs: 60_000, turns: { atOnce: 1, maxWaitMs: 60_000, minDwellMs: 0 } });
+    const order: string[] = [];
+    const enqueue = (model: string) =>
+      new Promise<Turn>((resolve) =>
+        q.wait((turn) => {
+          if (turn === 'admitted') order.push(model);
+          resolve(turn);
+        }, model),
+      );
+    expect(q.tryEnter('a')).toBe(true);
+    expect(q.tryEnter('a')).toBe(true);
+    // Both slots busy: b, a, b, a wait.
+    const waits = ['b', 'a', 'b', 'a'].map((m) => enqueue(m));
+    // One slot back: the waiting request for a (held) goes before the older b.
+    q.release(performance.now(), 'a');
+    expect(order).toEqual(['a']);
+    q.release(performance.now(), 'a');
+    expect(order).toEqual(['a', 'a']);
+    // Both a's done: nothing for a waits or runs: the b's go together.
+    q.release(performance.now(), 'a');
+    q.release(performance.now(), 'a');
+    expect(order).toEqual(['a', 'a', 'b', 'b']);
+    expect(q.counts().turns).toMatchObject({ held: ['b'], switches: 2 });
+    q.release(performance.now(), 'b');
+    q.release(performance.now(), 'b');
+    expect(await Promise.all(waits)).toEqual(['admitted', 'admitted', 'admitted', 'admitted']);
+  });
+});

@@ -98,10 +98,23 @@ function one(raw: Raw): DiscoveredModel | null {
       engine.context,
     maxTokens: engine.maxTokens,
     kind: str(raw.type),
-    loaded: bool(raw.loaded) ?? (raw.state === 'loaded' ? true : raw.state === 'not-loaded' ? false : undefined),
-    isLoading: bool(raw.is_loading),
+    loaded: bool(raw.loaded) ?? loadedState(raw),
+    isLoading: bool(raw.is_loading) ?? (statusOf(raw) === 'loading' ? true : undefined),
     details: { ...details, ...extras },
   };
+}
+
+/** llama-server's router: each model's `status.value` (loaded, loading, unloaded). */
+const statusOf = (raw: Raw): unknown => (raw.status && typeof raw.status === 'object' ? (raw.status as Raw).value : undefined);
+
+/** Whether the model is loaded, where the entry says so in words: LM Studio's `state`
+ *  (loaded, not-loaded), llama-swap's running list (`state`: ready, starting…) and llama-server's
+ *  router (`status.value`). */
+function loadedState(raw: Raw): boolean | undefined {
+  const word = raw.state ?? statusOf(raw);
+  if (word === 'loaded' || word === 'ready') return true;
+  if (word === 'not-loaded' || word === 'unloaded' || word === 'loading' || word === 'starting') return false;
+  return undefined;
 }
 
 /** A model-list reply the gateway cannot use; the message says why. */
@@ -115,8 +128,10 @@ export function parseModelList(body: unknown, format = 'common'): DiscoveredMode
   const b = body as Raw | unknown[] | null;
   const models = Array.isArray((b as Raw)?.models) ? (b as Raw).models : null;
   const data = Array.isArray((b as Raw)?.data) ? (b as Raw).data : null;
-  const list = Array.isArray(b) ? b : format === 'localrunner' ? (models ?? data) : (data ?? models);
-  if (!list) throw new ModelListError('the model list has neither a "models" nor a "data" array');
+  // llama-swap's GET /running: the models it runs now.
+  const running = Array.isArray((b as Raw)?.running) ? (b as Raw).running : null;
+  const list = Array.isArray(b) ? b : format === 'localrunner' ? (models ?? data ?? running) : (data ?? models ?? running);
+  if (!list) throw new ModelListError('the model list has neither a "models" nor a "data" array (nor llama-swap\'s "running")');
   const out: DiscoveredModel[] = [];
   for (const item of list as unknown[]) {
     const m = item && typeof item === 'object' ? one(item as Raw) : typeof item === 'string' ? one({ id: item }) : null;

@@ -78,6 +78,8 @@ export class Residency {
       for (const [name, loaded] of entries) index.add(name, loaded, ep.profile.models);
       this.reports.set(ep, index);
       this.entries.set(ep, entries);
+      // A queue served by model takes what the engine holds from the engine itself.
+      ep.queue?.turns?.observe(entries.filter(([, loaded]) => loaded).map(([name]) => name));
     }
     this.onReport?.(ep);
   }

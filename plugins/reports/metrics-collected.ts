@@ -1,7 +1,7 @@
 // The series of /internal/metrics read at scrape time from what the status routes already keep:
 // Stats (traffic, security counters, models, translators), the endpoints (health, breaker, active
 // requests and streams, queues) and the catalogue. Nothing here is counted per request.
-import type { Endpoint, HealthState, Runtime, Sample, TranslatorCounters } from '../../engine/api.js';
+import type { Endpoint, HealthState, Runtime, Sample, TranslatorCounters, TurnCounts } from '../../engine/api.js';
 import { SYSTEM_WORDS, verdict } from './endpoint-view.js';
 import { modelLabel } from './metrics-instruments.js';
 
@@ -162,6 +162,39 @@ export function registerCollected(env: Runtime): void {
     'Requests whose client went away while they waited.',
     'counter',
     perQueue((q) => q.abandoned),
+  );
+
+  // Queues served by model (model_switching): what the engine holds, who waits for which model,
+  // the switches made and the longest wait for a model.
+  const perTurns = (value: (t: TurnCounts, labels: Record<string, string>) => Sample[]) => () =>
+    live().flatMap((ep) => {
+      const turns = ep.queue?.counts().turns;
+      return turns ? value(turns, { family: ep.family, endpoint: ep.name }) : [];
+    });
+  m.collected(
+    'gw_model_switches_total',
+    'Models switched to on an endpoint that holds few at once (model_switching), each a load.',
+    'counter',
+    perTurns((t, labels) => [{ labels, value: t.switches }]),
+  );
+  m.collected(
+    'gw_model_held',
+    'Models an endpoint served by model holds now (1), as last sent or reported.',
+    'gauge',
+    perTurns((t, labels) => t.held.map((model) => ({ labels: { ...labels, model }, value: 1 }))),
+  );
+  m.collected(
+    'gw_queue_waiting_by_model',
+    'Requests waiting now on an endpoint served by model, by the model they ask for.',
+    'gauge',
+    perTurns((t, labels) => Object.entries(t.waitingByModel).map(([model, n]) => ({ labels: { ...labels, model }, value: n }))),
+  );
+  m.collected(
+    'gw_model_wait_longest_seconds',
+    'The longest a request waited for its model on an endpoint served by model.',
+    'gauge',
+    perTurns((t, labels) => [{ labels, value: t.longestWaitMs / 1000 }]),
+    'max',
   );
 
   // Retries: the fleet's retry budget (proxy.retry.fleet).

@@ -75,6 +75,10 @@ describe('a queue served by model', () => {
     expect(served()).toEqual(['alpha', 'alpha', 'alpha', 'beta', 'beta']);
     expect(fake!.gpu!.switches).toBe(2);
     expect((await queueOf()).model_switching).toMatchObject({ models_at_once: 1, held: ['beta'], switches: 2, switching_to: null });
+    const metrics = await (await request(`${gw!.url}/internal/metrics`)).body.text();
+    expect(metrics).toContain('gw_model_switches_total{family="localrunner",endpoint="gpu"} 2');
+    expect(metrics).toContain('gw_model_held{family="localrunner",endpoint="gpu",model="beta"} 1');
+    expect(metrics).toMatch(/gw_model_wait_longest_seconds\{family="localrunner",endpoint="gpu"\} [0-9.]+/);
   });
 
   it('in arrival order without model_switching: the engine loads a model on every change', async () => {

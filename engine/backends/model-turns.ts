@@ -143,15 +143,15 @@ export class ModelTurns {
     else this.inFlight.delete(model);
   }
 
-  /** The engine reported the models it holds (residency): they replace what was assumed, those
-   *  this gateway has requests in flight for kept. */
+  /** The engine reported the models it holds (residency): they replace what was assumed, but a
+   *  model with requests in flight here stays held whatever the report says (it may be older than
+   *  the switch to it), and the report fills only the room left. */
   observe(models: readonly string[]): void {
-    const now = this.held.filter((m) => !models.includes(m) && this.inFlight.has(m));
-    for (const m of models) {
-      now.push(m);
-      this.loads.delete(m);
-    }
-    this.held = now.slice(-Math.max(this.settings.atOnce, 1));
+    const busy = this.held.filter((m) => this.inFlight.has(m));
+    const room = Math.max(0, this.settings.atOnce - busy.length);
+    const reported = models.filter((m) => !busy.includes(m)).slice(0, room);
+    for (const m of reported) this.loads.delete(m);
+    this.held = [...reported, ...busy];
   }
 
   counts(waiting: Iterable<Waiter>): TurnCounts {

@@ -74,3 +74,57 @@ export function listening(port: number): Promise<boolean> {
     s.once('error', () => resolve(false));
   });
 }
+
+export interface LlamaRouter extends LlamaServer {
+  /** Models the router has loaded so far (each an instance spawned: its log says so). */
+  loads(): number;
+}
+
+/** A llama-server in router mode (--models-dir: one model per file, loaded on demand; at most
+ *  `modelsMax` at once), serving the tiny model under each of `names`; resolves once /health
+ *  answers. The binary is the one start-llama-server.sh unpacks. */
+export async function startLlamaRouter(names: readonly string[], modelsMax: number): Promise<LlamaRouter> {
+  if (!LLAMA_SERVER_DIR) throw new Error('GW_LLAMA_SERVER_DIR is not set: guard the test with describe.skipIf(!LLAMA_SERVER_DIR)');
+  const { mkdtempSync, symlinkSync, existsSync, openSync, readFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { spawn, execFileSync } = await import('node:child_process');
+  const bin = join(process.env.TMPDIR ?? '/tmp', `llama-server.${process.getuid?.() ?? 0}`);
+  if (!existsSync(bin))
+    execFileSync('sh', ['-c', `xz -dc "${join(LLAMA_SERVER_DIR, 'llama-server.xz')}" > "${bin}.part" && chmod +x "${bin}.part" && mv "${bin}.part" "${bin}"`]);
+  const dir = mkdtempSync(join(tmpdir(), 'gw-router-'));
+  for (const name of names) symlinkSync(join(LLAMA_SERVER_DIR, 'tiny-llama.gguf'), join(dir, `${name}.gguf`));
+  const port = await freePort();
+  const log = join(dir, 'router.log');
+  const args = [
+    '--models-dir',
+    dir,
+    '--models-max',
+    String(modelsMax),
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '-c',
+    '2048',
+    '-t',
+    '1',
+    '-np',
+    '2',
+    '--no-webui',
+  ];
+  const out = openSync(log, 'a');
+  const child = spawn(bin, args, { stdio: ['ignore', out, out] });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 240; i++) {
+    if (child.exitCode !== null) throw new Error(`llama-server (router) exited:\n${readFileSync(log, 'utf8').slice(-2000)}`);
+    try {
+      if ((await fetch(`${url}/health`)).status === 200) {
+        const loads = () => (readFileSync(log, 'utf8').match(/spawning server instance with name=/g) ?? []).length;
+        return { url, port, pid: child.pid!, loads };
+      }
+    } catch {}
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  child.kill();
+  throw new Error('llama-server (router) did not answer /health in 60 s');
+}

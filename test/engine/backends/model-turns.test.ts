@@ -99,6 +99,17 @@ describe('whose turn it is', () => {
     expect(t.counts(new Set()).held).toEqual(['b']);
   });
 
+  it('a report older than the switch does not take the model in flight away', () => {
+    const t = new ModelTurns(SETTINGS);
+    t.entered('a', 0, 0);
+    t.left('a');
+    t.entered('b', 10, 0);
+    // The engine's report, read before the switch, still says a.
+    t.observe(['a']);
+    expect(t.counts(new Set()).held).toEqual(['b']);
+    expect(t.mayEnter('a', undefined, 20)).toBe(false);
+  });
+
   it('a request without a model never waits for a switch', () => {
     const t = new ModelTurns(SETTINGS);
     t.entered('a', 0, 0);

@@ -64,8 +64,9 @@ async function run(name, extra, fake, open) {
   );
   const total = performance.now() - started;
   const status = await (await fetch(`${base}/internal/status/endpoints`)).json();
-  const queue = status.endpoints?.[0]?.queue ?? status[0]?.queue;
+  const queue = status.endpoints[0].queue;
   await pool.close();
+  process.kill(gw.pid);
   return { name, switches: fake.gpu.switches, total, slowest, statuses, longestWait: queue?.model_switching?.longest_wait ?? '—' };
 }
 
@@ -113,7 +114,6 @@ ${tables.join('\n\n')}
 `;
   } finally {
     await fake.stop();
-    stopAll();
   }
 }
 
@@ -123,4 +123,10 @@ function line(r) {
     .join(', ')} |`;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) console.log(await modelSwitchingSection());
+if (import.meta.url === `file://${process.argv[1]}`) {
+  try {
+    console.log(await modelSwitchingSection());
+  } finally {
+    stopAll();
+  }
+}

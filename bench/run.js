@@ -12,7 +12,8 @@
 //  limits (bench/limits.js) — rate limits that are never reached, on against off;
 //  shared limits (bench/shared-limits.js) — the same limits kept in Redis against in memory;
 //  failover (bench/failover.js) — a request that needs no retry, against the builds before issues 12, 17, 18, 19 and 20;
-//  affinity (bench/affinity.js) — later turns' time to first token with conversation affinity against plain balancing.
+//  affinity (bench/affinity.js) — later turns' time to first token with conversation affinity against plain balancing;
+//  model switching (bench/model-switching.js) — one GPU, many models: the queue served by model against arrival order.
 // "Time per request" in the A/B comparisons is the CPU time the gateway process spends per request
 // (from /proc, over alternating load rounds): unlike req/s on a two-core machine shared by four busy
 // processes, it does not depend on how the scheduler mixes them.
@@ -24,6 +25,7 @@ import { metricsSection } from './metrics.js';
 import { limitsSection } from './limits.js';
 import { failoverSection } from './failover.js';
 import { affinitySection } from './affinity.js';
+import { modelSwitchingSection } from './model-switching.js';
 import { translationInstructions } from './translation.js';
 import { sharedLimitsSection } from './shared-limits.js';
 import { workersSection } from './workers.js';
@@ -334,6 +336,7 @@ async function only(name) {
     'shared-limits': [sharedLimitsSection, '## Rate limits shared through Redis'],
     workers: [workersSection, '## Workers'],
     streams: [streamsSection, '## Streams'],
+    'model-switching': [modelSwitchingSection, '## One GPU, many models'],
   };
   if (!sections[name]) throw new Error(`--only takes one of: ${Object.keys(sections).join(', ')}`);
   const [run, heading] = sections[name];
@@ -376,6 +379,7 @@ async function main() {
     await streamsSection(backendPort),
     await failoverSection(backendPort),
     await affinitySection(),
+    await modelSwitchingSection(),
   ];
   const md = `# Benchmark results
 

@@ -192,7 +192,7 @@ function renderEndpoints(endpoints) {
       el(
         'tr',
         { 'data-endpoint': e.name },
-        el('td', {}, el('strong', {}, e.name)),
+        el('td', {}, el('strong', {}, e.name), turnsLine(e.queue)),
         el('td', {}, e.type),
         el('td', { class: 'url', title: e.url }, e.url),
         el('td', { class: 'health', title: e.error || '' }, dot(e.status), ' ', e.status),
@@ -209,6 +209,25 @@ function renderEndpoints(endpoints) {
       ),
     ),
     14,
+  );
+}
+
+/** An engine that holds few models at once (model_switching): what it holds or loads, who waits
+ *  for which model, the switches made and the longest wait; nothing for other endpoints. */
+function turnsLine(queue) {
+  const t = queue?.model_switching;
+  if (!t) return '';
+  const waiting = Object.entries(t.waiting_by_model).map(([model, n]) => `${model} ${n}`);
+  const parts = [
+    t.loading ? `loading ${t.loading}` : `holds ${t.held.join(', ') || 'nothing yet'}`,
+    waiting.length ? `waiting: ${waiting.join(', ')}` : 'nobody waiting',
+    `${t.switches} switches`,
+    `longest wait ${t.longest_wait}`,
+  ];
+  return el(
+    'div',
+    { class: 'muted turns', title: `serves by model: ${t.models_at_once} at once, max_wait ${t.max_wait}, min_dwell ${t.min_dwell}` },
+    parts.join(' · '),
   );
 }
 

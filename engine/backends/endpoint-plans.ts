@@ -224,7 +224,7 @@ function concurrencyOf(ep: EndpointConfig, profile: Profile): QueueSettings | nu
   if (maxConcurrent === 0 && !m) return null;
   return {
     maxConcurrent: maxConcurrent === 0 ? Number.POSITIVE_INFINITY : maxConcurrent,
-    turns: m ? { atOnce: m.models_at_once, maxWaitMs: parseDuration(m.max_wait), minDwellMs: parseDuration(m.min_dwell) } : null,
+    ...(m ? { turns: { atOnce: m.models_at_once, maxWaitMs: parseDuration(m.max_wait), minDwellMs: parseDuration(m.min_dwell) } } : {}),
     maxQueued: ep.max_queued_requests ?? c.max_queued_requests,
     // A timer takes at most 2^31-1 ms (24.8 days); past that Node fires it at once.
     timeoutMs: Math.min(parseDuration(ep.queue_timeout ?? c.queue_timeout), MAX_TIMER_MS),

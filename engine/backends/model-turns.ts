@@ -75,8 +75,8 @@ export class ModelTurns {
     if (oldest !== undefined) return false;
     // Nobody waits: load it beside what is held, or in place of a model with nothing in flight.
     if (this.held.length < this.settings.atOnce) return true;
-    const evict = this.held[0];
-    if ((this.inFlight.get(evict) ?? 0) > 0) return false;
+    const evict = this.victim();
+    if (this.inFlight.has(evict)) return false;
     this.evict(evict);
     return true;
   }
@@ -101,8 +101,8 @@ export class ModelTurns {
     if (forHeld !== undefined) return forHeld;
     // Nobody waits for a held model: load the most wanted beside it, or in its place once it is idle.
     if (this.held.length >= this.settings.atOnce) {
-      const evict = this.held[0];
-      if ((this.inFlight.get(evict) ?? 0) > 0) return null;
+      const evict = this.victim();
+      if (this.inFlight.has(evict)) return null;
       this.evict(evict);
     }
     return firstFor(mostWanted(waiting), waiting);
@@ -171,7 +171,7 @@ export class ModelTurns {
    *  recently used model once its requests in flight are done. */
   private switchTo(model: string, waiting: Iterable<Waiter>): Waiter | null {
     if (this.held.length < this.settings.atOnce) return firstFor(model, waiting);
-    this.pending = { model, evict: this.held[0] };
+    this.pending = { model, evict: this.victim() };
     return this.finishSwitch(waiting);
   }
 
@@ -182,6 +182,12 @@ export class ModelTurns {
     this.evict(p.evict);
     // Its waiters may have left meanwhile: then the next pick decides afresh.
     return firstFor(p.model, waiting) ?? this.pick(waiting, performance.now());
+  }
+
+  /** The model a switch evicts: the least recently used with nothing in flight, else the least
+   *  recently used. */
+  private victim(): string {
+    return this.held.find((m) => !this.inFlight.has(m)) ?? this.held[0];
   }
 
   private evict(model: string): void {

@@ -48,7 +48,8 @@ describe.skipIf(browserMissing)('the dashboard in Chromium', () => {
         static: {
           endpoints: [
             endpoint('gpu-paged', 'pagedengine', paged.url),
-            endpoint('workstation', 'localrunner', local.url),
+            // One model at a time on its GPU: its queue serves by model (the row says what it holds).
+            endpoint('workstation', 'localrunner', local.url, { model_switching: { models_at_once: 1 } }),
             endpoint('mac-mlx', 'mlxsingle', chat.url),
           ],
         },
@@ -111,6 +112,8 @@ describe.skipIf(browserMissing)('the dashboard in Chromium', () => {
     await page.click('nav a[data-tab="endpoints"]');
     const row = page.locator('#endpoint-table tr[data-endpoint="workstation"]');
     await row.locator('td.health', { hasText: 'unhealthy' }).waitFor(WAIT);
+    // What its engine holds (its api/ps), who waits for which model, the switches and the longest wait.
+    await row.locator('.turns', { hasText: /^holds llama3\.1:8b · nobody waiting · \d+ switches · longest wait / }).waitFor(WAIT);
     await page.locator('#endpoint-table tr[data-endpoint="gpu-paged"] td.health', { hasText: /^\s*healthy$/ }).waitFor(WAIT);
     expect(await page.locator('#endpoint-table tbody tr').count()).toBe(3);
     // Load as the engine reports it (vLLM's /metrics: requests it serves for other clients), the

@@ -49,12 +49,15 @@ describe('endpoint records', () => {
       { name: 'e', type: 'deskrunner', url: 'http://e', max_concurrent_requests: 3, max_queued_requests: 7, queue_timeout: '10s' },
       { name: 'off', type: 'deskrunner', url: 'http://off', max_concurrent_requests: 0 },
       { name: 'gpu', type: 'pagedengine', url: 'http://gpu', max_queued_requests: 5 },
+      // An engine that holds one model at a time: a queue served by model, with no limit on slots.
+      { name: 'one', type: 'ollama', url: 'http://one', max_concurrent_requests: 0, model_switching: { models_at_once: 1, max_wait: '20s', min_dwell: '0s' } },
     ]);
     expect(plans.map((p) => p.concurrency)).toEqual([
       { maxConcurrent: 1, maxQueued: 100, timeoutMs: 120_000 },
       { maxConcurrent: 3, maxQueued: 7, timeoutMs: 10_000 },
       null,
       null,
+      { maxConcurrent: Number.POSITIVE_INFINITY, maxQueued: 100, timeoutMs: 120_000, turns: { atOnce: 1, maxWaitMs: 20_000, minDwellMs: 0 } },
     ]);
     expect(problems).toEqual([
       expect.objectContaining({

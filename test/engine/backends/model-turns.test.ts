@@ -90,6 +90,17 @@ describe('whose turn it is', () => {
     expect(t.counts(new Set()).held).toEqual(['b', 'c']);
   });
 
+  it('evicts the least recently used model with nothing in flight, not a busy one', () => {
+    const t = new ModelTurns({ ...SETTINGS, atOnce: 2 });
+    t.entered('a', 0, 0);
+    t.entered('b', 10, 0);
+    t.left('b');
+    // a is the least recently used but busy; b is idle: c takes b's place at once.
+    expect(t.mayEnter('c', undefined, 20)).toBe(true);
+    t.entered('c', 20, 0);
+    expect(t.counts(new Set()).held).toEqual(['a', 'c']);
+  });
+
   it('what the engine reports held replaces what was assumed', () => {
     const t = new ModelTurns(SETTINGS);
     t.entered('a', 0, 0);

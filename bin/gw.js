@@ -163,11 +163,17 @@ program
   .command('demo')
   .description('the gateway plus a simulated backend for every family, on free loopback ports')
   .option('-p, --port <n>', 'gateway port', '40114')
+  .option('--switch-time <duration>', "the one-GPU simulator's time to switch models", '5s')
   .action(async (opts) => {
     const { startDemo } = await import(new URL('../demo/start.js', dist).href);
+    const { parseDuration, DURATION } = await import(new URL('../core/duration.js', dist).href);
+    if (!DURATION.test(opts.switchTime)) {
+      console.error(`gw demo: --switch-time ${opts.switchTime}: a duration such as 5s or 800ms`);
+      process.exit(1);
+    }
     let demo;
     try {
-      demo = await startDemo(Number(opts.port), BUILTIN_PLUGINS);
+      demo = await startDemo(Number(opts.port), BUILTIN_PLUGINS, 'localhost', parseDuration(opts.switchTime));
     } catch (err) {
       if (err?.code !== 'EADDRINUSE') failedToStart(err, await import(new URL('../core/errors.js', dist).href));
       console.error(
@@ -181,7 +187,10 @@ program
       `\ngw demo: ${demo.fakes.length} simulated backends behind ${base}\ntry:\n` +
         `  curl ${base}/gw/localrunner/api/tags\n` +
         `  curl ${base}/gw/pagedengine/v1/chat/completions -H 'content-type: application/json' -d '{"model":"pagedengine-model-1","messages":[{"role":"user","content":"hi"}],"stream":true}'\n` +
-        `  curl ${base}/internal/health\n`,
+        `  curl ${base}/internal/health\n` +
+        `one GPU, two models (planner, coder), ${opts.switchTime} to switch, served by model:\n` +
+        `  curl ${base}/gw/ollama/api/chat -d '{"model":"coder","messages":[{"role":"user","content":"hi"}],"stream":false}'\n` +
+        `  curl ${base}/internal/status/endpoints   # queue.model_switching of demo-one-gpu\n`,
     );
     const stop = () => demo.stop().then(() => process.exit(0));
     process.on('SIGTERM', stop);

@@ -138,7 +138,7 @@ describe('gw demo', () => {
     const [, port] = await waitForLine(child, /behind http:\/\/localhost:(\d+)/);
     const health = (await (await request(`http://localhost:${port}/internal/health`)).body.json()) as any;
     expect(health.status).toBe('healthy');
-    expect(health.endpoints).toHaveLength(13); // one per family, auto included
+    expect(health.endpoints).toHaveLength(14); // one per family, auto included, and the one-GPU Ollama
     const res = await request(`http://localhost:${port}/gw/turboengine/generate`, { method: 'POST', body: '{"inputs":"hi"}' });
     expect(((await res.body.json()) as any).generated_text).toContain('turboengine');
     const exited = new Promise((r) => child.on('exit', r));

@@ -119,6 +119,9 @@ describe('a switch is a cold load, not a failure', () => {
     expect(answer.text).toContain('[DONE]');
     const ep = await endpointStatus();
     expect(ep.queue.model_switching).toMatchObject({ held: ['beta'], loading: null, switches: 2 });
+    // Nothing counted against it: no failure, no failover, its breaker closed.
+    expect(ep.circuit_breaker).toMatchObject({ state: 'closed', consecutive_failures: 0, health_failures: 0 });
+    expect(ep.errors).toBe(0);
     expect(fake!.traffic.map((r) => r.json.model)).toEqual(['alpha', 'beta']);
   });
 });

@@ -72,6 +72,17 @@ async function getJson(client: Client, path: string): Promise<any> {
   return res.body.json();
 }
 
+/** A chat request for `model` on the connection. */
+async function chatWith(client: Client, model: string) {
+  const res = await client.request({
+    path: '/gw/pagedengine/v1/chat/completions',
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  return { status: res.statusCode, text: await res.body.text() };
+}
+
 async function chat(client: Client, path = '/gw/pagedengine/v1/chat/completions') {
   const res = await client.request({ path, method: 'POST', body: CHAT, headers: { 'content-type': 'application/json' } });
   const text = await res.body.text();
@@ -212,6 +223,35 @@ describe('gw serve --workers 2', () => {
       'the slot back with the host',
     );
     expect((await chat(b.client)).status).toBe(200);
+  });
+
+  it("serves an engine's queue by model across the workers (model_switching: the host decides)", async () => {
+    const fake = await new FakeBackend({ family: 'pagedengine', models: [{ name: 'alpha' }, { name: 'beta' }], modelsAtOnce: 1 }).start();
+    fakes.push(fake);
+    const eps = [endpoint('gpu', 'pagedengine', fake.url, { max_concurrent_requests: 1, model_switching: { models_at_once: 1 } })];
+    const gw = await start(config({ discovery: { static: { endpoints: eps } } }));
+    const [a, b] = await oneEach(gw.base);
+    const c = await connection(gw.base);
+    // Status on a connection of its own (one request at a time on each).
+    const watch = await connection(gw.base);
+    const queued = async () => (await getJson(watch.client, '/internal/status/endpoints')).endpoints[0].queue.queued;
+    const ask = (client: Client, model: string) => chatWith(client, model);
+    let open!: () => void;
+    fake.behaviour.holdUntil = new Promise<void>((r) => (open = r));
+    const first = ask(a.client, 'alpha');
+    await waitFor(() => fake.traffic.length === 1 || undefined, 'alpha at the engine');
+    // beta from one worker, then alpha from a connection of either: alpha (held) goes first.
+    const beta = ask(b.client, 'beta');
+    await waitFor(async () => (await queued()) === 1 || undefined, 'beta waiting');
+    const alpha = ask(c.client, 'alpha');
+    await waitFor(async () => (await queued()) === 2 || undefined, 'alpha waiting');
+    fake.behaviour.holdUntil = null;
+    open();
+    expect((await Promise.all([first, beta, alpha])).map((r) => r.status)).toEqual([200, 200, 200]);
+    expect(fake.traffic.map((r) => r.json.model)).toEqual(['alpha', 'alpha', 'beta']);
+    expect(fake.gpu!.switches).toBe(2);
+    const queue = (await getJson(a.client, '/internal/status/endpoints')).endpoints[0].queue;
+    expect(queue.model_switching).toMatchObject({ held: ['beta'], switches: 2 });
   });
 
   it('when the host dies, its workers finish the streams they hold and exit', async () => {

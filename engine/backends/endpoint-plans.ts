@@ -8,7 +8,7 @@ import { resolve } from 'node:path';
 import type { QueueSettings } from './queue.js';
 import type { Rate } from './rate-buckets.js';
 import { setInConfig, type EndpointConfig, type GatewayConfig } from '../core/config.js';
-import { parseDuration } from '../core/duration.js';
+import { formatDuration, parseDuration } from '../core/duration.js';
 import { ConfigError } from '../core/errors.js';
 import { fnv1a36 } from '../core/hash.js';
 import { familyLabel, isBuiltIn, suggestFamilies, type Profile, type ProfileSet } from '../core/profiles.js';
@@ -323,6 +323,14 @@ export function planEndpoints(config: GatewayConfig, profiles: ProfileSet, sourc
           fix: `remove one of them; two backends need two urls`,
         });
       else backends.set(backend, ep.name);
+      const turns = plan.concurrency?.turns;
+      if (turns && turns.maxWaitMs + turns.minDwellMs >= plan.concurrency!.timeoutMs)
+        problems.push({
+          level: 'warn',
+          field: `discovery.static.endpoints[${i}].model_switching.max_wait`,
+          message: `endpoint "${ep.name}": max_wait + min_dwell (${formatDuration(turns.maxWaitMs + turns.minDwellMs)}) is not under its queue_timeout (${formatDuration(plan.concurrency!.timeoutMs)}): a request passed over may time out (429) before its model's turn`,
+          fix: 'lower max_wait, or raise queue_timeout',
+        });
       if (!plan.concurrency) {
         for (const field of ['max_queued_requests', 'queue_timeout'] as const) {
           if (ep[field] !== undefined)

@@ -51,10 +51,12 @@ function judge(ep: Endpoint, status: number, retryAfter: string | string[] | und
 }
 
 /** A failed check while the engine loads a model this gateway switched it to (model_switching) —
- *  an engine busy loading may answer its health route late or with 503 — is not an outage, for as
- *  long as a request may wait for its reply head (the endpoint's response timeout). */
+ *  an engine busy loading may answer its health route late or with 5xx — is not an outage, for as
+ *  long as a request may wait for its reply head (the endpoint's response timeout). A refused
+ *  connection is: nothing is there to load anything. */
 function duringLoad(ep: Endpoint, v: Verdict): Verdict {
-  const load = v.failed ? ep.queue?.turns?.loading() : null;
+  if (!v.failed || (v.state === 'offline' && v.reason !== TIMED_OUT)) return v;
+  const load = ep.queue?.turns?.loading();
   if (!load || performance.now() - load.since > ep.timeouts.responseMs) return v;
   return { state: 'warming', reason: `loading model ${load.model} (${v.reason})`, failed: false };
 }

@@ -57,13 +57,23 @@ export class ModelTurns {
 
   constructor(private settings: ModelTurnSettings) {}
 
+  /** New settings (a reload): fewer models at once evicts the idle ones over the number at once;
+   *  a busy one over it is no longer counted held, and goes when its requests are done. */
   configure(settings: ModelTurnSettings): void {
     this.settings = settings;
+    while (this.held.length > settings.atOnce) {
+      const idle = this.held.find((m) => !this.inFlight.has(m));
+      if (idle === undefined) break;
+      this.evict(idle);
+    }
   }
 
-  /** A request without a model (or for one the engine need not load) never waits for a switch. */
+  /** Held and counted so: among the `atOnce` most recently used. A request without a model (or
+   *  for one the engine need not load) never waits for a switch. */
   private holds(model: string): boolean {
-    return model === '' || this.held.includes(model);
+    if (model === '') return true;
+    const at = this.held.indexOf(model);
+    return at >= 0 && at >= this.held.length - this.settings.atOnce;
   }
 
   /** Whether a request for `model` may take a free slot now, ahead of those waiting (`oldest`:
@@ -126,7 +136,7 @@ export class ModelTurns {
   /** The engine may be loading `model` for a request sent now: it is not held, or was switched
    *  to and nothing for it has finished since. */
   cold(model: string): boolean {
-    return model !== '' && (!this.held.includes(model) || this.loads.has(model));
+    return model !== '' && (!this.holds(model) || this.loads.has(model));
   }
 
   /** The model being loaded, and since when (performance.now()); null: none. */
@@ -135,23 +145,33 @@ export class ModelTurns {
     return null;
   }
 
-  /** A request for `model` gave its slot back. */
-  left(model: string): void {
-    this.loads.delete(model);
+  /** A request for `model` gave its slot back; `answered`: the engine answered it (so the model is
+   *  loaded), rather than the request failing or its client leaving first. */
+  left(model: string, answered = true): void {
+    if (answered) this.loads.delete(model);
     const n = (this.inFlight.get(model) ?? 1) - 1;
     if (n > 0) this.inFlight.set(model, n);
     else this.inFlight.delete(model);
   }
 
-  /** The engine reported the models it holds (residency): they replace what was assumed, but a
-   *  model with requests in flight here stays held whatever the report says (it may be older than
-   *  the switch to it), and the report fills only the room left. */
-  observe(models: readonly string[]): void {
+  /** The engine reported what it holds (residency): `loaded` answers for a model as clients name
+   *  it (through the engine's name rules: llama3 is llama3:latest); `names` are the engine's own.
+   *  A model with requests in flight here stays held whatever the report says (it may be older
+   *  than the switch to it); a held one the engine no longer holds goes; with nothing held (a
+   *  start), the engine's names are taken as they are. */
+  observe(loaded: (model: string) => boolean | undefined, names: readonly string[]): void {
     const busy = this.held.filter((m) => this.inFlight.has(m));
+    const kept = this.held.filter((m) => !busy.includes(m) && loaded(m) === true);
     const room = Math.max(0, this.settings.atOnce - busy.length);
-    const reported = models.filter((m) => !busy.includes(m)).slice(0, room);
-    for (const m of reported) this.loads.delete(m);
-    this.held = [...reported, ...busy];
+    const confirmed = room === 0 ? [] : this.held.length === 0 ? names.slice(0, room) : kept.slice(-room);
+    for (const m of confirmed) this.loads.delete(m);
+    this.held = [...confirmed, ...busy];
+  }
+
+  /** A waiter left without its turn (its wait timed out, its client went away): a switch decided
+   *  for its model alone is called off. */
+  cancelled(waiting: Iterable<Waiter>): void {
+    if (this.pending !== null && firstFor(this.pending.model, waiting) === null) this.pending = null;
   }
 
   counts(waiting: Iterable<Waiter>): TurnCounts {

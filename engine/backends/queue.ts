@@ -154,7 +154,12 @@ export class EndpointQueue {
 
   /** The limit was removed: every waiter goes now; slots still held are given back as usual. */
   lift(): void {
-    this.configure({ ...this.settings, maxConcurrent: Infinity });
+    this.configure({ ...this.settings, maxConcurrent: Infinity, turns: null });
+  }
+
+  /** What the queue served by model holds and who waits for what; undefined: in arrival order. */
+  turnCounts(): TurnCounts | undefined {
+    return this.turns?.counts(this.waiting);
   }
 
   /** Take a slot for a request for `model` if one is free and nobody waits ahead (in arrival
@@ -194,12 +199,12 @@ export class EndpointQueue {
   }
 
   /** Give back a slot taken at `since` (performance.now()) for `model`; it goes to the next
-   *  waiter, if any. */
-  release(since: number, model = ''): void {
+   *  waiter, if any. `answered`: the engine answered (a model it was switched to is loaded). */
+  release(since: number, model = '', answered = true): void {
     const ms = performance.now() - since;
     this.holdMs = this.holdMs === 0 ? ms : this.holdMs * 0.8 + ms * 0.2;
     this.held--;
-    this.turns?.left(model);
+    this.turns?.left(model, answered);
     this.admitWaiting();
   }
 
@@ -236,5 +241,10 @@ export class EndpointQueue {
     if (turn === 'timeout') this.timedOut++;
     else if (turn === 'gone') this.abandoned++;
     waiter.settle(turn);
+    // Served by model: a switch for its model alone is off, and the others may go.
+    if (turn !== 'admitted' && this.turns !== null) {
+      this.turns.cancelled(this.waiting);
+      this.admitWaiting();
+    }
   }
 }

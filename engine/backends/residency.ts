@@ -79,7 +79,10 @@ export class Residency {
       this.reports.set(ep, index);
       this.entries.set(ep, entries);
       // A queue served by model takes what the engine holds from the engine itself.
-      ep.queue?.turns?.observe(entries.filter(([, loaded]) => loaded).map(([name]) => name));
+      ep.queue?.turns?.observe(
+        (model) => index.find(model)?.value,
+        entries.filter(([, loaded]) => loaded).map(([name]) => name),
+      );
     }
     this.onReport?.(ep);
   }

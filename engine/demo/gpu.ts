@@ -38,7 +38,7 @@ export class OneGpu {
           this.held.splice(this.held.indexOf(evict), 1);
         }
         this.loading = model;
-        await new Promise((r) => setTimeout(r, this.switchMs));
+        await new Promise((r) => setTimeout(r, this.switchMs).unref());
         this.loading = null;
         this.held.push(model);
         this.switches++;

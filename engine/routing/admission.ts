@@ -53,7 +53,8 @@ async function takeTurn(rec: AttemptState, clientGone: boolean, ep: Endpoint, qu
 /** Admitted by an endpoint found down while the request waited (a hung engine's slots come back
  *  as its attempts are given up): the slot and the token go back, the request to the next candidate. */
 export function leaveDown(ex: Exchange, ep: Endpoint, queue: EndpointQueue, model: string): void {
-  queue.release(performance.now(), model);
+  // Nothing reached the engine: no load of its model ended.
+  queue.release(performance.now(), model, false);
   ep.rateGate?.refund();
   ex.log.warn({ req: ex.id, endpoint: ep.name }, 'the endpoint was found down while the request waited for a slot; trying the next candidate');
 }

@@ -233,11 +233,11 @@ class AttemptRun<C extends Exchange> extends AttemptRecord<C> implements Attempt
         }
       }
       const admittedAt = queue ? performance.now() : 0;
-      let outcome: Outcome;
+      let outcome: Outcome | undefined;
       try {
         outcome = await this.send(c, step.index);
       } finally {
-        queue?.release(admittedAt, model);
+        queue?.release(admittedAt, model, outcome !== undefined && outcome.relayed !== false);
       }
       if (outcome.relayed === 'broken') {
         this.continueOn(c, outcome);

@@ -168,7 +168,7 @@ export function registerCollected(env: Runtime): void {
   // the switches made and the longest wait for a model.
   const perTurns = (value: (t: TurnCounts, labels: Record<string, string>) => Sample[]) => () =>
     live().flatMap((ep) => {
-      const turns = ep.queue?.counts().turns;
+      const turns = ep.queue?.turnCounts();
       return turns ? value(turns, { family: ep.family, endpoint: ep.name }) : [];
     });
   m.collected(

@@ -68,6 +68,19 @@ describe('endpoint records', () => {
     ]);
   });
 
+  it('warns when a request passed over for another model could time out before its turn', () => {
+    const { problems } = plan([
+      { name: 'one', type: 'ollama', url: 'http://one', queue_timeout: '30s', model_switching: { models_at_once: 1, max_wait: '30s', min_dwell: '5s' } },
+    ]);
+    expect(problems).toEqual([
+      expect.objectContaining({
+        level: 'warn',
+        field: 'discovery.static.endpoints[0].model_switching.max_wait',
+        message: expect.stringContaining('max_wait + min_dwell (35s) is not under its queue_timeout (30s)'),
+      }),
+    ]);
+  });
+
   it('selects the hosted profile for both of its tokens', () => {
     const { plans } = plan([
       { name: 'a', type: 'hosted', url: 'http://h' },

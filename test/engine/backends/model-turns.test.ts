@@ -105,9 +105,58 @@ describe('whose turn it is', () => {
     const t = new ModelTurns(SETTINGS);
     t.entered('a', 0, 0);
     t.left('a');
-    t.observe(['b']);
+    // The engine no longer holds a (it unloaded it): a goes.
+    t.observe((m) => m === 'b', ['b']);
+    expect(t.counts(new Set()).held).toEqual([]);
+    // At a start (nothing held), the engine's own names are taken.
+    t.observe((m) => m === 'b', ['b']);
     expect(t.mayEnter('b', undefined, 10)).toBe(true);
     expect(t.counts(new Set()).held).toEqual(['b']);
+  });
+
+  it("matches the engine's report through its name rules: llama3 is held when it reports llama3:latest", () => {
+    const t = new ModelTurns(SETTINGS);
+    t.entered('llama3', 0, 0);
+    t.left('llama3');
+    t.observe((m) => (m === 'llama3' ? true : undefined), ['llama3:latest']);
+    expect(t.counts(new Set()).held).toEqual(['llama3']);
+    expect(t.cold('llama3')).toBe(false);
+    expect(t.switches).toBe(1);
+  });
+
+  it('a switch decided for a waiter who then left is called off', () => {
+    const t = new ModelTurns({ ...SETTINGS, minDwellMs: 0 });
+    t.entered('a', 0, 0);
+    const b = waiter('b', 0);
+    const waiting = new Set([b]);
+    // b is due; a is in flight: the switch waits.
+    expect(t.pick(waiting, 20_000)).toBeNull();
+    expect(t.counts(waiting).switching).toBe('b');
+    waiting.delete(b);
+    t.cancelled(waiting);
+    expect(t.counts(waiting).switching).toBeNull();
+    expect(t.mayEnter('a', undefined, 20_001)).toBe(true);
+  });
+
+  it('fewer models at once after a reload: the idle ones over the number go; a busy one is no longer counted held', () => {
+    const t = new ModelTurns({ ...SETTINGS, atOnce: 3 });
+    for (const m of ['a', 'b', 'c']) t.entered(m, 0, 0);
+    t.left('b');
+    t.configure({ ...SETTINGS, atOnce: 1 });
+    // b (idle) went; a and c are busy: c, the most recent, counts held; a waits its turn.
+    expect(t.counts(new Set()).held).toEqual(['a', 'c']);
+    expect(t.mayEnter('c', undefined, 1)).toBe(true);
+    expect(t.mayEnter('a', undefined, 1)).toBe(false);
+  });
+
+  it('a load ends with an answer, not with a request that failed or whose client left', () => {
+    const t = new ModelTurns(SETTINGS);
+    t.entered('a', 0, 0);
+    t.entered('a', 1, 0);
+    t.left('a', false);
+    expect(t.cold('a')).toBe(true);
+    t.left('a', true);
+    expect(t.cold('a')).toBe(false);
   });
 
   it('a report older than the switch does not take the model in flight away', () => {
@@ -116,7 +165,7 @@ describe('whose turn it is', () => {
     t.left('a');
     t.entered('b', 10, 0);
     // The engine's report, read before the switch, still says a.
-    t.observe(['a']);
+    t.observe((m) => m === 'a', ['a']);
     expect(t.counts(new Set()).held).toEqual(['b']);
     expect(t.mayEnter('a', undefined, 20)).toBe(false);
   });
@@ -129,6 +178,31 @@ describe('whose turn it is', () => {
 });
 
 describe('the endpoint queue served by model', () => {
+  it('a waiter that leaves while a switch for it waits on requests in flight lets the held model go on', () => {
+    const q = new EndpointQueue({ maxConcurrent: 3, maxQueued: 100, timeoutMs: 60_000, turns: { atOnce: 1, maxWaitMs: 0, minDwellMs: 0 } });
+    expect(q.tryEnter('a')).toBe(true);
+    expect(q.tryEnter('a')).toBe(true);
+    const b = q.wait(() => {}, 'b');
+    // One a done: b is due, the other a still runs: a switch to b waits for it.
+    q.release(performance.now(), 'a');
+    expect(q.counts().turns).toMatchObject({ switching: 'b' });
+    expect(q.tryEnter('a')).toBe(false);
+    // b's client leaves: the switch is off, and a may go on.
+    q.leave(b);
+    expect(q.counts().turns).toMatchObject({ switching: null });
+    expect(q.tryEnter('a')).toBe(true);
+  });
+
+  it('lifting the limit serves every waiter now, in arrival order', () => {
+    const q = new EndpointQueue({ maxConcurrent: 1, maxQueued: 100, timeoutMs: 60_000, turns: { atOnce: 1, maxWaitMs: 60_000, minDwellMs: 0 } });
+    expect(q.tryEnter('a')).toBe(true);
+    const admitted: string[] = [];
+    q.wait((t) => t === 'admitted' && admitted.push('b'), 'b');
+    q.lift();
+    expect(admitted).toEqual(['b']);
+    expect(q.turns).toBeNull();
+  });
+
   it('admits the held model first, switches in a batch, and never starves a request past max_wait', async () => {
     const q = new EndpointQueue({ maxConcurrent: 2, maxQueued: 100, timeoutMs: 60_000, turns: { atOnce: 1, maxWaitMs: 60_000, minDwellMs: 0 } });
     const order: string[] = [];

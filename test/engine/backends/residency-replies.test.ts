@@ -43,7 +43,8 @@ describe('residency, from each engine', () => {
   it('a queue served by model takes what the engine reports it holds', () => {
     const turns = new ModelTurns({ atOnce: 1, maxWaitMs: 30_000, minDwellMs: 0 });
     const report = parseModelList(fixture('residency/llama-server-router-models-alpha-loaded.json'));
-    turns.observe(report.filter((m) => m.loaded).map((m) => m.name));
+    const held = report.filter((m) => m.loaded).map((m) => m.name);
+    turns.observe((m) => held.includes(m), held);
     expect(turns.counts([]).held).toEqual(['alpha']);
     expect(turns.cold('alpha')).toBe(false);
     expect(turns.cold('beta')).toBe(true);

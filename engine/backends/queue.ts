@@ -157,6 +157,12 @@ export class EndpointQueue {
     this.configure({ ...this.settings, maxConcurrent: Infinity, turns: null });
   }
 
+  /** The engine may be loading `model` for a request admitted now (a switch); false when the
+   *  queue serves in arrival order (it does not know). */
+  coldFor(model: string): boolean {
+    return this.turns?.cold(model) === true;
+  }
+
   /** What the queue served by model holds and who waits for what; undefined: in arrival order. */
   turnCounts(): TurnCounts | undefined {
     return this.turns?.counts(this.waiting);

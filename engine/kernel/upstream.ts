@@ -34,6 +34,6 @@ export function retrySettings(env: Runtime): RetrySettings {
       return m ? (m.servedAs.get(ep)?.context ?? m.contextWindow) : undefined;
     },
     // Not loaded, as the engine reports it, or as its queue served by model knows (a switch).
-    cold: (ep, model) => env.residency.isLoaded(ep, model) === false || ep.queue?.turns?.cold(model) === true,
+    cold: (ep, model) => env.residency.isLoaded(ep, model) === false || ep.queue?.coldFor(model) === true,
   };
 }

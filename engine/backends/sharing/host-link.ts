@@ -222,9 +222,11 @@ export class WorkerLink implements HostScope {
 
   /** Ask the host for a slot of the endpoint; `then` is told how the wait ended. Returns the
    *  question's number (to leave the queue). */
-  acquire(id: string, then: (turn: Turn) => void, model: string): number {
+  acquire(id: string, then: (turn: Turn, cold: boolean) => void, model: string): number {
     const n = this.asked + 1;
-    void this.ask<Turn | undefined>({ what: 'acquire', id, model }, 0, undefined).then((turn) => then(turn ?? 'retired'));
+    void this.ask<{ turn: Turn; cold?: boolean } | undefined>({ what: 'acquire', id, model }, 0, undefined).then((a) =>
+      then(a?.turn ?? 'retired', a?.cold === true),
+    );
     return n;
   }
 

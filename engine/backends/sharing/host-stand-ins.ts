@@ -72,7 +72,9 @@ export class HostDiscovery extends DiscoveryService {
  *  giving a slot back. */
 export interface SlotAsks {
   /** Returns the question's number (to leave the wait by). */
-  acquire(id: string, then: (turn: Turn) => void, model: string): number;
+  /** `then` is told how the wait ended, and once admitted whether the engine may be loading the
+   *  model (a switch the host's queue served by model made). */
+  acquire(id: string, then: (turn: Turn, cold: boolean) => void, model: string): number;
   leave(n: number): void;
   release(id: string, heldMs: number, model: string): void;
 }
@@ -81,6 +83,8 @@ export interface SlotAsks {
  *  one here, and the host answers 'full'); the counters are this worker's share. */
 export class HostQueue extends EndpointQueue {
   private readonly asks = new Map<Waiter, number>();
+  /** Models the host said the engine may be loading, at their last admission here. */
+  private readonly loading = new Set<string>();
 
   constructor(
     settings: QueueSettings,
@@ -92,6 +96,10 @@ export class HostQueue extends EndpointQueue {
 
   override tryEnter(): boolean {
     return false;
+  }
+
+  override coldFor(model: string): boolean {
+    return this.loading.has(model);
   }
 
   /** Whose turn it is by model is the host's to say (its queue's counts reach the status routes). */
@@ -108,13 +116,15 @@ export class HostQueue extends EndpointQueue {
     const waiter: Waiter = { since: performance.now(), model, settle, timer: null };
     const n = this.host.acquire(
       this.ep.id,
-      (turn) => {
+      (turn, cold) => {
         if (!this.asks.delete(waiter)) {
           // It left first and the host granted the slot meanwhile: given back at once.
           if (turn === 'admitted') this.host.release(this.ep.id, 0, model);
           return;
         }
         if (turn === 'admitted') {
+          if (cold) this.loading.add(model);
+          else this.loading.delete(model);
           this.held++;
           this.admitted++;
           this.waits.add(performance.now() - waiter.since);

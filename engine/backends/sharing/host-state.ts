@@ -185,19 +185,21 @@ export class HostState {
     const reply = (value: unknown) => send(w.channel, { gw: 'answer', n, value });
     const queue = this.backends.endpoints.get(id)?.queue;
     // No limit here (a reload removed it): nothing to hold.
-    if (!queue) return reply('admitted');
-    if (queue.tryEnter(model)) {
+    if (!queue) return reply({ turn: 'admitted' });
+    // Admitted: whether the engine may be loading the model (a switch), for the worker's deadlines.
+    const admitted = () => {
       hold(w, id, queue, model);
-      return reply('admitted');
-    }
+      reply({ turn: 'admitted', cold: queue.coldFor(model) });
+    };
+    if (queue.tryEnter(model)) return admitted();
     if (queue.full) {
       queue.reject();
-      return reply('full');
+      return reply({ turn: 'full' });
     }
     const waiter = queue.wait((turn) => {
       w.waiting.delete(n);
-      if (turn === 'admitted') hold(w, id, queue, model);
-      reply(turn);
+      if (turn === 'admitted') admitted();
+      else reply({ turn });
     }, model);
     w.waiting.set(n, { queue, waiter });
   }

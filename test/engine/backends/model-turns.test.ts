@@ -232,3 +232,31 @@ describe('the endpoint queue served by model', () => {
     expect(await Promise.all(waits)).toEqual(['admitted', 'admitted', 'admitted', 'admitted']);
   });
 });
+
+describe("a worker's side of the host's queue served by model", () => {
+  it('knows the engine may be loading a model when the host says so at its admission', async () => {
+    const { HostQueue } = await import('../../../engine/backends/sharing/host-stand-ins.js');
+    const answers: [Turn, boolean][] = [
+      ['admitted', true],
+      ['admitted', false],
+    ];
+    const asks = {
+      acquire: (_id: string, then: (turn: Turn, cold: boolean) => void) => {
+        const [turn, cold] = answers.shift()!;
+        queueMicrotask(() => then(turn, cold));
+        return 1;
+      },
+      leave: () => {},
+      release: () => {},
+    };
+    const settings = { maxConcurrent: 1, maxQueued: 10, timeoutMs: 60_000, turns: { atOnce: 1, maxWaitMs: 30_000, minDwellMs: 0 } };
+    const q = new HostQueue(settings, { id: 'gpu' } as never, asks);
+    // The host decides whose turn it is: the worker keeps no turns of its own.
+    expect(q.turns).toBeNull();
+    await new Promise<Turn>((r) => q.wait(r, 'beta'));
+    expect(q.coldFor('beta')).toBe(true);
+    q.release(performance.now(), 'beta');
+    await new Promise<Turn>((r) => q.wait(r, 'beta'));
+    expect(q.coldFor('beta')).toBe(false);
+  });
+});

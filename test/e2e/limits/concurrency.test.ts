@@ -7,7 +7,7 @@ import { request } from 'undici';
 import { stringify } from 'yaml';
 import { FakeBackend } from '../../../engine/demo/index.js';
 import { closeAll, endpoint, startGateway, type Started, NO_RATE_LIMITS } from '../../helpers/gateway.js';
-import { waitFor } from '../../helpers/wait.js';
+import { gate, waitFor } from '../../helpers/wait.js';
 
 let gw: Started | null = null;
 let fakes: FakeBackend[] = [];
@@ -15,13 +15,6 @@ afterEach(async () => {
   await closeAll(gw, fakes);
   [gw, fakes] = [null, []];
 });
-
-/** A promise a test releases by hand. */
-function gate(): { promise: Promise<void>; open(): void } {
-  let open!: () => void;
-  const promise = new Promise<void>((r) => (open = r));
-  return { promise, open };
-}
 
 const CHAT = JSON.stringify({ model: 'test-model', messages: [{ role: 'user', content: 'hi' }] });
 

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { FakeBackend } from '../../../engine/demo/index.js';
 import { closeAll, endpoint, startGateway, type Started } from '../../helpers/gateway.js';
-import { waitFor } from '../../helpers/wait.js';
+import { gate, waitFor } from '../../helpers/wait.js';
 
 let gw: Started | null = null;
 let fake: FakeBackend | null = null;
@@ -16,12 +16,6 @@ afterEach(async () => {
   await closeAll(gw, fake ? [fake] : []);
   [gw, fake] = [null, null];
 });
-
-function gate(): { promise: Promise<void>; open(): void } {
-  let open!: () => void;
-  const promise = new Promise<void>((r) => (open = r));
-  return { promise, open };
-}
 
 /** `family`: an Ollama reports what it holds (api/ps); a vLLM-style engine does not, and the
  *  queue's own knowledge of the switch is all there is. */
@@ -58,19 +52,26 @@ const queueOf = async () => (await endpointStatus())?.queue;
 /** The models of the generation requests the engine received, in order. */
 const served = () => fake!.traffic.map((r) => r.json.model);
 
+/** alpha held at the engine, then beta alpha beta alpha waiting behind it (one at a time), then
+ *  all let go: their answers. */
+async function interleaved() {
+  const hold = gate();
+  fake!.behaviour.holdUntil = hold.promise;
+  const first = chat('alpha');
+  await waitFor(() => fake!.traffic.length === 1, 'alpha at the engine');
+  const rest = ['beta', 'alpha', 'beta', 'alpha'].map((m) => chat(m));
+  await waitFor(async () => (await queueOf()).queued === 4, 'four waiting');
+  const waiting = (await queueOf()).model_switching;
+  fake!.behaviour.holdUntil = null;
+  hold.open();
+  return { waiting, answers: await Promise.all([first, ...rest]) };
+}
+
 describe('a queue served by model', () => {
   it('sends the held model’s waiting requests first and switches once: two loads where arrival order makes five', async () => {
     await oneGpu(0, { max_concurrent_requests: 1 }, { models_at_once: 1 });
-    const hold = gate();
-    fake!.behaviour.holdUntil = hold.promise;
-    const first = chat('alpha');
-    await waitFor(() => fake!.traffic.length === 1, 'alpha at the engine');
-    const rest = ['beta', 'alpha', 'beta', 'alpha'].map((m) => chat(m));
-    await waitFor(async () => (await queueOf()).queued === 4, 'four waiting');
-    expect((await queueOf()).model_switching).toMatchObject({ held: ['alpha'], waiting_by_model: { beta: 2, alpha: 2 } });
-    fake!.behaviour.holdUntil = null;
-    hold.open();
-    const answers = await Promise.all([first, ...rest]);
+    const { waiting, answers } = await interleaved();
+    expect(waiting).toMatchObject({ held: ['alpha'], waiting_by_model: { beta: 2, alpha: 2 } });
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
     expect(served()).toEqual(['alpha', 'alpha', 'alpha', 'beta', 'beta']);
     expect(fake!.gpu!.switches).toBe(2);
@@ -83,15 +84,8 @@ describe('a queue served by model', () => {
 
   it('in arrival order without model_switching: the engine loads a model on every change', async () => {
     await oneGpu(0, { max_concurrent_requests: 1 }, null);
-    const hold = gate();
-    fake!.behaviour.holdUntil = hold.promise;
-    const first = chat('alpha');
-    await waitFor(() => fake!.traffic.length === 1, 'alpha at the engine');
-    const rest = ['beta', 'alpha', 'beta', 'alpha'].map((m) => chat(m));
-    await waitFor(async () => (await queueOf()).queued === 4, 'four waiting');
-    fake!.behaviour.holdUntil = null;
-    hold.open();
-    await Promise.all([first, ...rest]);
+    const { answers } = await interleaved();
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
     expect(served()).toEqual(['alpha', 'beta', 'alpha', 'beta', 'alpha']);
     expect(fake!.gpu!.switches).toBe(5);
   });
@@ -99,20 +93,23 @@ describe('a queue served by model', () => {
 
 describe('a switch is a cold load, not a failure', () => {
   it('a stream waits out the load under the cold first-token deadline, and a health check failing meanwhile leaves the endpoint in', async () => {
+    // A switch takes 500 ms: beta's first token comes well past the warm deadline of 300 ms.
     await oneGpu(
-      1500,
+      500,
       { first_token_timeout: '300ms', cold_first_token_timeout: '20s', check_interval: '100ms', check_timeout: '200ms' },
       { models_at_once: 1 },
       'pagedengine',
     );
     expect((await chat('alpha')).status).toBe(200);
-    // The engine answers its health route 503 while it loads.
+    // The engine answers its health route 503 while it loads; the load lasts (the request for
+    // beta held at the engine) until a failed check was seen to leave the endpoint warming.
     fake!.behaviour.healthStatus = 503;
+    const hold = gate();
+    fake!.behaviour.holdUntil = hold.promise;
     const beta = chat('beta', true);
-    await waitFor(
-      async () => (await endpointStatus()).health?.status === 'warming' || (await endpointStatus()).status === 'warming',
-      'a check during the load',
-    );
+    await waitFor(async () => (await endpointStatus()).status === 'warming', 'a failed check during the load');
+    fake!.behaviour.holdUntil = null;
+    hold.open();
     const answer = await beta;
     fake!.behaviour.healthStatus = 200;
     expect(answer.status).toBe(200);

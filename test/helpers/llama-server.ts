@@ -3,7 +3,7 @@
 // ports and stops them after; without the variable those tests are skipped.
 import { execFile } from 'node:child_process';
 import { connect, createServer } from 'node:net';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 
 /** The folder with start-llama-server.sh, or undefined: the tests that need it are skipped. */
 export const LLAMA_SERVER_DIR = process.env.GW_LLAMA_SERVER_DIR;
@@ -92,7 +92,9 @@ export async function startLlamaRouter(names: readonly string[], modelsMax: numb
   if (!existsSync(bin))
     execFileSync('sh', ['-c', `xz -dc "${join(LLAMA_SERVER_DIR, 'llama-server.xz')}" > "${bin}.part" && chmod +x "${bin}.part" && mv "${bin}.part" "${bin}"`]);
   const dir = mkdtempSync(join(tmpdir(), 'gw-router-'));
-  for (const name of names) symlinkSync(join(LLAMA_SERVER_DIR, 'tiny-llama.gguf'), join(dir, `${name}.gguf`));
+  // A link's target is read from where the link is: it must be absolute.
+  const model = resolve(LLAMA_SERVER_DIR, 'tiny-llama.gguf');
+  for (const name of names) symlinkSync(model, join(dir, `${name}.gguf`));
   const port = await freePort();
   const log = join(dir, 'router.log');
   const args = [

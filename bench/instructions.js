@@ -8,7 +8,7 @@
 // also writes /tmp/perf-PID.map (node --perf-basic-prof): the names of its compiled JavaScript,
 // for reading the callgrind file per function.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, openSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'undici';
@@ -16,28 +16,36 @@ import { freePort, RATE_LIMITS_OFF, endpointLines } from './lib.js';
 
 export const hasCallgrind = () => spawnSync('valgrind', ['--version']).status === 0 && spawnSync('callgrind_annotate', ['--version']).error === undefined;
 
+/** Connections at once during the warm-up. */
+const WARM_LANES = 8;
+
 const COMPILER = /v8::internal::(compiler|maglev|baseline)::|Turbofan|Maglev/;
 
-async function waitReady(port, child) {
+async function waitReady(ready, child) {
   for (let i = 0; i < 600; i++) {
-    if (child.exitCode !== null) throw new Error('the gateway under callgrind exited');
+    if (child.exitCode !== null) throw new Error('the server under callgrind exited');
     try {
-      if ((await fetch(`http://127.0.0.1:${port}/internal/health`)).ok) return;
+      if (await ready()) return;
     } catch {}
     await new Promise((r) => setTimeout(r, 200));
   }
-  throw new Error('the gateway under callgrind did not start');
+  throw new Error('the server under callgrind did not start');
 }
 
-async function requests(port, path, body, count, more = {}) {
-  const client = new Client(`http://127.0.0.1:${port}`, { pipelining: 1 });
+/** `count` requests one after another on one connection; with `lanes`, that many connections
+ *  at once (a warm-up: streams spend most of their time waiting on the backend's gaps). */
+async function requests(port, path, body, count, more = {}, lanes = 1) {
   const headers = { 'content-type': 'application/json', ...more };
-  for (let i = 0; i < count; i++) {
-    const res = await client.request({ path, method: 'POST', headers, body });
-    await res.body.arrayBuffer();
-    if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
-  }
-  await client.close();
+  const lane = async (n) => {
+    const client = new Client(`http://127.0.0.1:${port}`, { pipelining: 1 });
+    for (let i = 0; i < n; i++) {
+      const res = await client.request({ path, method: 'POST', headers, body });
+      await res.body.arrayBuffer();
+      if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
+    }
+    await client.close();
+  };
+  await Promise.all(Array.from({ length: lanes }, (_, i) => lane(Math.floor(count / lanes) + (i < count % lanes ? 1 : 0))));
 }
 
 /** Instructions per request of the gateway built in `root` ({ total, withoutCompiler }); `route`:
@@ -46,7 +54,7 @@ export async function instructionsPerRequest(
   root,
   backendPort,
   body,
-  { warm, count },
+  counts,
   endpoints = 1,
   extra = '',
   configLines = [],
@@ -68,6 +76,13 @@ export async function instructionsPerRequest(
       ...lines,
     ].join('\n'),
   );
+  const ready = async () => (await fetch(`http://127.0.0.1:${port}/internal/health`)).ok;
+  return instructionsOf([join(root, 'bin/gw.js'), 'serve', '--config', config], { port, ready, dir }, route, body, counts);
+}
+
+/** Instructions per request of the Node program `argv` (script and arguments) serving on `port`
+ *  once `ready()` resolves true: `warm` requests uncounted, then `count` counted. */
+export async function instructionsOf(argv, { port, ready, dir = mkdtempSync(join(tmpdir(), 'gw-callgrind-')) }, route, body, { warm, count }) {
   const out = join(dir, 'callgrind.out');
   const child = spawn(
     'valgrind',
@@ -78,17 +93,20 @@ export async function instructionsPerRequest(
       `--callgrind-out-file=${out}`,
       process.execPath,
       ...(process.env.GW_PERF_MAP ? ['--perf-basic-prof'] : []),
-      join(root, 'bin/gw.js'),
-      'serve',
-      '--config',
-      config,
+      ...(process.env.GW_NODE_FLAGS ? process.env.GW_NODE_FLAGS.split(' ') : []),
+      ...argv,
     ],
-    { stdio: 'ignore' },
+    { stdio: ['ignore', process.env.GW_CG_LOG ? openSync(process.env.GW_CG_LOG, 'w') : 'ignore', 'ignore'] },
   );
   try {
-    await waitReady(port, child);
+    await waitReady(ready, child);
     const { path, headers } = route;
-    await requests(port, path, body, warm, headers);
+    // Most of the warm-up on several connections at once, its last part as the count runs (one
+    // connection): what the JIT learnt from the concurrent part settles before counting starts.
+    const tail = Math.ceil(warm / 4);
+    await requests(port, path, body, warm - tail, headers, WARM_LANES);
+    await requests(port, path, body, tail, headers);
+    if (process.env.GW_CG_LOG) console.error('--- counting from here');
     spawnSync('callgrind_control', ['-i', 'on', String(child.pid)]);
     await requests(port, path, body, count, headers);
     spawnSync('callgrind_control', ['-i', 'off', String(child.pid)]);

@@ -214,9 +214,10 @@ export const chatBody = JSON.stringify({
   ],
 });
 export const streamBody = chatBody.replace('"stream":false', '"stream":true');
+/** `extra`: more endpoint keys (`, key: value`); a check_interval there replaces the 5s. */
 export const endpointLines = (backendPort, type = 'pagedengine', extra = '') => [
   'discovery:',
   '  static:',
   '    endpoints:',
-  `      - { name: bench, type: ${type}, url: "http://127.0.0.1:${backendPort}", check_interval: 5s${extra} }`,
+  `      - { name: bench, type: ${type}, url: "http://127.0.0.1:${backendPort}"${extra.includes('check_interval') ? '' : ', check_interval: 5s'}${extra} }`,
 ];

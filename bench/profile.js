@@ -1,12 +1,14 @@
 // Where a request's instructions go, per function: the gateway under callgrind (bench/
 // instructions.js) with its compiled JavaScript named from its perf map (node --perf-basic-prof),
 // so that the JIT's code reads as the functions it came from rather than bare addresses.
-// `node bench/profile.js [chat|stream] [TOP]`: the TOP functions (default 40) by their own
-// instructions per request, the JIT compiler's included (its lines start `v8::internal::compiler`).
+// `node bench/profile.js [chat|stream] [TOP] [floor]`: the TOP functions (default 40) by their own
+// instructions per request, the JIT compiler's included (its lines start `v8::internal::compiler`);
+// the stream is bench/floor.js's (20 events); with `floor`, the floor proxy's profile instead.
 import { readFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
+import { CHECKS, ENDPOINTS, floorInstructions, KINDS } from './floor.js';
 import { hasCallgrind, instructionsPerRequest } from './instructions.js';
-import { chatBody, forkReady, stopAll, streamBody } from './lib.js';
+import { forkReady, stopAll } from './lib.js';
 
 if (!hasCallgrind()) {
   console.log('valgrind (callgrind) is not installed: nothing counted');
@@ -14,7 +16,8 @@ if (!hasCallgrind()) {
 }
 const kind = process.argv[2] === 'stream' ? 'stream' : 'chat';
 const top = Number(process.argv[3] ?? 40);
-const counts = kind === 'chat' ? { warm: 10000, count: 4000 } : { warm: 2000, count: 800 };
+const { body, counts } = KINDS[kind === 'chat' ? 0 : 1];
+const ofFloor = process.argv[4] === 'floor';
 
 /** The perf map's entries (start, size, name), sorted by start; a later entry wins an overlap. */
 function perfMap(pid) {
@@ -48,7 +51,7 @@ process.env.GW_PERF_MAP = '1';
 const { port } = await forkReady('backend.js', ['0']);
 try {
   const root = new URL('..', import.meta.url).pathname;
-  const r = await instructionsPerRequest(root, port, kind === 'chat' ? chatBody : streamBody, counts);
+  const r = ofFloor ? await floorInstructions(port, body, counts) : await instructionsPerRequest(root, port, body, counts, ENDPOINTS, CHECKS);
   const entries = perfMap(r.pid);
   const text = spawnSync('callgrind_annotate', ['--threshold=100', r.out], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }).stdout;
   const self = new Map();

@@ -13,7 +13,8 @@
 //  shared limits (bench/shared-limits.js) — the same limits kept in Redis against in memory;
 //  failover (bench/failover.js) — a request that needs no retry, against the builds before issues 12, 17, 18, 19 and 20;
 //  affinity (bench/affinity.js) — later turns' time to first token with conversation affinity against plain balancing;
-//  model switching (bench/model-switching.js) — one GPU, many models: the queue served by model against arrival order.
+//  model switching (bench/model-switching.js) — one GPU, many models: the queue served by model against arrival order;
+//  against the floor (bench/floor.js) — instructions per request of the gateway ÷ the floor proxy's, under callgrind.
 // "Time per request" in the A/B comparisons is the CPU time the gateway process spends per request
 // (from /proc, over alternating load rounds): unlike req/s on a two-core machine shared by four busy
 // processes, it does not depend on how the scheduler mixes them.
@@ -30,6 +31,7 @@ import { translationInstructions } from './translation.js';
 import { sharedLimitsSection } from './shared-limits.js';
 import { workersSection } from './workers.js';
 import { streamsSection } from './streams.js';
+import { floorSection } from './floor.js';
 import {
   cpuAdded,
   timeAdded,
@@ -337,6 +339,7 @@ async function only(name) {
     workers: [workersSection, '## Workers'],
     streams: [streamsSection, '## Streams'],
     'model-switching': [modelSwitchingSection, '## One GPU, many models'],
+    floor: [floorSection, '## Against the floor, in instructions'],
   };
   if (!sections[name]) throw new Error(`--only takes one of: ${Object.keys(sections).join(', ')}`);
   const [run, heading] = sections[name];
@@ -368,6 +371,7 @@ async function main() {
   const { port: backendPort } = await forkReady('backend.js', ['0']);
   const sections = [
     await proxySection(backendPort),
+    await floorSection(backendPort),
     await routingSection(backendPort),
     await translationSection(backendPort),
     await reloadSection(backendPort),

@@ -525,6 +525,32 @@ describe('after the first content (most events are checked for shape, not parsed
     }
   });
 
+  it('a chunk of one whole event (read without its lines) finds what the same bytes read line by line find', () => {
+    const tokens = Array.from({ length: 4 }, (_, i) => chunk({ content: `t${i}` }));
+    const streams: [StreamFormat, string[]][] = [
+      ['sse', [...sse(...tokens, chunk({}, 'stop')), 'data: [DONE]\n\n']],
+      ['sse', [...sse(...tokens), 'data: {"error":{"message":"overloaded"}}\n\n']],
+      ['sse', [...sse(...tokens), 'data:{"choices":[{"delta":{"content":"no space"}}]}\n\n', 'data: {"a": }\n\n']],
+      ['sse', [...sse(...tokens), `data: {"choices":[{"delta":{"content":"${'a'.repeat(MAX_EVENT_BYTES)}"}}]}\n\n`]],
+      ['ndjson', nd({ message: { content: 'a' }, done: false }, { message: { content: 'b' }, done: false }, { done: true })],
+      ['ndjson', [...nd({ response: 'a', done: false }, { response: 'b', done: false }), '{"response": }\n']],
+    ];
+    for (const [format, pieces] of streams) {
+      const whole = perEvent(format, pieces).w;
+      const bytes = Buffer.from(pieces.join(''));
+      const byByte = feedCut(
+        format,
+        bytes,
+        Array.from({ length: bytes.length }, (_, i) => i),
+      ).w;
+      const state = (w: StreamWatch) => [w.hasContent, w.complete, w.events, w.problem, w.badEventAt];
+      expect(state(whole), pieces.at(-1)!.slice(0, 60)).toEqual(state(byByte));
+    }
+    // The first and the fourth: four content events (the finish is not one), and the bound.
+    expect(perEvent('sse', streams[0][1]).w.events).toBe(4);
+    expect(perEvent('sse', streams[3][1]).w.problem).toContain('longer than');
+  });
+
   it('terminators and errors are still seen among routine events', () => {
     const tokens = Array.from({ length: 5 }, (_, i) => chunk({ content: `t${i}` }));
     expect(perEvent('sse', [...sse(...tokens, chunk({}, 'length')), 'data: [DONE]\n\n']).w.complete).toBe(true);

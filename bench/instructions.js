@@ -8,7 +8,7 @@
 // also writes /tmp/perf-PID.map (node --perf-basic-prof): the names of its compiled JavaScript,
 // for reading the callgrind file per function.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, openSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'undici';
@@ -93,10 +93,9 @@ export async function instructionsOf(argv, { port, ready, dir = mkdtempSync(join
       `--callgrind-out-file=${out}`,
       process.execPath,
       ...(process.env.GW_PERF_MAP ? ['--perf-basic-prof'] : []),
-      ...(process.env.GW_NODE_FLAGS ? process.env.GW_NODE_FLAGS.split(' ') : []),
       ...argv,
     ],
-    { stdio: ['ignore', process.env.GW_CG_LOG ? openSync(process.env.GW_CG_LOG, 'w') : 'ignore', 'ignore'] },
+    { stdio: 'ignore' },
   );
   try {
     await waitReady(ready, child);
@@ -106,7 +105,6 @@ export async function instructionsOf(argv, { port, ready, dir = mkdtempSync(join
     const tail = Math.ceil(warm / 4);
     await requests(port, path, body, warm - tail, headers, WARM_LANES);
     await requests(port, path, body, tail, headers);
-    if (process.env.GW_CG_LOG) console.error('--- counting from here');
     spawnSync('callgrind_control', ['-i', 'on', String(child.pid)]);
     await requests(port, path, body, count, headers);
     spawnSync('callgrind_control', ['-i', 'off', String(child.pid)]);

@@ -6,10 +6,11 @@
 // a microsecond and its garbage; instead an event is checked for shape (a JSON object: `{` … `}`)
 // and parsed only when the shape's `mayMatter` says it may end the stream or carry an error.
 
-const CR = 0x0d;
-const COLON = 0x3a;
+export const LF = 0x0a;
+export const CR = 0x0d;
+export const COLON = 0x3a;
+export const OPEN_BRACE = 0x7b;
 const SPACE = 0x20;
-const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
 const QUOTE = 0x22;
 /** Bytes a JSON value can end with (a string, object or array, a number, true/false/null): 1. */

@@ -10,7 +10,7 @@
 // event's data is JSON.parse'd once. Lines end with LF or CRLF (a lone CR, which the SSE spec also
 // allows, is sent by no inference server we know and is not a line end here).
 
-import { fieldValue, objectText } from './event-bytes.js';
+import { COLON, CR, fieldValue, LF, OPEN_BRACE, objectText } from './event-bytes.js';
 import { mergeReported, type Reported, type UsageShape } from './usage.js';
 
 /** Content types of the two stream formats (the one definition; broken-stream.ts uses them too). */
@@ -33,11 +33,6 @@ export type Seen = 'none' | 'content' | 'error' | 'malformed';
 export const MAX_EVENT_BYTES = 1024 * 1024;
 const PROBLEM_CHARS = 200;
 const EXCERPT_CHARS = 40;
-
-const LF = 0x0a;
-const CR = 0x0d;
-const COLON = 0x3a;
-const OPEN_BRACE = 0x7b;
 
 /** What one event is to the stream: nothing yet (a role chunk, a keep-alive event), content,
  *  its terminator, an error. */
